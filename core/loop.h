@@ -1,0 +1,85 @@
+/*
+ * loop.h -- an epoll event loop with a timer heap (the shape of redis ae.h).
+ *
+ * One loop per thread; a loop object is used only from its own thread,
+ * except loop_stop() and loop_wake(), which any thread may call.
+ * Timers live in a binary min-heap keyed on (deadline_ns, seq), so timers
+ * with equal deadlines fire in the order they were started (libuv
+ * src/timer.c).  Deadlines are absolute nanoseconds of the loop's clock;
+ * they are armed with a timerfd so a 1 ms delay is not rounded to epoll's
+ * millisecond timeout.  The loop reads its clock once per iteration
+ * (loop_now_ns() is that cached value).
+ */
+#ifndef MT_LOOP_H
+#define MT_LOOP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "clock.h"
+#include "err.h"
+
+#define LOOP_READ (1u << 0)
+#define LOOP_WRITE (1u << 1)
+#define LOOP_ERROR (1u << 2) /* passed to callbacks only (EPOLLERR/EPOLLHUP) */
+
+struct loop;
+struct loop_timer;
+
+typedef void loop_io_fn(struct loop *l, int fd, void *arg, unsigned events);
+typedef void loop_timer_fn(struct loop *l, struct loop_timer *t, void *arg);
+typedef void loop_hook_fn(struct loop *l, void *arg);
+
+/* Embedded by the caller; the loop only links it into its heap. */
+struct loop_timer {
+    uint64_t deadline_ns;
+    uint64_t seq;     /* insertion order, for ties */
+    size_t heap_idx;  /* position in the heap; SIZE_MAX when not armed */
+    loop_timer_fn *cb;
+    void *arg;        /* borrowed */
+};
+
+/*
+ * New loop on clock clk (borrowed; NULL = real monotonic clock), for file
+ * descriptors below fd_max.  NULL with err filled on failure.
+ */
+struct loop *loop_new(const struct mt_clock *clk, int fd_max,
+                      struct mt_err *err);
+void loop_free(struct loop *l); /* NULL is a no-op; fds are not closed */
+
+/* Watch fd for events (LOOP_READ|LOOP_WRITE); cb(l, fd, arg, events). */
+int loop_fd_add(struct loop *l, int fd, unsigned events, loop_io_fn *cb,
+                void *arg);
+int loop_fd_mod(struct loop *l, int fd, unsigned events);
+void loop_fd_del(struct loop *l, int fd);
+
+/* Same as loop_fd_add, with EPOLLEXCLUSIVE (for a shared listening fd). */
+int loop_fd_add_exclusive(struct loop *l, int fd, loop_io_fn *cb, void *arg);
+
+void loop_timer_init(struct loop_timer *t);
+/* (Re)arms t at absolute deadline_ns; overflow clamps to UINT64_MAX. */
+void loop_timer_start(struct loop *l, struct loop_timer *t,
+                      uint64_t deadline_ns, loop_timer_fn *cb, void *arg);
+void loop_timer_stop(struct loop *l, struct loop_timer *t);
+bool loop_timer_active(const struct loop_timer *t);
+
+/* Called once per iteration before the loop blocks. */
+void loop_set_before_sleep(struct loop *l, loop_hook_fn *fn, void *arg);
+
+/* The clock value read at the start of this iteration. */
+uint64_t loop_now_ns(const struct loop *l);
+/* Re-reads the clock (for precise stamping of a read that just completed). */
+uint64_t loop_update_time(struct loop *l);
+
+/* Runs until loop_stop(). Returns 0 or a negative code. */
+int loop_run(struct loop *l);
+/* One iteration, blocking at most timeout_ns (0: poll, UINT64_MAX: wait). */
+int loop_run_once(struct loop *l, uint64_t timeout_ns);
+
+/* Thread-safe: makes loop_run() return after the current iteration. */
+void loop_stop(struct loop *l);
+/* Thread-safe: interrupts a blocked epoll_wait. */
+void loop_wake(struct loop *l);
+
+#endif

@@ -1,0 +1,213 @@
+/*
+ * trace.h -- the mtrace trace file: writer and reader.
+ *
+ * The format is specified in docs/trace-format.md.  In short: a sequence of
+ * independent zstd frames, each holding whole records; a header record
+ * first, an end record last; a seek index in a zstd skippable frame at the
+ * very end (footer magic last).  All integers are little-endian.  A reader
+ * needs no index: it streams frames and skips record types it does not
+ * know.  A truncated or corrupt file yields every complete record before
+ * the damage, then an error that says where (file offset) and how much was
+ * lost.
+ */
+#ifndef MT_TRACE_H
+#define MT_TRACE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "err.h"
+
+#define TRACE_VERSION 1
+#define TRACE_FLUSH_NS (100u * 1000 * 1000) /* a frame is closed within this */
+
+enum trace_rec_type {
+    TRACE_REC_HEADER = 1,
+    TRACE_REC_CONN_OPEN = 2,
+    TRACE_REC_MSG = 3,
+    TRACE_REC_CONN_CLOSE = 4,
+    TRACE_REC_STATS = 5,
+    TRACE_REC_END = 6,
+};
+
+enum trace_dir {
+    TRACE_DIR_C2S = 0, /* client to server (requests) */
+    TRACE_DIR_S2C = 1, /* server to client (replies) */
+};
+
+/* Where the trace came from. */
+enum trace_source {
+    TRACE_SRC_UNKNOWN = 0,
+    TRACE_SRC_PROXY = 1,
+    TRACE_SRC_PCAP = 2,
+    TRACE_SRC_LIVE = 3,
+    TRACE_SRC_SYNTH = 4, /* written by a tool or test, not captured */
+};
+
+/* Message flags. */
+#define TRACE_MSG_PARTIAL (1u << 0)    /* peer vanished mid-message: prefix only */
+#define TRACE_MSG_GAP_BEFORE (1u << 1) /* bytes were lost before this message */
+#define TRACE_MSG_RESYNC (1u << 2)     /* found by resynchronising on a header */
+#define TRACE_MSG_MALFORMED (1u << 3)  /* framed, but failed to parse */
+
+/* Connection close reasons. */
+enum trace_close_reason {
+    TRACE_CLOSE_NORMAL = 0,      /* FIN / orderly close */
+    TRACE_CLOSE_CLIENT_RESET = 1,
+    TRACE_CLOSE_SERVER_RESET = 2,
+    TRACE_CLOSE_ERROR = 3,       /* protocol error, garbage, limit */
+    TRACE_CLOSE_UPSTREAM_FAIL = 4, /* proxy could not reach the target */
+    TRACE_CLOSE_SHUTDOWN = 5,    /* tool stopped with the connection open */
+    TRACE_CLOSE_IDLE = 6,        /* pcap: flow flushed as idle / end of file */
+};
+
+struct trace_header {
+    char tool_version[32];   /* "mtrace 0.1.0" */
+    uint8_t source;          /* enum trace_source */
+    char source_desc[256];   /* "proxy 127.0.0.1:28017 -> 127.0.0.1:27017" */
+    uint64_t start_wall_ns;  /* Unix epoch ns when capture started */
+    uint64_t start_mono_ns;  /* the t_ns clock's value at start_wall_ns */
+    uint32_t ts_precision_ns; /* 1 (ns) or 1000 (pcap µs) */
+};
+
+struct trace_conn_open {
+    uint64_t conn_id;
+    uint64_t t_ns;
+    char client[64]; /* "127.0.0.1:53412" or "[::1]:53412" */
+    char server[64];
+};
+
+struct trace_conn_close {
+    uint64_t conn_id;
+    uint64_t t_ns;
+    uint8_t reason;           /* enum trace_close_reason */
+    uint32_t partial_c2s;     /* bytes of an incomplete message left over */
+    uint32_t partial_s2c;
+};
+
+struct trace_msg {
+    uint64_t conn_id;
+    uint64_t t_ns;  /* arrival of the message's last byte */
+    uint8_t dir;    /* enum trace_dir */
+    uint32_t flags; /* TRACE_MSG_* */
+    const uint8_t *wire; /* borrowed: the bytes as seen (maybe OP_COMPRESSED) */
+    uint32_t wire_len;
+    const uint8_t *plain; /* borrowed: decompressed form, or NULL */
+    uint32_t plain_len;
+};
+
+#define TRACE_STATS_MAX 32
+struct trace_stat {
+    char name[32]; /* "packets", "gaps", "dropped", ... */
+    uint64_t value;
+};
+struct trace_stats {
+    uint64_t t_ns;
+    size_t n;
+    struct trace_stat s[TRACE_STATS_MAX];
+};
+
+struct trace_end {
+    uint64_t t_ns;
+    uint64_t records; /* records written before the end record */
+};
+
+struct trace_rec {
+    uint8_t type; /* enum trace_rec_type, or an unknown type the reader skips */
+    uint64_t offset; /* file offset of the frame holding this record */
+    union {
+        struct trace_header header;
+        struct trace_conn_open open;
+        struct trace_conn_close close;
+        struct trace_msg msg;
+        struct trace_stats stats;
+        struct trace_end end;
+    } u;
+};
+
+/* ---- writer ---- */
+
+struct trace_writer;
+
+#define TRACE_W_FORCE (1u << 0) /* overwrite an existing file */
+
+/*
+ * Creates path with mode 0600 (O_EXCL unless TRACE_W_FORCE) and writes the
+ * header record.  Returns NULL with err filled on failure (-EEXIST when the
+ * file exists and TRACE_W_FORCE is not set).
+ */
+struct trace_writer *trace_writer_open(const char *path, unsigned flags,
+                                       const struct trace_header *hdr,
+                                       struct mt_err *err);
+
+/* The same, on a FILE* the caller owns (not closed by trace_writer_close). */
+struct trace_writer *trace_writer_open_fp(FILE *fp,
+                                          const struct trace_header *hdr,
+                                          struct mt_err *err);
+
+/*
+ * Append one record to the open frame.  A frame is ended (compressed and
+ * written) when it holds 1 MiB or when TRACE_FLUSH_NS passed since its
+ * first record; callers with a quiet stream call trace_writer_tick() at
+ * least every TRACE_FLUSH_NS.  Validate-before-write: a record that would
+ * not read back (e.g. wire_len > 48 MB) is refused with MT_ETOOBIG.
+ * Returns 0 or a negative code (-ENOSPC on a full disk: the file stays valid
+ * up to the last frame that was written completely).
+ */
+int trace_writer_conn_open(struct trace_writer *w,
+                           const struct trace_conn_open *rec);
+int trace_writer_conn_close(struct trace_writer *w,
+                            const struct trace_conn_close *rec);
+int trace_writer_msg(struct trace_writer *w, const struct trace_msg *rec);
+int trace_writer_stats(struct trace_writer *w, const struct trace_stats *rec);
+
+/* Ends the open frame if it is older than TRACE_FLUSH_NS (now_ns is the
+ * monotonic clock).  Cheap when nothing is pending. */
+int trace_writer_tick(struct trace_writer *w, uint64_t now_ns);
+
+/* Ends the open frame now and fflush()es it. */
+int trace_writer_flush(struct trace_writer *w);
+
+/* Writes the end record, the seek index and footer, closes and frees.
+ * NULL is a no-op returning 0. */
+int trace_writer_close(struct trace_writer *w);
+
+/* Records and compressed bytes written so far. */
+uint64_t trace_writer_records(const struct trace_writer *w);
+uint64_t trace_writer_bytes(const struct trace_writer *w);
+
+/* ---- reader ---- */
+
+struct trace_reader;
+
+struct trace_reader *trace_reader_open(const char *path, struct mt_err *err);
+/* fp borrowed (not closed). */
+struct trace_reader *trace_reader_open_fp(FILE *fp, struct mt_err *err);
+/* buf borrowed: valid for the reader's lifetime. */
+struct trace_reader *trace_reader_open_mem(const void *buf, size_t len,
+                                           struct mt_err *err);
+
+/*
+ * Next record.  MT_OK: *rec is filled; pointers in it are borrowed until the
+ * next call.  MT_END: the end record was read (and returned the call
+ * before) or the file ended cleanly.  Negative (MT_ETRUNC, MT_ECORRUPT,
+ * MT_EVERSION, ...): err says what was lost and at which file offset; every
+ * complete record before that point was already returned.  Unknown record
+ * types are skipped silently.
+ */
+int trace_reader_next(struct trace_reader *r, struct trace_rec *rec,
+                      struct mt_err *err);
+
+/* The header record (valid after open succeeded). */
+const struct trace_header *trace_reader_header(const struct trace_reader *r);
+
+void trace_reader_free(struct trace_reader *r);
+
+/* Human names: "c2s"/"s2c", "proxy"/"pcap"/..., "normal"/"client-reset"/... */
+const char *trace_dir_name(uint8_t dir);
+const char *trace_source_name(uint8_t source);
+const char *trace_close_reason_name(uint8_t reason);
+
+#endif

@@ -1,0 +1,202 @@
+/*
+ * wire.h -- MongoDB wire protocol: framing, parsing and encoding.
+ *
+ * Spec: https://github.com/mongodb/specifications/blob/master/source/message/OP_MSG.md
+ * and https://www.mongodb.com/docs/manual/reference/mongodb-wire-protocol/
+ *
+ * Every message starts with a 16-byte header, all integers little-endian:
+ *
+ *     0  int32 messageLength   total, header included
+ *     4  int32 requestID
+ *     8  int32 responseTo
+ *    12  int32 opCode
+ *
+ * Parsed messages are views into the caller's buffer (picohttpparser's
+ * phr_header): every pointer in struct wire_msg is borrowed and valid only
+ * while that buffer is.  Nothing here converts a whole document; command
+ * name, $db and collection come from walking the top level with libbson's
+ * iterator (DESIGN.md rule 1, seed 004).
+ */
+#ifndef MT_WIRE_H
+#define MT_WIRE_H
+
+#include <bson/bson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "err.h"
+
+#define WIRE_HEADER_LEN 16
+#define WIRE_MSG_LEN_MAX 48000000      /* maxMessageSizeBytes default */
+#define WIRE_BSON_LEN_MAX (16 * 1024 * 1024 + 16 * 1024) /* 16 MiB + headroom */
+#define WIRE_BSON_DEPTH_MAX 100
+#define WIRE_SEQ_MAX 16 /* kind-1 sections kept per OP_MSG (more: MT_ELIMIT) */
+
+enum wire_opcode {
+    WIRE_OP_REPLY = 1,
+    WIRE_OP_UPDATE = 2001,
+    WIRE_OP_INSERT = 2002,
+    WIRE_OP_RESERVED = 2003,
+    WIRE_OP_QUERY = 2004,
+    WIRE_OP_GET_MORE = 2005,
+    WIRE_OP_DELETE = 2006,
+    WIRE_OP_KILL_CURSORS = 2007,
+    WIRE_OP_COMMAND = 2010,
+    WIRE_OP_COMMANDREPLY = 2011,
+    WIRE_OP_COMPRESSED = 2012,
+    WIRE_OP_MSG = 2013,
+};
+
+/* OP_MSG flagBits. Bits 0-15 are required: unknown ones are rejected. */
+#define WIRE_MSG_CHECKSUM_PRESENT (1u << 0)
+#define WIRE_MSG_MORE_TO_COME (1u << 1)
+#define WIRE_MSG_EXHAUST_ALLOWED (1u << 16)
+#define WIRE_MSG_REQUIRED_MASK 0xffffu
+
+/* OP_COMPRESSED compressor ids. */
+enum wire_compressor {
+    WIRE_COMPRESSOR_NOOP = 0,
+    WIRE_COMPRESSOR_SNAPPY = 1,
+    WIRE_COMPRESSOR_ZLIB = 2,
+    WIRE_COMPRESSOR_ZSTD = 3,
+};
+
+struct wire_header {
+    int32_t message_length;
+    int32_t request_id;
+    int32_t response_to;
+    int32_t op_code;
+};
+
+/* One OP_MSG kind-1 section: identifier plus concatenated BSON documents. */
+struct wire_seq {
+    const char *identifier; /* borrowed, NUL-terminated in the buffer */
+    const uint8_t *docs;    /* borrowed: the documents, back to back */
+    size_t docs_len;
+};
+
+struct wire_msg {
+    struct wire_header h;
+    const uint8_t *raw; /* borrowed: the whole message, header included */
+    size_t raw_len;
+
+    /*
+     * The command or reply document: OP_MSG kind-0 body, OP_QUERY query,
+     * OP_REPLY first document (NULL if none), OP_COMMAND commandArgs,
+     * OP_COMMANDREPLY commandReply.  Borrowed.
+     */
+    const uint8_t *body;
+    size_t body_len;
+
+    /* OP_MSG */
+    uint32_t flags;
+    size_t nseq;
+    struct wire_seq seq[WIRE_SEQ_MAX];
+    bool has_checksum;
+    uint32_t checksum;
+
+    /* OP_QUERY (also OP_GET_MORE, OP_INSERT, ... fullCollectionName) */
+    int32_t query_flags;
+    const char *full_collection; /* borrowed */
+    int32_t number_to_skip;
+    int32_t number_to_return;
+
+    /* OP_REPLY */
+    int32_t response_flags;
+    int64_t cursor_id;
+    int32_t starting_from;
+    int32_t number_returned;
+    const uint8_t *docs; /* borrowed: all returned documents */
+    size_t docs_len;
+
+    /* OP_COMPRESSED */
+    int32_t original_opcode;
+    int32_t uncompressed_size;
+    uint8_t compressor_id;
+    const uint8_t *compressed; /* borrowed */
+    size_t compressed_len;
+};
+
+/*
+ * Framing only: looks at the header of the message starting at buf.
+ * MT_OK: a whole message of *msg_len bytes is in buf.  MT_PARTIAL:
+ * *msg_len is the total needed (WIRE_HEADER_LEN while the header itself is
+ * incomplete).  MT_EPROTO / MT_ETOOBIG (length < 16, > len_max, unknown
+ * opcode), with err->offset set.  Cost: O(1).
+ */
+int wire_frame(const uint8_t *buf, size_t len, size_t len_max,
+               size_t *msg_len, struct mt_err *err);
+
+/*
+ * Parses and validates one message at the start of buf (len bytes may hold
+ * more than one message).  Checks every length against what is left, BSON
+ * documents with bson_validate-level structure checks and nesting at most
+ * WIRE_BSON_DEPTH_MAX, OP_MSG required flag bits and the CRC-32C checksum.
+ * Returns MT_OK (*consumed = message length), MT_PARTIAL (*consumed = total
+ * bytes needed), or a negative code with err->offset at the first bad byte.
+ * msg fields borrow from buf.  Cost: O(message length), no allocation.
+ */
+int wire_msg_parse(const uint8_t *buf, size_t len, struct wire_msg *msg,
+                   size_t *consumed, struct mt_err *err);
+
+/*
+ * Decompresses an OP_COMPRESSED message into a complete ordinary message
+ * (header rewritten with the original opcode and length) appended to out.
+ * The decompressed size must equal uncompressedSize and stay within
+ * out->len_max: a decompression bomb is refused before it is expanded.
+ * Returns 0 or MT_ECOMPRESS / MT_ETOOBIG / MT_EUNSUPPORTED / -ENOMEM.
+ */
+int wire_decompress(const struct wire_msg *msg, struct mt_buf *out,
+                    struct mt_err *err);
+
+/* What a request or reply is about, from a top-level walk. */
+struct wire_cmd {
+    char name[64];   /* first key of the command document ("find", "hello") */
+    char db[128];    /* $db, or the database of OP_QUERY's fullCollectionName */
+    char coll[256];  /* value of the first key when it is a string, else "" */
+    bool is_hello;   /* hello / isMaster / ismaster */
+};
+
+/*
+ * Fills cmd from msg's body by iterating the top level only. Names that do
+ * not fit are truncated. Returns 0, or MT_EBSON if the body is unusable.
+ * For OP_REPLY / OP_MSG replies name is "" (a reply has no command key).
+ */
+int wire_msg_command(const struct wire_msg *msg, struct wire_cmd *cmd);
+
+/* "OP_MSG", "OP_QUERY", ... or "OP_UNKNOWN". Static string. */
+const char *wire_opcode_name(int32_t op_code);
+/* True for the opcodes listed in enum wire_opcode. */
+bool wire_opcode_known(int32_t op_code);
+/* "snappy", "zlib", "zstd", "noop", or "unknown". */
+const char *wire_compressor_name(uint8_t id);
+
+/* CRC-32C (Castagnoli), as OP_MSG checksums use. crc starts at 0. */
+uint32_t wire_crc32c(uint32_t crc, const void *p, size_t n);
+
+/*
+ * Encoders append one complete message to out and return 0 or a negative
+ * code (out unchanged on failure).
+ */
+int wire_encode_msg(struct mt_buf *out, int32_t request_id,
+                    int32_t response_to, uint32_t flags, const bson_t *body,
+                    const struct wire_seq *seq, size_t nseq);
+/* flags & WIRE_MSG_CHECKSUM_PRESENT appends a CRC-32C. */
+
+int wire_encode_query(struct mt_buf *out, int32_t request_id, int32_t flags,
+                      const char *full_collection, int32_t skip,
+                      int32_t n_return, const bson_t *query);
+
+int wire_encode_reply(struct mt_buf *out, int32_t request_id,
+                      int32_t response_to, int32_t response_flags,
+                      int64_t cursor_id, int32_t starting_from,
+                      const bson_t *const *docs, size_t ndocs);
+
+/* Wraps the complete message msg (header included) in OP_COMPRESSED. */
+int wire_encode_compressed(struct mt_buf *out, const uint8_t *msg,
+                           size_t msg_len, uint8_t compressor_id,
+                           struct mt_err *err);
+
+#endif

@@ -1,0 +1,9 @@
+#ifndef MT_SIM_CLI_H
+#define MT_SIM_CLI_H
+
+/* Entry point of 'mtrace ...'; argv[0] is the subcommand name. Returns the exit status (0, 1 runtime failure, 2 usage). */
+int sim_cli_main(int argc, char **argv);
+/* Entry point of 'mtrace ...'; argv[0] is the subcommand name. Returns the exit status (0, 1 runtime failure, 2 usage). */
+int sim_calibrate_cli_main(int argc, char **argv);
+
+#endif
