@@ -1,0 +1,39 @@
+/*
+ * sniff.h -- capture from pcap / pcapng files and live interfaces (libpcap),
+ * reassembling TCP into the same trace records the proxy writes.
+ */
+#ifndef MT_SNIFF_H
+#define MT_SNIFF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/err.h"
+
+#define SNIFF_PORTS_MAX 16
+
+struct sniff_opts {
+    const char *pcap_path; /* --pcap FILE, or NULL; borrowed */
+    const char *iface;     /* --iface IF, or NULL; borrowed */
+    uint16_t ports[SNIFF_PORTS_MAX]; /* --port N...; server side */
+    size_t nports;                   /* 0: 27017 */
+    const char *filter;    /* --filter BPF (overrides the port filter); borrowed */
+    double duration_s;     /* live: stop after this long (0: until signal) */
+    uint64_t count;        /* live: stop after this many packets (0: no limit) */
+    const char *out_path;  /* -o trace; borrowed */
+    unsigned trace_flags;  /* TRACE_W_FORCE */
+    bool quiet;            /* no summary */
+};
+
+/*
+ * Runs a pcap file or live capture to completion (end of file, duration,
+ * count, or sniff_stop()), writes the trace, prints the statistics summary
+ * on stderr unless quiet.  Returns 0, or a negative code with err filled.
+ */
+int sniff_run(const struct sniff_opts *o, struct mt_err *err);
+
+/* Async-signal-safe: asks a running sniff_run() to finish cleanly. */
+void sniff_stop(void);
+
+#endif

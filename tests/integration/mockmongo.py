@@ -1,0 +1,178 @@
+#!/usr/bin/python3
+"""mockmongo.py -- a MockupDB server scripted to answer like a MongoDB 7.0
+standalone, for mtrace's integration tests and for regenerating the sample
+trace.
+
+    /usr/bin/python3 tests/integration/mockmongo.py [--port P] [--topology-version]
+
+Prints "READY <port>" on stdout once listening, serves until SIGTERM/SIGINT
+or stdin closes (when --stdin-lifetime), then exits 0.
+
+What it answers (everything else: ok 0, code 59 CommandNotFound):
+  hello / isMaster / ismaster  (OP_QUERY on admin.$cmd and OP_MSG)
+  ping, buildInfo, endSessions, getParameter
+  find       benchmark_db.test_col: {_id: "test-doc-1", value: 42} when the
+             filter matches it (or is empty), else an empty batch.
+             benchmark_db.many: N documents {_id: i, x: i*i} in batches
+             of batchSize (default 101) with a server cursor; getMore pages.
+  getMore, killCursors
+  insert / update / delete  acknowledged with n
+  aggregate  benchmark_db.many: [{count: N}]
+  fail_me    any database: ok 0 code 2 BadValue errmsg "fail_me requested"
+"""
+import argparse
+import datetime
+import os
+import signal
+import sys
+import threading
+
+from bson.int64 import Int64
+from bson.objectid import ObjectId
+from mockupdb import MockupDB, OpMsg
+
+TEST_DOC = {"_id": "test-doc-1", "value": 42}
+MANY_N = 250
+
+
+class Mongo70:
+    def __init__(self, topology_version):
+        self.lock = threading.Lock()
+        self.conn_ids = {}
+        self.next_conn = 1
+        self.cursors = {}
+        self.next_cursor = 1000
+        self.process_id = ObjectId()
+        self.topology_version = topology_version
+
+    def hello_doc(self, request):
+        with self.lock:
+            key = request.client_port
+            if key not in self.conn_ids:
+                self.conn_ids[key] = self.next_conn
+                self.next_conn += 1
+            conn_id = self.conn_ids[key]
+        doc = {
+            "isWritablePrimary": True,
+            "topologyVersion": {"processId": self.process_id,
+                                "counter": Int64(0)},
+            "maxBsonObjectSize": 16777216,
+            "maxMessageSizeBytes": 48000000,
+            "maxWriteBatchSize": 100000,
+            "localTime": datetime.datetime.now(datetime.timezone.utc),
+            "logicalSessionTimeoutMinutes": 30,
+            "connectionId": conn_id,
+            "minWireVersion": 0,
+            "maxWireVersion": 21,
+            "readOnly": False,
+        }
+        if not self.topology_version:
+            del doc["topologyVersion"]
+        cmd = request.command_name or ""
+        if cmd.lower() == "ismaster":
+            doc["ismaster"] = True
+            del doc["isWritablePrimary"]
+        if request.doc.get("helloOk"):
+            doc["helloOk"] = True
+        return doc
+
+    def handle(self, request):
+        cmd = request.command_name or ""
+        doc = request.doc
+        db = request.namespace.split(".")[0] if request.namespace else ""
+        if cmd in ("hello", "isMaster", "ismaster"):
+            return request.replies(self.hello_doc(request))
+        if cmd == "ping":
+            return request.ok()
+        if cmd == "buildInfo" or cmd == "buildinfo":
+            return request.ok(version="7.0.14", versionArray=[7, 0, 14, 0],
+                              bits=64, maxBsonObjectSize=16777216)
+        if cmd in ("endSessions", "getParameter"):
+            return request.ok()
+        if cmd == "fail_me":
+            return request.fail("fail_me requested", code=2)
+        if cmd == "find":
+            return self.find(request, db, doc)
+        if cmd == "getMore":
+            return self.get_more(request, db, doc)
+        if cmd == "killCursors":
+            ids = list(doc.get("cursors", []))
+            with self.lock:
+                for c in ids:
+                    self.cursors.pop(int(c), None)
+            return request.ok(cursorsKilled=ids, cursorsNotFound=[],
+                              cursorsAlive=[], cursorsUnknown=[])
+        if cmd in ("insert", "delete"):
+            n = len(doc.get("documents", doc.get("deletes", [])))
+            if isinstance(request, OpMsg) and request.flags & 2:
+                return True  # unacknowledged: moreToCome, no reply
+            return request.ok(n=n)
+        if cmd == "update":
+            n = len(doc.get("updates", []))
+            return request.ok(n=n, nModified=n)
+        if cmd == "aggregate":
+            return request.ok(cursor={"id": Int64(0), "ns": db + "." + doc["aggregate"],
+                                      "firstBatch": [{"count": MANY_N}]})
+        return request.fail("no such command: '%s'" % cmd, code=59)
+
+    def find(self, request, db, doc):
+        coll = doc["find"]
+        ns = db + "." + coll
+        flt = doc.get("filter", {})
+        if coll == "many":
+            docs = [{"_id": i, "x": i * i} for i in range(MANY_N)]
+            batch = int(doc.get("batchSize", 101))
+            if doc.get("limit"):
+                docs = docs[: int(doc["limit"])]
+            first, rest = docs[:batch], docs[batch:]
+            cid = 0
+            if rest:
+                with self.lock:
+                    cid = self.next_cursor
+                    self.next_cursor += 1
+                    self.cursors[cid] = (ns, rest)
+            return request.ok(cursor={"id": Int64(cid), "ns": ns, "firstBatch": first})
+        match = [TEST_DOC] if (not flt or flt.get("_id") == TEST_DOC["_id"]) else []
+        return request.ok(cursor={"id": Int64(0), "ns": ns, "firstBatch": match})
+
+    def get_more(self, request, db, doc):
+        cid = int(doc["getMore"])
+        batch = int(doc.get("batchSize", 101))
+        with self.lock:
+            entry = self.cursors.get(cid)
+            if entry is None:
+                return request.fail("cursor id %d not found" % cid, code=43)
+            ns, rest = entry
+            now, rest = rest[:batch], rest[batch:]
+            if rest:
+                self.cursors[cid] = (ns, rest)
+            else:
+                del self.cursors[cid]
+                cid = 0
+        return request.ok(cursor={"id": Int64(cid), "ns": ns, "nextBatch": now})
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--topology-version", action="store_true",
+                    help="include topologyVersion in hello (not for the Node.js driver)")
+    args = ap.parse_args()
+
+    logic = Mongo70(args.topology_version)
+    server = MockupDB(port=args.port or None, request_timeout=int(1e6))
+    server.autoresponds(logic.handle)
+    port = server.run()
+    print("READY %d" % port, flush=True)
+
+    done = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *a: done.set())
+    signal.signal(signal.SIGINT, lambda *a: done.set())
+    while not done.wait(0.2):
+        pass
+    server.stop()
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()
