@@ -21,7 +21,28 @@
 #include "err.h"
 
 #define TRACE_VERSION 1
-#define TRACE_FLUSH_NS (100u * 1000 * 1000) /* a frame is closed within this */
+/* A frame is closed within this of its first record. */
+#define TRACE_FLUSH_NS (100u * 1000 * 1000)
+
+/* The header record's first 8 bytes (docs/trace-format.md). */
+#define TRACE_MAGIC "MTRC\r\n\x1a\n"
+#define TRACE_MAGIC_LEN 8
+/* zstd skippable frame holding the seek index, and the footer magic that
+ * ends the file ("MTIX"). */
+#define TRACE_INDEX_FRAME_MAGIC 0x184D2A5Eu
+#define TRACE_FOOTER_MAGIC 0x5849544Du
+#define TRACE_INDEX_ENTRY_LEN 20
+#define TRACE_FOOTER_LEN 12
+
+/* Limits: a message's wire and plain forms each at most maxMessageSizeBytes;
+ * a record at most both plus slack; a frame ends once it holds
+ * TRACE_FRAME_TARGET bytes, so it never decompresses beyond
+ * TRACE_FRAME_LEN_MAX. */
+#define TRACE_MSG_LEN_MAX 48000000u
+#define TRACE_REC_LEN_MAX (2u * TRACE_MSG_LEN_MAX + 65536u)
+#define TRACE_FRAME_TARGET (1024u * 1024u)
+#define TRACE_FRAME_LEN_MAX (TRACE_REC_LEN_MAX + TRACE_FRAME_TARGET + 5u)
+#define TRACE_REC_PREFIX_LEN 5 /* u8 type + u32 payload length */
 
 enum trace_rec_type {
     TRACE_REC_HEADER = 1,
@@ -46,29 +67,33 @@ enum trace_source {
     TRACE_SRC_SYNTH = 4, /* written by a tool or test, not captured */
 };
 
-/* Message flags. */
-#define TRACE_MSG_PARTIAL (1u << 0)    /* peer vanished mid-message: prefix only */
-#define TRACE_MSG_GAP_BEFORE (1u << 1) /* bytes were lost before this message */
-#define TRACE_MSG_RESYNC (1u << 2)     /* found by resynchronising on a header */
-#define TRACE_MSG_MALFORMED (1u << 3)  /* framed, but failed to parse */
+/*
+ * Message flags: PARTIAL the peer vanished mid-message (prefix only);
+ * GAP_BEFORE bytes were lost before this message; RESYNC found by
+ * resynchronising on a header; MALFORMED framed, but failed to parse.
+ */
+#define TRACE_MSG_PARTIAL (1u << 0)
+#define TRACE_MSG_GAP_BEFORE (1u << 1)
+#define TRACE_MSG_RESYNC (1u << 2)
+#define TRACE_MSG_MALFORMED (1u << 3)
 
 /* Connection close reasons. */
 enum trace_close_reason {
-    TRACE_CLOSE_NORMAL = 0,      /* FIN / orderly close */
+    TRACE_CLOSE_NORMAL = 0, /* FIN / orderly close */
     TRACE_CLOSE_CLIENT_RESET = 1,
     TRACE_CLOSE_SERVER_RESET = 2,
-    TRACE_CLOSE_ERROR = 3,       /* protocol error, garbage, limit */
+    TRACE_CLOSE_ERROR = 3,         /* protocol error, garbage, limit */
     TRACE_CLOSE_UPSTREAM_FAIL = 4, /* proxy could not reach the target */
-    TRACE_CLOSE_SHUTDOWN = 5,    /* tool stopped with the connection open */
-    TRACE_CLOSE_IDLE = 6,        /* pcap: flow flushed as idle / end of file */
+    TRACE_CLOSE_SHUTDOWN = 5,      /* tool stopped with the connection open */
+    TRACE_CLOSE_IDLE = 6, /* pcap: flow flushed as idle / end of file */
 };
 
 struct trace_header {
-    char tool_version[32];   /* "mtrace 0.1.0" */
-    uint8_t source;          /* enum trace_source */
-    char source_desc[256];   /* "proxy 127.0.0.1:28017 -> 127.0.0.1:27017" */
-    uint64_t start_wall_ns;  /* Unix epoch ns when capture started */
-    uint64_t start_mono_ns;  /* the t_ns clock's value at start_wall_ns */
+    char tool_version[32];    /* "mtrace 0.1.0" */
+    uint8_t source;           /* enum trace_source */
+    char source_desc[256];    /* "proxy 127.0.0.1:28017 -> 127.0.0.1:27017" */
+    uint64_t start_wall_ns;   /* Unix epoch ns when capture started */
+    uint64_t start_mono_ns;   /* the t_ns clock's value at start_wall_ns */
     uint32_t ts_precision_ns; /* 1 (ns) or 1000 (pcap µs) */
 };
 
@@ -82,16 +107,16 @@ struct trace_conn_open {
 struct trace_conn_close {
     uint64_t conn_id;
     uint64_t t_ns;
-    uint8_t reason;           /* enum trace_close_reason */
-    uint32_t partial_c2s;     /* bytes of an incomplete message left over */
+    uint8_t reason;       /* enum trace_close_reason */
+    uint32_t partial_c2s; /* bytes of an incomplete message left over */
     uint32_t partial_s2c;
 };
 
 struct trace_msg {
     uint64_t conn_id;
-    uint64_t t_ns;  /* arrival of the message's last byte */
-    uint8_t dir;    /* enum trace_dir */
-    uint32_t flags; /* TRACE_MSG_* */
+    uint64_t t_ns;       /* arrival of the message's last byte */
+    uint8_t dir;         /* enum trace_dir */
+    uint32_t flags;      /* TRACE_MSG_* */
     const uint8_t *wire; /* borrowed: the bytes as seen (maybe OP_COMPRESSED) */
     uint32_t wire_len;
     const uint8_t *plain; /* borrowed: decompressed form, or NULL */
@@ -127,7 +152,13 @@ struct trace_rec {
     } u;
 };
 
-/* ---- writer ---- */
+/* ---- writer ----
+ *
+ * A writer is used by one thread at a time (capture gives it a thread of
+ * its own); it does no locking.  Each frame is written with one fwrite and
+ * fflush, so a crash loses at most the open frame (<= TRACE_FLUSH_NS of
+ * records, given ticks).
+ */
 
 struct trace_writer;
 
@@ -135,8 +166,10 @@ struct trace_writer;
 
 /*
  * Creates path with mode 0600 (O_EXCL unless TRACE_W_FORCE) and writes the
- * header record.  Returns NULL with err filled on failure (-EEXIST when the
- * file exists and TRACE_W_FORCE is not set).
+ * header record (in a frame of its own, on disk before this returns).
+ * Returns NULL with err filled on failure (-EEXIST, with a message that
+ * suggests --force, when the file exists and TRACE_W_FORCE is not set); a
+ * file created here whose header could not be written is removed.
  */
 struct trace_writer *trace_writer_open(const char *path, unsigned flags,
                                        const struct trace_header *hdr,
@@ -152,9 +185,12 @@ struct trace_writer *trace_writer_open_fp(FILE *fp,
  * written) when it holds 1 MiB or when TRACE_FLUSH_NS passed since its
  * first record; callers with a quiet stream call trace_writer_tick() at
  * least every TRACE_FLUSH_NS.  Validate-before-write: a record that would
- * not read back (e.g. wire_len > 48 MB) is refused with MT_ETOOBIG.
- * Returns 0 or a negative code (-ENOSPC on a full disk: the file stays valid
- * up to the last frame that was written completely).
+ * not read back is refused and nothing is written: MT_ETOOBIG (wire_len or
+ * plain_len > TRACE_MSG_LEN_MAX, more than TRACE_STATS_MAX stats) or
+ * MT_ECORRUPT (dir not 0/1, a string without NUL in its array, a plain
+ * form for a message that is not OP_COMPRESSED).  Returns 0 or a negative
+ * code (-ENOSPC on a full disk: the file stays valid up to the last frame
+ * that was written completely; the error is sticky, later calls return it).
  */
 int trace_writer_conn_open(struct trace_writer *w,
                            const struct trace_conn_open *rec);
@@ -174,6 +210,13 @@ int trace_writer_flush(struct trace_writer *w);
  * NULL is a no-op returning 0. */
 int trace_writer_close(struct trace_writer *w);
 
+/*
+ * Replaces the clock that ages the open frame (default mt_clock_real()); clk
+ * is borrowed and must outlive the writer.  For tests and the simulator.
+ */
+struct mt_clock;
+void trace_writer_set_clock(struct trace_writer *w, const struct mt_clock *clk);
+
 /* Records and compressed bytes written so far. */
 uint64_t trace_writer_records(const struct trace_writer *w);
 uint64_t trace_writer_bytes(const struct trace_writer *w);
@@ -191,11 +234,17 @@ struct trace_reader *trace_reader_open_mem(const void *buf, size_t len,
 
 /*
  * Next record.  MT_OK: *rec is filled; pointers in it are borrowed until the
- * next call.  MT_END: the end record was read (and returned the call
- * before) or the file ended cleanly.  Negative (MT_ETRUNC, MT_ECORRUPT,
- * MT_EVERSION, ...): err says what was lost and at which file offset; every
- * complete record before that point was already returned.  Unknown record
- * types are skipped silently.
+ * next call.  MT_END: the file ended cleanly after the end record (which
+ * was returned before; the seek index, if present, was checked).
+ * Negative (MT_ETRUNC, MT_ECORRUPT, MT_ETOOBIG, ...): err says what was
+ * lost and at which file offset; every complete record before that point
+ * was already returned.  MT_ETRUNC is final (later calls return MT_END): a
+ * truncated last frame, or a file without an end record (the writer
+ * crashed or is still writing); so are -EIO and -ENOMEM.  After MT_ECORRUPT /
+ * MT_ETOOBIG the caller may call again: the reader has skipped the bad frame
+ * (or the rest of a frame holding a bad record) and resynchronised on the next
+ * zstd frame magic, and continues from there.  Unknown record types are skipped
+ * silently.
  */
 int trace_reader_next(struct trace_reader *r, struct trace_rec *rec,
                       struct mt_err *err);
@@ -203,6 +252,25 @@ int trace_reader_next(struct trace_reader *r, struct trace_rec *rec,
 /* The header record (valid after open succeeded). */
 const struct trace_header *trace_reader_header(const struct trace_reader *r);
 
+/*
+ * Bytes of the file known lost so far: incomplete or corrupt frames and the
+ * garbage skipped to resynchronise on the next frame.
+ */
+uint64_t trace_reader_lost_bytes(const struct trace_reader *r);
+
+/* Records returned so far (the header included; skipped unknown types
+ * included). */
+uint64_t trace_reader_records(const struct trace_reader *r);
+
+/*
+ * Lowers the limit on one frame's decompressed size (default and maximum
+ * TRACE_FRAME_LEN_MAX), e.g. for fuzzers; a frame beyond it is refused
+ * (MT_ETOOBIG) and skipped.  Applies to frames read after the call.
+ */
+void trace_reader_set_frame_max(struct trace_reader *r, size_t len_max);
+
+/* Frees r (NULL is a no-op); closes the file only if trace_reader_open
+ * opened it. */
 void trace_reader_free(struct trace_reader *r);
 
 /* Human names: "c2s"/"s2c", "proxy"/"pcap"/..., "normal"/"client-reset"/... */

@@ -1,13 +1,304 @@
-/* stats_cli.c -- placeholder until the module lands. */
+/*
+ * stats_cli.c -- `mtrace stats [--json] TRACE`: connections, messages by
+ * opcode and by command, request->reply latency per command (count, mean,
+ * stdev%, p50, p90, p99, max in ms; nearest-rank percentiles), unmatched
+ * requests and replies, and the capture statistics recorded in the trace.
+ *
+ * Exit status: 0 success; 1 the trace could not be opened or is truncated
+ * or damaged (the statistics of every complete record are printed, then
+ * one line on stderr says what was lost); 2 bad usage.
+ */
 #include "stats_cli.h"
 
+#include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
+
+#include "core/trace.h"
+#include "core/wire.h"
+#include "tools/msginfo.h"
+#include "tools/stats.h"
+
+static void
+usage(FILE *f)
+{
+    fprintf(f,
+            "usage: mtrace stats [--json] TRACE.zst\n"
+            "\n"
+            "Summarise a trace: connections, messages by opcode and by\n"
+            "command, request->reply latency per command in ms (count, mean,\n"
+            "stdev as %% of the mean, p50, p90, p99, max; a reply is paired\n"
+            "with the request on its connection whose requestID is its\n"
+            "responseTo), unmatched requests and replies, and the capture\n"
+            "statistics recorded in the trace.\n"
+            "\n"
+            "  --json     one JSON object instead of text\n"
+            "  -h, --help this text\n"
+            "\n"
+            "TRACE may be '-' for standard input.  Exit status: 0 success,\n"
+            "1 unreadable, truncated or damaged trace (what could be read is\n"
+            "summarised first), 2 bad usage.\n");
+}
+
+static const char *
+op_name(int32_t op)
+{
+    return op == 0 ? "OP_UNKNOWN" : wire_opcode_name(op);
+}
+
+static double
+duration_s(const struct stats *s)
+{
+    return s->msgs ? (double)(s->t_last - s->t_first) / 1e9 : 0.0;
+}
+
+static void
+print_text(FILE *out, struct stats *s, const char *path)
+{
+    struct stats_sum sum;
+    char t[sizeof(s->hdr.source_desc)];
+
+    fprintf(out, "trace       %s (%s: %s)\n", path,
+            trace_source_name(s->hdr.source),
+            msginfo_printable(t, sizeof(t), s->hdr.source_desc));
+    fprintf(out, "duration    %.6f s between the first and last message\n",
+            duration_s(s));
+    fprintf(out, "connections %" PRIu64 " opened, %" PRIu64 " closed\n",
+            s->conns_opened, s->conns_closed);
+    fprintf(out,
+            "messages    %" PRIu64 " (%" PRIu64 " c2s, %" PRIu64
+            " s2c), %" PRIu64 " bytes, %" PRIu64 " compressed, %" PRIu64
+            " malformed\n",
+            s->msgs, s->msgs_c2s, s->msgs_s2c, s->bytes, s->compressed,
+            s->malformed);
+    fprintf(out, "\nby opcode\n");
+    for (size_t i = 0; i < s->nops; i++)
+        fprintf(out, "  %-16s %10" PRIu64 "\n", op_name(s->ops[i].op_code),
+                s->ops[i].n);
+    fprintf(out, "\nrequest->reply latency by command (ms)\n");
+    fprintf(out, "  %-20s %8s %8s %9s %7s %9s %9s %9s %9s %9s\n", "command",
+            "requests", "replies", "unmatched", "mean", "stdev%", "p50", "p90",
+            "p99", "max");
+    for (size_t i = 0; i < s->ncmds; i++) {
+        struct stats_cmd *c = &s->cmds[i];
+        stats_summarize(c, &sum);
+        fprintf(out, "  %-20s %8" PRIu64 " %8" PRIu64 " %9" PRIu64, c->name,
+                c->requests, c->replies, c->unmatched);
+        if (sum.count > 0)
+            fprintf(out, " %7.3f %9.1f %9.3f %9.3f %9.3f %9.3f\n", sum.mean_ms,
+                    sum.stdev_pct, sum.p50_ms, sum.p90_ms, sum.p99_ms,
+                    sum.max_ms);
+        else
+            fprintf(out, " %7s %9s %9s %9s %9s %9s\n", "-", "-", "-", "-", "-",
+                    "-");
+    }
+    fprintf(out,
+            "\nunmatched   %" PRIu64 " requests without a reply, %" PRIu64
+            " replies without a request\n",
+            s->unmatched_requests, s->unmatched_replies);
+    fprintf(out,
+            "other       %" PRIu64 " requests expecting no reply "
+            "(moreToCome), %" PRIu64 " exhaust replies\n",
+            s->no_reply_expected, s->exhaust_replies);
+    if (s->pending_overflow || s->clock_backwards || s->samples_dropped)
+        fprintf(out,
+                "warnings    %" PRIu64 " requests not tracked (table full), "
+                "%" PRIu64 " replies stamped before their request, %" PRIu64
+                " latency samples beyond the limit (percentiles from the "
+                "rest)\n",
+                s->pending_overflow, s->clock_backwards, s->samples_dropped);
+    if (s->auth_msgs)
+        fprintf(out, "auth        %" PRIu64 " authentication messages\n",
+                s->auth_msgs);
+    fprintf(out, "\ncapture statistics%s\n",
+            s->capture.n ? "" : ": none recorded");
+    for (size_t i = 0; i < s->capture.n; i++)
+        fprintf(out, "  %-20s %" PRIu64 "\n",
+                msginfo_printable(t, sizeof(t), s->capture.s[i].name),
+                s->capture.s[i].value);
+}
+
+static void
+json_num(FILE *out, const char *key, double v, bool comma)
+{
+    fprintf(out, "%s\"%s\":%.6f", comma ? "," : "", key, v);
+}
+
+static void
+print_json_cmds(FILE *out, struct stats *s)
+{
+    struct stats_sum sum;
+
+    fputs(",\"by_command\":{", out);
+    for (size_t i = 0; i < s->ncmds; i++) {
+        struct stats_cmd *c = &s->cmds[i];
+        if (i > 0)
+            fputc(',', out);
+        msginfo_json_str(out, c->name);
+        fprintf(out,
+                ":{\"requests\":%" PRIu64 ",\"replies\":%" PRIu64
+                ",\"unmatched\":%" PRIu64 "}",
+                c->requests, c->replies, c->unmatched);
+    }
+    fputs("},\"latency_ms\":{", out);
+    for (size_t i = 0, k = 0; i < s->ncmds; i++) {
+        stats_summarize(&s->cmds[i], &sum);
+        if (sum.count == 0)
+            continue;
+        if (k++ > 0)
+            fputc(',', out);
+        msginfo_json_str(out, s->cmds[i].name);
+        fprintf(out, ":{\"count\":%" PRIu64, sum.count);
+        json_num(out, "mean", sum.mean_ms, true);
+        json_num(out, "stdev_pct", sum.stdev_pct, true);
+        json_num(out, "p50", sum.p50_ms, true);
+        json_num(out, "p90", sum.p90_ms, true);
+        json_num(out, "p99", sum.p99_ms, true);
+        json_num(out, "max", sum.max_ms, true);
+        fputc('}', out);
+    }
+    fputc('}', out);
+}
+
+static void
+print_json(FILE *out, struct stats *s, const char *path, const char *error)
+{
+    fputs("{\"trace\":", out);
+    msginfo_json_str(out, path);
+    fprintf(out, ",\"source\":\"%s\",\"source_desc\":",
+            trace_source_name(s->hdr.source));
+    msginfo_json_str(out, s->hdr.source_desc);
+    json_num(out, "duration_s", duration_s(s), true);
+    fprintf(out,
+            ",\"connections\":{\"opened\":%" PRIu64 ",\"closed\":%" PRIu64
+            "},\"messages\":{\"total\":%" PRIu64 ",\"c2s\":%" PRIu64
+            ",\"s2c\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"compressed\":%" PRIu64
+            ",\"malformed\":%" PRIu64 ",\"auth\":%" PRIu64 "}",
+            s->conns_opened, s->conns_closed, s->msgs, s->msgs_c2s, s->msgs_s2c,
+            s->bytes, s->compressed, s->malformed, s->auth_msgs);
+    fputs(",\"by_opcode\":{", out);
+    for (size_t i = 0; i < s->nops; i++)
+        fprintf(out, "%s\"%s\":%" PRIu64, i ? "," : "",
+                op_name(s->ops[i].op_code), s->ops[i].n);
+    fputc('}', out);
+    print_json_cmds(out, s);
+    fprintf(out,
+            ",\"unmatched\":{\"requests\":%" PRIu64 ",\"replies\":%" PRIu64
+            "},\"no_reply_expected\":%" PRIu64 ",\"exhaust_replies\":%" PRIu64
+            ",\"pending_overflow\":%" PRIu64 ",\"clock_backwards\":%" PRIu64
+            ",\"samples_dropped\":%" PRIu64,
+            s->unmatched_requests, s->unmatched_replies, s->no_reply_expected,
+            s->exhaust_replies, s->pending_overflow, s->clock_backwards,
+            s->samples_dropped);
+    fputs(",\"capture_stats\":{", out);
+    for (size_t i = 0; i < s->capture.n; i++) {
+        if (i > 0)
+            fputc(',', out);
+        msginfo_json_str(out, s->capture.s[i].name);
+        fprintf(out, ":%" PRIu64, s->capture.s[i].value);
+    }
+    fprintf(out, "},\"complete\":%s,\"error\":", error ? "false" : "true");
+    if (error)
+        msginfo_json_str(out, error);
+    else
+        fputs("null", out);
+    fputs("}\n", out);
+}
+
+/* Reads the whole trace into s; returns 0, or 1 with the first error in
+ * err_msg (the reader resynchronises after a corrupt frame). */
+static int
+stats_read(struct stats *s, struct trace_reader *r, const char *path,
+           char *err_msg, size_t cap)
+{
+    struct trace_rec rec;
+    struct mt_err err;
+    int rc, status = 0;
+
+    for (;;) {
+        rc = trace_reader_next(r, &rec, &err);
+        if (rc == MT_END)
+            break;
+        if (rc < 0) {
+            fprintf(stderr, "mtrace stats: %s: %s\n", path, err.msg);
+            if (status == 0)
+                snprintf(err_msg, cap, "%s", err.msg);
+            status = 1;
+            if (rc == MT_ECORRUPT || rc == MT_ETOOBIG)
+                continue;
+            break;
+        }
+        rc = stats_add(s, &rec);
+        if (rc < 0) {
+            fprintf(stderr, "mtrace stats: %s: %s\n", path, mt_strerror(rc));
+            snprintf(err_msg, cap, "%s", mt_strerror(rc));
+            return 1;
+        }
+    }
+    return status;
+}
 
 int
 stats_cli_main(int argc, char **argv)
 {
-    (void)argc;
-    fprintf(stderr, "mtrace %s: not built yet\n", argv[0]);
-    return 1;
-}
+    struct stats s;
+    struct trace_reader *r;
+    struct mt_err err;
+    const char *path = NULL;
+    bool json = false;
+    char err_msg[sizeof(err.msg)] = "";
+    int status;
 
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            usage(stdout);
+            return 0;
+        } else if (strcmp(argv[i], "--json") == 0) {
+            json = true;
+        } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
+            fprintf(stderr,
+                    "mtrace stats: unknown option '%s'; run 'mtrace stats "
+                    "--help'\n",
+                    argv[i]);
+            return 2;
+        } else if (path != NULL) {
+            fprintf(stderr,
+                    "mtrace stats: one trace at a time ('%s' and "
+                    "'%s'); run 'mtrace stats --help'\n",
+                    path, argv[i]);
+            return 2;
+        } else {
+            path = argv[i];
+        }
+    }
+    if (path == NULL) {
+        fprintf(stderr, "mtrace stats: no trace given; usage: mtrace stats "
+                        "[--json] TRACE.zst\n");
+        return 2;
+    }
+    r = strcmp(path, "-") == 0 ? trace_reader_open_fp(stdin, &err)
+                               : trace_reader_open(path, &err);
+    if (r == NULL) {
+        fprintf(stderr, "mtrace stats: %s: %s\n", path, err.msg);
+        return 1;
+    }
+    if (stats_init(&s) < 0) {
+        fprintf(stderr, "mtrace stats: out of memory\n");
+        trace_reader_free(r);
+        return 1;
+    }
+    status = stats_read(&s, r, path, err_msg, sizeof(err_msg));
+    stats_finish(&s);
+    if (json)
+        print_json(stdout, &s, path, status ? err_msg : NULL);
+    else
+        print_text(stdout, &s, path);
+    fflush(stdout);
+    if (ferror(stdout)) {
+        fprintf(stderr, "mtrace stats: error writing the output\n");
+        status = 1;
+    }
+    stats_free(&s);
+    trace_reader_free(r);
+    return status;
+}

@@ -1,0 +1,209 @@
+/*
+ * bench_trace.c -- trace writer and reader throughput (core/trace).
+ *
+ * Writes a trace of realistic messages (a find request of ~100 bytes and
+ * its reply of ~150 bytes, plus one 16 KiB reply in 50) through the writer
+ * into a file in a mktemp directory for S seconds, then reads it back with
+ * the streaming reader from the file and from memory.  Prints messages/s,
+ * MB/s of wire bytes and the compression ratio (optimistic: the messages
+ * repeat, only their requestID changes).  The
+ * writer's clock is real, so frames end at 1 MiB or 100 ms, as in capture.
+ *
+ * Usage: bench_trace [--seconds S]   (default 1 second of writing)
+ * Exit 0, or 1 if a step fails (a benchmark that fails is not a result).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/buf.h"
+#include "core/clock.h"
+#include "core/rd.h"
+#include "core/trace.h"
+#include "core/wire.h"
+
+static double seconds = 1.0;
+
+static int
+fail(const char *what, int rc)
+{
+    fprintf(stderr, "bench_trace: %s: %s\n", what, mt_strerror(rc));
+    return 1;
+}
+
+/* Three encoded messages: request, small reply, 16 KiB reply. */
+static int
+make_msgs(struct mt_buf m[3])
+{
+    bson_t *req = BCON_NEW("find", "test_col", "filter", "{", "_id",
+                           "test-doc-1", "}", "$db", "benchmark_db");
+    bson_t *rep =
+        BCON_NEW("cursor", "{", "firstBatch", "[", "{", "_id", "test-doc-1",
+                 "value", BCON_INT32(42), "}", "]", "id", BCON_INT64(0), "ns",
+                 "benchmark_db.test_col", "}", "ok", BCON_DOUBLE(1));
+    bson_t *big = bson_new();
+    char key[16], val[64];
+    int rc;
+
+    for (int i = 0; i < 256; i++) {
+        snprintf(key, sizeof(key), "f%d", i);
+        snprintf(val, sizeof(val), "value %d of a larger document %08x", i,
+                 (unsigned)(i * 2654435761u));
+        BSON_APPEND_UTF8(big, key, val);
+    }
+    for (int i = 0; i < 3; i++)
+        mt_buf_init(&m[i], 1 << 20);
+    rc = wire_encode_msg(&m[0], 1, 0, 0, req, NULL, 0);
+    if (rc == 0)
+        rc = wire_encode_msg(&m[1], 2, 1, 0, rep, NULL, 0);
+    if (rc == 0)
+        rc = wire_encode_msg(&m[2], 3, 1, 0, big, NULL, 0);
+    bson_destroy(req);
+    bson_destroy(rep);
+    bson_destroy(big);
+    return rc;
+}
+
+static int
+bench_write(const char *path, struct mt_buf m[3], uint64_t *n_msgs,
+            uint64_t *wire_bytes, double *secs, uint64_t *file_bytes)
+{
+    struct trace_header h = {.source = TRACE_SRC_SYNTH, .ts_precision_ns = 1};
+    struct trace_msg msg = {.conn_id = 1};
+    struct trace_writer *w;
+    struct mt_err err;
+    uint64_t t0 = mt_now_ns(), now = t0, n = 0, bytes = 0;
+    int rc;
+
+    h.start_mono_ns = t0;
+    h.start_wall_ns = mt_wall_ns();
+    snprintf(h.source_desc, sizeof(h.source_desc), "bench_trace");
+    w = trace_writer_open(path, 0, &h, &err);
+    if (w == NULL) {
+        fprintf(stderr, "bench_trace: %s\n", err.msg);
+        return 1;
+    }
+    while (now - t0 < (uint64_t)(seconds * 1e9)) {
+        for (int k = 0; k < 100; k++, n++) {
+            struct mt_buf *b = &m[n % 2 ? (n % 100 == 1 ? 2 : 1) : 0];
+            wr_le32(b->data + 4, (uint32_t)n); /* requestID varies */
+            if (n % 2) /* a reply answers the request before it */
+                wr_le32(b->data + 8, (uint32_t)(n - 1));
+            msg.dir = n % 2 ? TRACE_DIR_S2C : TRACE_DIR_C2S;
+            msg.t_ns = t0 + n * 1000;
+            msg.wire = b->data;
+            msg.wire_len = (uint32_t)b->len;
+            bytes += b->len;
+            rc = trace_writer_msg(w, &msg);
+            if (rc < 0)
+                return fail("write", rc);
+        }
+        now = mt_now_ns();
+        rc = trace_writer_tick(w, now);
+        if (rc < 0)
+            return fail("tick", rc);
+    }
+    *file_bytes = trace_writer_bytes(w);
+    rc = trace_writer_close(w);
+    if (rc < 0)
+        return fail("close", rc);
+    *secs = (double)(mt_now_ns() - t0) / 1e9;
+    *n_msgs = n;
+    *wire_bytes = bytes;
+    return 0;
+}
+
+static int
+bench_read(struct trace_reader *r, uint64_t want, double *secs)
+{
+    struct trace_rec rec;
+    struct mt_err err;
+    uint64_t t0 = mt_now_ns(), n = 0;
+    int rc;
+
+    if (r == NULL)
+        return 1;
+    while ((rc = trace_reader_next(r, &rec, &err)) == MT_OK)
+        n += rec.type == TRACE_REC_MSG;
+    *secs = (double)(mt_now_ns() - t0) / 1e9;
+    trace_reader_free(r);
+    if (rc != MT_END || n != want) {
+        fprintf(stderr, "bench_trace: read %llu of %llu messages: %s\n",
+                (unsigned long long)n, (unsigned long long)want, err.msg);
+        return 1;
+    }
+    return 0;
+}
+
+static void
+row(const char *name, uint64_t n, uint64_t bytes, double secs)
+{
+    printf("%-22s %12.0f %10.1f %10.3f\n", name, (double)n / secs,
+           (double)bytes / secs / 1e6, secs);
+}
+
+int
+main(int argc, char **argv)
+{
+    char dir[] = "/tmp/bench_trace.XXXXXX", path[64];
+    struct mt_buf m[3];
+    struct mt_err err;
+    uint64_t n = 0, bytes = 0, fbytes = 0;
+    double ws = 0, rs = 0, ms = 0;
+    uint8_t *mem = NULL;
+    FILE *f;
+    int rc = 1;
+
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc) {
+            char *end;
+            seconds = strtod(argv[++i], &end);
+            if (*end != 0 || seconds <= 0 || seconds > 60) {
+                fprintf(stderr, "bench_trace: --seconds wants 0 < S <= 60\n");
+                return 2;
+            }
+        } else {
+            fprintf(stderr, "usage: bench_trace [--seconds S]\n");
+            return 2;
+        }
+    }
+    if (make_msgs(m) != 0 || mkdtemp(dir) == NULL)
+        return fail("setup", MT_EUSAGE);
+    snprintf(path, sizeof(path), "%s/t.zst", dir);
+    if (bench_write(path, m, &n, &bytes, &ws, &fbytes) != 0)
+        goto out;
+    if (bench_read(trace_reader_open(path, &err), n, &rs) != 0)
+        goto out;
+    f = fopen(path, "rb");
+    if (f == NULL || fseek(f, 0, SEEK_END) != 0 || ftell(f) <= 0)
+        goto out;
+    fbytes = (uint64_t)ftell(f); /* the whole file: end, index, footer */
+    rewind(f);
+    mem = malloc(fbytes);
+    if (mem == NULL || fread(mem, 1, fbytes, f) != fbytes) {
+        fclose(f);
+        goto out;
+    }
+    fclose(f);
+    if (bench_read(trace_reader_open_mem(mem, fbytes, &err), n, &ms) != 0)
+        goto out;
+    printf("trace: %llu messages, %.1f MB of wire bytes -> %.1f MB file "
+           "(ratio %.1f)\n",
+           (unsigned long long)n, (double)bytes / 1e6, (double)fbytes / 1e6,
+           (double)bytes / (double)fbytes);
+    printf("%-22s %12s %10s %10s\n", "step", "msgs/s", "MB/s wire", "seconds");
+    row("write (file)", n, bytes, ws);
+    row("read (file)", n, bytes, rs);
+    row("read (memory)", n, bytes, ms);
+    rc = 0;
+out:
+    free(mem);
+    if (getenv("BENCH_TRACE_KEEP") == NULL)
+        unlink(path);
+    if (getenv("BENCH_TRACE_KEEP") == NULL)
+        rmdir(dir);
+    for (int i = 0; i < 3; i++)
+        mt_buf_free(&m[i]);
+    return rc;
+}

@@ -1,0 +1,456 @@
+/*
+ * trace.c -- the trace writer and the names of trace enums (see trace.h;
+ * the reader is in trace_read.c, record encoding in trace_rec.c, the format
+ * in docs/trace-format.md).
+ *
+ * The writer collects records uncompressed in the open frame.  The frame is
+ * compressed as one independent zstd frame (content size and checksum in
+ * its header) and written with one fwrite + fflush when it holds
+ * TRACE_FRAME_TARGET bytes, when TRACE_FLUSH_NS passed since its first
+ * record (checked on every write and by trace_writer_tick), on
+ * trace_writer_flush and on close.  A write error is sticky: later calls
+ * return it and close writes nothing more, so the file holds every frame
+ * written before the error, then at most one incomplete frame, which a
+ * reader reports as lost.
+ */
+#include "trace.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include "buf.h"
+#include "clock.h"
+#include "log.h"
+#include "mem.h"
+#include "rd.h"
+#include "trace_rec.h"
+
+#define TRACE_ZSTD_LEVEL 3
+#define TRACE_INDEX_LEN_MAX (64u * 1024 * 1024) /* 3.3 million frames */
+
+struct trace_writer {
+    FILE *fp; /* owned if own_fp, else borrowed */
+    bool own_fp;
+    ZSTD_CCtx *cctx;            /* owned */
+    const struct mt_clock *clk; /* borrowed: ages the open frame */
+    struct mt_buf frame;        /* records of the open frame */
+    struct mt_buf zout;         /* the compressed frame being written */
+    struct mt_buf index;        /* TRACE_INDEX_ENTRY_LEN per frame written */
+    bool index_full;            /* index hit its maximum: none is written */
+    uint64_t frame_born_ns;     /* clk time of the open frame's first record */
+    uint64_t frame_first_t_ns;  /* t_ns of its first record */
+    uint32_t frame_records;
+    uint64_t frames;
+    uint64_t records;
+    uint64_t bytes;
+    uint64_t t_max; /* largest t_ns of any record: the end record's t_ns */
+    int err;        /* sticky: first write error, 0 if none */
+};
+
+static int
+frame_index_add(struct trace_writer *w, size_t csize)
+{
+    uint8_t e[TRACE_INDEX_ENTRY_LEN];
+
+    if (w->index_full)
+        return 0;
+    wr_le32(e, (uint32_t)csize);
+    wr_le32(e + 4, (uint32_t)w->frame.len);
+    wr_le64(e + 8, w->frame_first_t_ns);
+    wr_le32(e + 16, w->frame_records);
+    if (mt_buf_append(&w->index, e, sizeof(e)) < 0) {
+        mt_warn("trace: seek index %s after %llu frames; the trace will "
+                "have no index (readers do not need one)",
+                w->index.len + sizeof(e) > w->index.len_max ? "full"
+                                                            : "out of memory",
+                (unsigned long long)w->frames);
+        w->index_full = true;
+        mt_buf_free(&w->index);
+    }
+    return 0;
+}
+
+/* Writes n bytes and flushes them to the kernel.  A short write is retried
+ * once so that the error is the real one (ENOSPC, EIO), not a guess. */
+static int
+write_all(struct trace_writer *w, const void *p, size_t n)
+{
+    const uint8_t *b = p;
+    size_t done = 0, k;
+    int tries = 0;
+
+    while (done < n) {
+        errno = 0;
+        k = fwrite(b + done, 1, n - done, w->fp);
+        done += k;
+        if (k == 0 && ++tries > 1)
+            return errno ? -errno : -EIO;
+        if (done < n && errno != 0 && errno != EINTR && errno != EAGAIN)
+            return -errno;
+        clearerr(w->fp);
+    }
+    errno = 0;
+    if (fflush(w->fp) != 0)
+        return errno ? -errno : -EIO;
+    w->bytes += n;
+    return 0;
+}
+
+/* Compresses and writes the open frame (if any). */
+static int
+frame_end(struct trace_writer *w)
+{
+    size_t bound, n;
+    int rc;
+
+    if (w->err < 0)
+        return w->err;
+    if (w->frame.len == 0)
+        return 0;
+    bound = ZSTD_compressBound(w->frame.len);
+    mt_buf_reset(&w->zout);
+    rc = mt_buf_reserve(&w->zout, bound);
+    if (rc < 0)
+        return rc;
+    n = ZSTD_compress2(w->cctx, w->zout.data, bound, w->frame.data,
+                       w->frame.len);
+    if (ZSTD_isError(n)) {
+        mt_error("trace: zstd compression failed: %s", ZSTD_getErrorName(n));
+        return MT_ECOMPRESS;
+    }
+    rc = write_all(w, w->zout.data, n);
+    if (rc < 0) {
+        w->err = rc;
+        return rc;
+    }
+    frame_index_add(w, n);
+    w->frames++;
+    w->frame_records = 0;
+    mt_buf_reset(&w->frame);
+    return 0;
+}
+
+/* Appends one record to the open frame; ends the frame when it is full or
+ * old.  The record is validated by trace__rec_encode before anything is
+ * written. */
+static int
+writer_add(struct trace_writer *w, const struct trace_rec *rec)
+{
+    uint64_t now, t;
+    int rc;
+
+    MT_ASSERT(w != NULL);
+    if (w->err < 0)
+        return w->err;
+    now = w->clk->now_ns(w->clk);
+    rc = trace__rec_encode(&w->frame, rec, NULL);
+    if (rc < 0)
+        return rc;
+    t = trace__rec_time(rec);
+    if (w->frame_records == 0) {
+        w->frame_born_ns = now;
+        w->frame_first_t_ns = t;
+    }
+    if (t > w->t_max)
+        w->t_max = t;
+    w->frame_records++;
+    w->records++;
+    if (w->frame.len >= TRACE_FRAME_TARGET ||
+        now - w->frame_born_ns >= TRACE_FLUSH_NS)
+        return frame_end(w);
+    return 0;
+}
+
+static struct trace_writer *
+writer_new(FILE *fp, bool own_fp, const struct trace_header *hdr,
+           struct mt_err *err)
+{
+    struct trace_writer *w = mt_calloc(1, sizeof(*w));
+    struct trace_rec rec;
+    int rc;
+
+    if (w == NULL) {
+        mt_err_set(err, -ENOMEM, 0, "out of memory");
+        return NULL;
+    }
+    w->fp = fp;
+    w->own_fp = own_fp;
+    w->clk = mt_clock_real();
+    mt_buf_init(&w->frame, TRACE_FRAME_LEN_MAX);
+    mt_buf_init(&w->zout, ZSTD_COMPRESSBOUND(TRACE_FRAME_LEN_MAX));
+    mt_buf_init(&w->index, TRACE_INDEX_LEN_MAX);
+    w->cctx = ZSTD_createCCtx();
+    if (w->cctx == NULL) {
+        mt_err_set(err, -ENOMEM, 0, "out of memory (zstd context)");
+        goto fail;
+    }
+    ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, TRACE_ZSTD_LEVEL);
+    ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_checksumFlag, 1);
+    ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_contentSizeFlag, 1);
+    memset(&rec, 0, sizeof(rec));
+    rec.type = TRACE_REC_HEADER;
+    rec.u.header = *hdr;
+    rc = trace__rec_encode(&w->frame, &rec, err);
+    if (rc < 0)
+        goto fail;
+    w->frame_first_t_ns = hdr->start_mono_ns;
+    w->t_max = hdr->start_mono_ns;
+    w->frame_records = 1;
+    w->records = 1;
+    /* The header gets a frame of its own, on disk at once: a capture that
+     * dies before its first message still leaves a readable trace. */
+    rc = frame_end(w);
+    if (rc < 0) {
+        mt_err_set(err, rc, 0, "writing the trace header: %s", mt_strerror(rc));
+        goto fail;
+    }
+    return w;
+fail:
+    ZSTD_freeCCtx(w->cctx);
+    mt_buf_free(&w->frame);
+    mt_buf_free(&w->zout);
+    mt_buf_free(&w->index);
+    mt_free(w);
+    return NULL;
+}
+
+struct trace_writer *
+trace_writer_open(const char *path, unsigned flags,
+                  const struct trace_header *hdr, struct mt_err *err)
+{
+    int oflags = O_WRONLY | O_CREAT | O_CLOEXEC;
+    struct trace_writer *w;
+    FILE *fp;
+    int fd;
+
+    MT_ASSERT(path != NULL && hdr != NULL);
+    oflags |= (flags & TRACE_W_FORCE) ? O_TRUNC : O_EXCL;
+    fd = open(path, oflags, 0600);
+    if (fd < 0) {
+        int e = errno;
+        if (e == EEXIST)
+            mt_err_set(err, -e, 0, "%s exists; pass --force to overwrite it",
+                       path);
+        else
+            mt_err_set(err, -e, 0, "cannot create %s: %s", path, strerror(e));
+        return NULL;
+    }
+    if ((flags & TRACE_W_FORCE) && fchmod(fd, 0600) != 0)
+        mt_warn("trace: cannot chmod 0600 %s: %s", path, strerror(errno));
+    fp = fdopen(fd, "wb");
+    if (fp == NULL) {
+        mt_err_set(err, -errno, 0, "cannot open %s: %s", path, strerror(errno));
+        close(fd);
+        return NULL;
+    }
+    w = writer_new(fp, true, hdr, err);
+    if (w == NULL) {
+        fclose(fp);
+        unlink(path); /* ours, and holds no complete header: remove it */
+    }
+    return w;
+}
+
+struct trace_writer *
+trace_writer_open_fp(FILE *fp, const struct trace_header *hdr,
+                     struct mt_err *err)
+{
+    MT_ASSERT(fp != NULL && hdr != NULL);
+    return writer_new(fp, false, hdr, err);
+}
+
+void
+trace_writer_set_clock(struct trace_writer *w, const struct mt_clock *clk)
+{
+    MT_ASSERT(w != NULL && clk != NULL);
+    w->clk = clk;
+}
+
+int
+trace_writer_conn_open(struct trace_writer *w,
+                       const struct trace_conn_open *rec)
+{
+    struct trace_rec r;
+    r.type = TRACE_REC_CONN_OPEN;
+    r.u.open = *rec;
+    return writer_add(w, &r);
+}
+
+int
+trace_writer_conn_close(struct trace_writer *w,
+                        const struct trace_conn_close *rec)
+{
+    struct trace_rec r;
+    r.type = TRACE_REC_CONN_CLOSE;
+    r.u.close = *rec;
+    return writer_add(w, &r);
+}
+
+int
+trace_writer_msg(struct trace_writer *w, const struct trace_msg *rec)
+{
+    struct trace_rec r;
+    r.type = TRACE_REC_MSG;
+    r.u.msg = *rec;
+    return writer_add(w, &r);
+}
+
+int
+trace_writer_stats(struct trace_writer *w, const struct trace_stats *rec)
+{
+    struct trace_rec r;
+    r.type = TRACE_REC_STATS;
+    r.u.stats = *rec;
+    return writer_add(w, &r);
+}
+
+int
+trace_writer_tick(struct trace_writer *w, uint64_t now_ns)
+{
+    MT_ASSERT(w != NULL);
+    if (w->err < 0)
+        return w->err;
+    if (w->frame_records == 0 || now_ns - w->frame_born_ns < TRACE_FLUSH_NS)
+        return 0;
+    return frame_end(w);
+}
+
+int
+trace_writer_flush(struct trace_writer *w)
+{
+    MT_ASSERT(w != NULL);
+    return frame_end(w);
+}
+
+/* The skippable frame with the seek index, footer last. */
+static int
+index_write(struct trace_writer *w)
+{
+    uint8_t head[8], foot[TRACE_FOOTER_LEN];
+    size_t n = w->index.len;
+    int rc;
+
+    if (w->index_full)
+        return 0;
+    MT_ASSERT(n == w->frames * TRACE_INDEX_ENTRY_LEN);
+    wr_le32(head, TRACE_INDEX_FRAME_MAGIC);
+    wr_le32(head + 4, (uint32_t)(n + TRACE_FOOTER_LEN));
+    wr_le32(foot, (uint32_t)w->frames);
+    wr_le32(foot + 4, 1); /* index version */
+    wr_le32(foot + 8, TRACE_FOOTER_MAGIC);
+    errno = 0;
+    if (fwrite(head, 1, sizeof(head), w->fp) != sizeof(head) ||
+        (n > 0 && fwrite(w->index.data, 1, n, w->fp) != n))
+        return errno ? -errno : -EIO;
+    rc = write_all(w, foot, sizeof(foot));
+    if (rc == 0)
+        w->bytes += sizeof(head) + n;
+    return rc;
+}
+
+static int
+writer_finish(struct trace_writer *w)
+{
+    struct trace_rec r;
+    int rc;
+
+    if (w->err < 0)
+        return w->err;
+    memset(&r, 0, sizeof(r));
+    r.type = TRACE_REC_END;
+    r.u.end.t_ns = w->t_max;
+    r.u.end.records = w->records;
+    rc = trace__rec_encode(&w->frame, &r, NULL);
+    if (rc < 0)
+        return rc;
+    if (w->frame_records == 0)
+        w->frame_first_t_ns = w->t_max;
+    w->frame_records++;
+    w->records++;
+    rc = frame_end(w);
+    if (rc < 0)
+        return rc;
+    rc = index_write(w);
+    if (rc < 0)
+        return rc;
+    if (w->own_fp && fsync(fileno(w->fp)) != 0 && errno != EINVAL)
+        return -errno;
+    return 0;
+}
+
+int
+trace_writer_close(struct trace_writer *w)
+{
+    int rc;
+
+    if (w == NULL)
+        return 0;
+    rc = writer_finish(w);
+    if (w->own_fp && fclose(w->fp) != 0 && rc == 0)
+        rc = errno ? -errno : -EIO;
+    ZSTD_freeCCtx(w->cctx);
+    mt_buf_free(&w->frame);
+    mt_buf_free(&w->zout);
+    mt_buf_free(&w->index);
+    mt_free(w);
+    return rc;
+}
+
+uint64_t
+trace_writer_records(const struct trace_writer *w)
+{
+    return w->records;
+}
+
+uint64_t
+trace_writer_bytes(const struct trace_writer *w)
+{
+    return w->bytes;
+}
+
+const char *
+trace_dir_name(uint8_t dir)
+{
+    switch (dir) {
+    case TRACE_DIR_C2S:
+        return "c2s";
+    case TRACE_DIR_S2C:
+        return "s2c";
+    default:
+        return "unknown";
+    }
+}
+
+const char *
+trace_source_name(uint8_t source)
+{
+    switch (source) {
+    case TRACE_SRC_PROXY:
+        return "proxy";
+    case TRACE_SRC_PCAP:
+        return "pcap";
+    case TRACE_SRC_LIVE:
+        return "live";
+    case TRACE_SRC_SYNTH:
+        return "synthetic";
+    case TRACE_SRC_UNKNOWN:
+    default:
+        return "unknown";
+    }
+}
+
+const char *
+trace_close_reason_name(uint8_t reason)
+{
+    static const char *const names[] = {
+        "normal",        "client-reset", "server-reset", "error",
+        "upstream-fail", "shutdown",     "idle",
+    };
+    if (reason < sizeof(names) / sizeof(names[0]))
+        return names[reason];
+    return "unknown";
+}

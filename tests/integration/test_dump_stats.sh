@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# test_dump_stats.sh -- `mtrace dump` and `mtrace stats` on a trace written by
+# tests/helpers/mktrace (real wire messages from core/wire's encoders, known
+# timestamps: 100 finds whose replies come after 1..100 ms), checked with jq;
+# then on a truncated copy, a corrupted copy, stdin, and bad usage.
+# Runtime: about a second.
+. "$(dirname "$0")/lib.sh"
+
+MKTRACE=$TOP/${BUILD:-build/release}/helpers/mktrace
+[ -x "$MKTRACE" ] || fail "$MKTRACE not built (make helpers)"
+T=$TMP/t.zst
+
+# jqe FILTER FILE: FILTER yields booleans over JSON lines; true if it yields
+# at least one and all are true (jq -e alone looks only at the last input).
+jqe() { jq -s -e "[.[] | $1] | length > 0 and all" "$2" >/dev/null; }
+"$MKTRACE" "$T" || fail "mktrace failed"
+
+# ---- dump --json: every line is JSON; fields as written ----
+"$MTRACE" dump --json "$T" >"$TMP/d.json" 2>"$TMP/d.err" || fail "dump --json exit $?"
+jq -e . "$TMP/d.json" >/dev/null || fail "dump --json output is not JSON lines"
+n=$(jq -s '[.[] | select(.type == "msg")] | length' "$TMP/d.json")
+[ "$n" = 212 ] || fail "expected 212 messages, got $n"
+n=$(jq -r 'select(.type == "msg" and .dir == "c2s") | .cmd' "$TMP/d.json" | grep -cx find)
+[ "$n" = 100 ] || fail "expected 100 find requests, got $n"
+# replies name the command of the request they answer
+n=$(jq -r 'select(.type == "msg" and .dir == "s2c" and .cmd == "find") | .response_to' "$TMP/d.json" | wc -l)
+[ "$n" = 100 ] || fail "expected 100 find replies, got $n"
+jqe 'select(.type == "msg" and .request_id == 10) | .body.find == "test_col" and .db == "benchmark_db" and .coll == "test_col" and .op == "OP_MSG"' "$TMP/d.json" || fail "find request fields"
+jqe 'select(.type == "msg" and .request_id == 1000) | .body.cursor.firstBatch[0].value == 42' "$TMP/d.json" || fail "find reply body"
+# OP_COMPRESSED: zlib request with a kind-1 sequence, snappy reply inflated by dump
+jqe 'select(.type == "msg" and .request_id == 500) | .compressed == "zlib" and (.sequences.documents | length) == 2 and .sequences.documents[1].x == "two"' "$TMP/d.json" || fail "compressed insert with documents sequence"
+jqe 'select(.type == "msg" and .request_id == 600) | .compressed == "snappy" and .body.n == 2 and .cmd == "insert"' "$TMP/d.json" || fail "snappy reply not decompressed"
+jqe 'select(.type == "msg" and .request_id == 1) | .op == "OP_QUERY" and .cmd == "isMaster" and .db == "admin"' "$TMP/d.json" || fail "legacy OP_QUERY isMaster"
+jqe 'select(.type == "msg" and .request_id == 201) | .op == "OP_REPLY" and .ndocs == 1 and .body.ismaster == true' "$TMP/d.json" || fail "legacy OP_REPLY"
+# authentication conversation marked on requests and replies, and on stderr
+n=$(jq -s '[.[] | select(.type == "msg" and .auth)] | length' "$TMP/d.json")
+[ "$n" = 4 ] || fail "expected 4 auth messages, got $n"
+grep -q 'authentication conversations' "$TMP/d.err" || fail "no auth note on stderr"
+# a malformed message is printed with an error
+jqe 'select(.type == "msg" and .request_id == 503) | (.error | test("messageLength")) and (.trace_flags == ["malformed"])' "$TMP/d.json" || fail "malformed message without error field"
+for ty in header conn_open conn_close stats end; do
+    jqe "select(.type == \"$ty\") | true" "$TMP/d.json" || fail "no $ty record in dump"
+done
+jqe 'select(.type == "stats") | .stats.packets == 1234' "$TMP/d.json" || fail "stats record"
+
+# ---- an independent reader (python + zstd CLI, from docs/trace-format.md) ----
+"$PYTHON" "$TOP/tests/integration/trace_indep.py" "$T" >"$TMP/i.json" || fail "independent reader"
+jq -e '.c2s == 107 and .s2c == 105 and .types["3"] == 212 and .end.records == 218 and .index.frames == 5 and .index.records == 219 and .header.desc == "mktrace"' \
+    "$TMP/i.json" >/dev/null || fail "independent reader disagrees: $(cat "$TMP/i.json")"
+
+# ---- dump plain ----
+"$MTRACE" dump "$T" >"$TMP/d.txt" 2>/dev/null || fail "dump exit $?"
+n=$(grep -c ' find db=benchmark_db coll=test_col ' "$TMP/d.txt")
+[ "$n" = 100 ] || fail "plain dump: expected 100 find lines, got $n"
+grep -q 'OP_MSG(zlib) req=500 to=0 insert' "$TMP/d.txt" || fail "plain dump: compressed insert"
+cat "$T" | "$MTRACE" dump - >"$TMP/d2.txt" 2>/dev/null || fail "dump - (stdin) exit $?"
+cmp -s "$TMP/d.txt" "$TMP/d2.txt" || fail "dump from stdin differs"
+
+# ---- stats --json: exact figures (synthetic timestamps) ----
+"$MTRACE" stats --json "$T" >"$TMP/s.json" || fail "stats --json exit $?"
+jq -e '.latency_ms.find | .count == 100 and .mean == 50.5 and .p50 == 50 and .p90 == 90 and .p99 == 99 and .max == 100 and (.stdev_pct > 57.1 and .stdev_pct < 57.2)' \
+    "$TMP/s.json" >/dev/null || fail "find latency: $(jq -c .latency_ms.find "$TMP/s.json")"
+jq -e '.latency_ms.isMaster.p50 == 0.2 and .latency_ms.insert.max == 2' "$TMP/s.json" >/dev/null ||
+    fail "isMaster/insert latency"
+jq -e '.unmatched.requests == 2 and .unmatched.replies == 1 and .no_reply_expected == 1' "$TMP/s.json" >/dev/null ||
+    fail "unmatched: $(jq -c '[.unmatched, .no_reply_expected]' "$TMP/s.json")"
+jq -e '.by_opcode.OP_MSG == 210 and .by_opcode.OP_QUERY == 1 and .by_opcode.OP_REPLY == 1' "$TMP/s.json" >/dev/null ||
+    fail "by_opcode"
+jq -e '.by_command.ping.unmatched == 1 and .by_command.find.requests == 100' "$TMP/s.json" >/dev/null || fail "by_command"
+jq -e '.connections.opened == 2 and .connections.closed == 2 and .messages.total == 212 and .messages.compressed == 2 and .messages.malformed == 1' \
+    "$TMP/s.json" >/dev/null || fail "connections/messages"
+jq -e '.capture_stats.packets == 1234 and .complete == true' "$TMP/s.json" >/dev/null || fail "capture stats"
+"$MTRACE" stats "$T" >"$TMP/s.txt" || fail "stats exit $?"
+grep -Eq '^  find +100 +100 +0 +50\.500 ' "$TMP/s.txt" || fail "plain stats find line: $(grep find "$TMP/s.txt")"
+
+# ---- a truncated trace: complete records first, then one error line, exit 1 ----
+size=$(stat -c %s "$T")
+head -c $((size / 2)) "$T" >"$TMP/trunc.zst"
+"$MTRACE" dump --json "$TMP/trunc.zst" >"$TMP/tr.json" 2>"$TMP/tr.err"
+st=$?
+[ $st = 1 ] || fail "truncated dump exit $st, want 1"
+grep -q 'truncated zstd frame at offset [0-9]*: [0-9]* bytes of an incomplete frame lost' "$TMP/tr.err" ||
+    fail "truncated dump stderr: $(cat "$TMP/tr.err")"
+jq -e . "$TMP/tr.json" >/dev/null || fail "truncated dump output is not JSON lines"
+n=$(jq -s '[.[] | select(.type == "msg")] | length' "$TMP/tr.json")
+[ "$n" -ge 6 ] && [ "$n" -lt 212 ] || fail "truncated dump printed $n messages"
+"$MTRACE" stats --json "$TMP/trunc.zst" >"$TMP/ts.json" 2>"$TMP/ts.err"
+st=$?
+[ $st = 1 ] || fail "truncated stats exit $st, want 1"
+jq -e '.complete == false and (.error | test("truncated"))' "$TMP/ts.json" >/dev/null || fail "truncated stats json"
+
+# ---- a corrupt byte in the middle: reported, later frames still read ----
+cp "$T" "$TMP/bad.zst"
+printf '\xff\xff\xff\xff' | dd of="$TMP/bad.zst" bs=1 seek=$((size / 2)) conv=notrunc status=none
+"$MTRACE" dump --json "$TMP/bad.zst" >"$TMP/b.json" 2>"$TMP/b.err"
+st=$?
+[ $st = 1 ] || fail "corrupt dump exit $st, want 1"
+grep -q 'corrupt zstd frame' "$TMP/b.err" || fail "corrupt dump stderr: $(cat "$TMP/b.err")"
+jqe 'select(.type == "end") | true' "$TMP/b.json" || fail "no resync after a corrupt frame"
+
+# ---- usage and foreign files ----
+"$MTRACE" dump --help | grep -q 'usage: mtrace dump' || fail "dump --help"
+"$MTRACE" stats --help | grep -q 'usage: mtrace stats' || fail "stats --help"
+"$MTRACE" dump 2>/dev/null; [ $? = 2 ] || fail "dump without a trace: want exit 2"
+"$MTRACE" stats --bogus "$T" 2>/dev/null; [ $? = 2 ] || fail "stats --bogus: want exit 2"
+"$MTRACE" dump "$T" "$T" 2>/dev/null; [ $? = 2 ] || fail "dump with two traces: want exit 2"
+"$MTRACE" dump "$TMP/nonexistent.zst" 2>"$TMP/e.err"; [ $? = 1 ] || fail "missing file: want exit 1"
+grep -q 'nonexistent.zst' "$TMP/e.err" || fail "missing file message"
+printf 'hello, not a trace\n' >"$TMP/text.zst"
+"$MTRACE" stats "$TMP/text.zst" 2>"$TMP/e.err"; [ $? = 1 ] || fail "text file: want exit 1"
+grep -q 'not an mtrace trace' "$TMP/e.err" || fail "text file message: $(cat "$TMP/e.err")"
+[ "$(wc -l <"$TMP/e.err")" = 1 ] || fail "error is not one line"
+
+# ---- golden output of a frozen version-1 trace (tests/data/traces/README.md) ----
+G=$TOP/tests/data/traces
+"$MTRACE" dump "$G/v1_scenario.zst" 2>/dev/null | diff -u "$G/v1_scenario.dump.txt" - >"$TMP/g.diff" ||
+    fail "dump of v1_scenario.zst differs from the golden file: $(head -20 "$TMP/g.diff")"
+"$MTRACE" stats "$G/v1_scenario.zst" | sed 's|^trace .*(|trace       (|' | diff -u "$G/v1_scenario.stats.txt" - >"$TMP/g.diff" ||
+    fail "stats of v1_scenario.zst differs from the golden file: $(head -20 "$TMP/g.diff")"
+
+# ---- the shipped sample trace, once the capture helper has produced it ----
+if [ -f "$TOP/traces/sample.zst" ]; then
+    "$MTRACE" dump --json "$TOP/traces/sample.zst" | jq -e . >/dev/null || fail "sample.zst dump"
+    "$MTRACE" stats --json "$TOP/traces/sample.zst" | jq -e '.complete' >/dev/null || fail "sample.zst stats"
+fi
+echo "dump/stats: ok"

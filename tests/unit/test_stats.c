@@ -1,0 +1,259 @@
+/*
+ * test_stats.c -- tools/stats.c (percentiles, pairing, exhaust streams)
+ * and tools/msginfo.c (pending table, JSON strings, message decoding, auth
+ * detection), with real wire messages from core/wire's encoders.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/buf.h"
+#include "core/mem.h"
+#include "core/rd.h"
+#include "core/trace.h"
+#include "core/wire.h"
+#include "tools/msginfo.h"
+#include "tools/stats.h"
+
+#define MS 1000000ull
+
+static void
+test_stats_percentile_nearest_rank(void **state)
+{
+    uint64_t v[100];
+
+    for (int i = 0; i < 100; i++)
+        v[i] = (uint64_t)i + 1;
+    assert_int_equal(stats_percentile(v, 100, 50), 50);
+    assert_int_equal(stats_percentile(v, 100, 90), 90);
+    assert_int_equal(stats_percentile(v, 100, 99), 99);
+    assert_int_equal(stats_percentile(v, 100, 100), 100);
+    assert_int_equal(stats_percentile(v, 100, 0), 1);
+    assert_int_equal(stats_percentile(v, 1, 99), 1);
+    assert_int_equal(stats_percentile(v, 3, 50), 2); /* ceil(1.5) = 2 */
+    assert_int_equal(stats_percentile(v, 0, 50), 0);
+}
+
+/* Many puts and takes in a small table: every entry is found exactly once
+ * (exercises backward-shift deletion across wrap-around). */
+static void
+test_stats_pending_table(void **state)
+{
+    struct pending p;
+    struct pending_val v = {0}, out;
+    int n = 5000;
+
+    pending_init(&p, (size_t)n);
+    for (int i = 0; i < n; i++) {
+        v.t_ns = (uint64_t)i;
+        assert_int_equal(pending_put(&p, (uint64_t)(i % 7), i, &v), 0);
+    }
+    assert_int_equal(pending_put(&p, 99, 99, &v), MT_ELIMIT);
+    assert_int_equal(p.n, (size_t)n);
+    for (int i = 0; i < n; i += 2) {
+        assert_true(pending_take(&p, (uint64_t)(i % 7), i, &out));
+        assert_int_equal(out.t_ns, (uint64_t)i);
+    }
+    for (int i = 0; i < n; i++) {
+        bool there = pending_take(&p, (uint64_t)(i % 7), i, &out);
+        assert_int_equal(there, i % 2 == 1);
+        if (there)
+            assert_int_equal(out.t_ns, (uint64_t)i);
+    }
+    assert_int_equal(p.n, 0);
+    assert_false(pending_take(&p, 1, 1, &out));
+    pending_free(&p);
+    pending_init(&p, 4); /* empty table: lookups are safe */
+    assert_false(pending_take(&p, 0, 0, &out));
+    pending_free(&p);
+}
+
+static void
+test_stats_json_str_escapes(void **state)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+
+    msginfo_json_str(f, "a\"b\\c\n\x01 \xc3\xa9 \xff x");
+    fclose(f);
+    assert_string_equal(buf,
+                        "\"a\\\"b\\\\c\\u000a\\u0001 \xc3\xa9 \\u00ff x\"");
+    free(buf);
+}
+
+static void
+test_stats_printable(void **state)
+{
+    char out[8];
+
+    assert_string_equal(msginfo_printable(out, sizeof(out), "a\x1b[2Jb"),
+                        "a?[2Jb");
+    assert_string_equal(msginfo_printable(out, sizeof(out), "0123456789"),
+                        "0123456"); /* truncated, NUL-terminated */
+    assert_string_equal(msginfo_printable(out, 1, "abc"), "");
+}
+
+struct fixture {
+    struct mt_buf b;
+    struct stats st;
+};
+
+static void
+add_msg(struct fixture *fx, uint64_t conn, uint64_t t, uint8_t dir)
+{
+    struct trace_rec rec;
+
+    memset(&rec, 0, sizeof(rec));
+    rec.type = TRACE_REC_MSG;
+    rec.u.msg.conn_id = conn;
+    rec.u.msg.t_ns = t;
+    rec.u.msg.dir = dir;
+    rec.u.msg.wire = fx->b.data;
+    rec.u.msg.wire_len = (uint32_t)fx->b.len;
+    assert_int_equal(stats_add(&fx->st, &rec), 0);
+    mt_buf_reset(&fx->b);
+}
+
+static void
+enc(struct fixture *fx, int32_t req, int32_t to, uint32_t flags, bson_t *doc)
+{
+    assert_int_equal(wire_encode_msg(&fx->b, req, to, flags, doc, NULL, 0), 0);
+    bson_destroy(doc);
+}
+
+/* Pairing by (connection, responseTo): same request ids on two
+ * connections, replies out of order, an exhaust stream, a fire-and-forget
+ * write, an unmatched request and reply. */
+static void
+test_stats_pairing(void **state)
+{
+    struct fixture fx;
+    struct stats_sum sum;
+    struct stats_cmd *find = NULL, *hello = NULL;
+
+    mt_buf_init(&fx.b, 1 << 20);
+    assert_int_equal(stats_init(&fx.st), 0);
+    enc(&fx, 1, 0, 0, BCON_NEW("find", "c", "$db", "d"));
+    add_msg(&fx, 1, 0, TRACE_DIR_C2S);
+    enc(&fx, 1, 0, 0, BCON_NEW("find", "c", "$db", "d"));
+    add_msg(&fx, 2, 1 * MS, TRACE_DIR_C2S);
+    enc(&fx, 2, 0, 0, BCON_NEW("find", "c", "$db", "d"));
+    add_msg(&fx, 1, 2 * MS, TRACE_DIR_C2S);
+    enc(&fx, 50, 2, 0, BCON_NEW("ok", BCON_DOUBLE(1))); /* conn 1 req 2 */
+    add_msg(&fx, 1, 5 * MS, TRACE_DIR_S2C);
+    enc(&fx, 51, 1, 0, BCON_NEW("ok", BCON_DOUBLE(1))); /* conn 2 req 1 */
+    add_msg(&fx, 2, 11 * MS, TRACE_DIR_S2C);
+    enc(&fx, 52, 1, 0, BCON_NEW("ok", BCON_DOUBLE(1))); /* conn 1 req 1 */
+    add_msg(&fx, 1, 20 * MS, TRACE_DIR_S2C);
+    /* exhaust hello: request 7, replies 60 (moreToCome) -> 61 answers 60 */
+    enc(&fx, 7, 0, WIRE_MSG_EXHAUST_ALLOWED,
+        BCON_NEW("hello", BCON_INT32(1), "$db", "admin"));
+    add_msg(&fx, 3, 30 * MS, TRACE_DIR_C2S);
+    enc(&fx, 60, 7, WIRE_MSG_MORE_TO_COME, BCON_NEW("ok", BCON_DOUBLE(1)));
+    add_msg(&fx, 3, 33 * MS, TRACE_DIR_S2C);
+    enc(&fx, 61, 60, WIRE_MSG_MORE_TO_COME, BCON_NEW("ok", BCON_DOUBLE(1)));
+    add_msg(&fx, 3, 10033 * MS, TRACE_DIR_S2C);
+    /* w:0 insert, a ping never answered, a reply to nothing */
+    enc(&fx, 8, 0, WIRE_MSG_MORE_TO_COME, BCON_NEW("insert", "c", "$db", "d"));
+    add_msg(&fx, 3, 40 * MS, TRACE_DIR_C2S);
+    enc(&fx, 9, 0, 0, BCON_NEW("ping", BCON_INT32(1), "$db", "admin"));
+    add_msg(&fx, 3, 41 * MS, TRACE_DIR_C2S);
+    enc(&fx, 70, 12345, 0, BCON_NEW("ok", BCON_DOUBLE(1)));
+    add_msg(&fx, 3, 42 * MS, TRACE_DIR_S2C);
+    stats_finish(&fx.st);
+
+    for (size_t i = 0; i < fx.st.ncmds; i++) {
+        if (strcmp(fx.st.cmds[i].name, "find") == 0)
+            find = &fx.st.cmds[i];
+        if (strcmp(fx.st.cmds[i].name, "hello") == 0)
+            hello = &fx.st.cmds[i];
+    }
+    assert_non_null(find);
+    assert_non_null(hello);
+    assert_int_equal(find->requests, 3);
+    assert_int_equal(find->replies, 3);
+    stats_summarize(find, &sum);
+    assert_int_equal(sum.count, 3); /* 20, 10, 3 ms */
+    assert_true(sum.p50_ms == 10.0 && sum.max_ms == 20.0);
+    assert_true(sum.mean_ms == 11.0);
+    assert_int_equal(hello->replies, 1); /* 3 ms; the 10 s wait is not one */
+    stats_summarize(hello, &sum);
+    assert_true(sum.max_ms == 3.0);
+    assert_int_equal(fx.st.exhaust_replies, 1);
+    assert_int_equal(fx.st.no_reply_expected, 1);
+    assert_int_equal(fx.st.unmatched_requests, 1); /* the ping */
+    assert_int_equal(fx.st.unmatched_replies, 1);
+    assert_int_equal(fx.st.msgs, 12);
+    stats_free(&fx.st);
+    mt_buf_free(&fx.b);
+}
+
+/* OP_COMPRESSED without a recorded plain form is inflated; a SCRAM
+ * exchange and a hello with speculativeAuthenticate are marked auth;
+ * a truncated message yields an error, not a crash. */
+static void
+test_stats_msginfo_decode(void **state)
+{
+    struct mt_buf b, scratch, z;
+    struct mt_err err;
+    struct msginfo mi;
+    struct trace_msg m = {.conn_id = 1, .dir = TRACE_DIR_C2S};
+    bson_t *doc = BCON_NEW("saslStart", BCON_INT32(1), "$db", "admin");
+
+    mt_buf_init(&b, 1 << 20);
+    mt_buf_init(&z, 1 << 20);
+    mt_buf_init(&scratch, WIRE_MSG_LEN_MAX);
+    assert_int_equal(wire_encode_msg(&b, 5, 0, 0, doc, NULL, 0), 0);
+    bson_destroy(doc);
+    assert_int_equal(
+        wire_encode_compressed(&z, b.data, b.len, WIRE_COMPRESSOR_ZSTD, &err),
+        0);
+    m.wire = z.data;
+    m.wire_len = (uint32_t)z.len;
+    msginfo_decode(&m, &scratch, &mi);
+    assert_true(mi.parsed);
+    assert_true(mi.compressed);
+    assert_int_equal(mi.compressor, WIRE_COMPRESSOR_ZSTD);
+    assert_int_equal(mi.op_code, WIRE_OP_MSG);
+    assert_string_equal(mi.cmd.name, "saslStart");
+    assert_true(mi.auth);
+    for (uint32_t cut = 0; cut < z.len; cut++) { /* every prefix */
+        m.wire_len = cut;
+        msginfo_decode(&m, &scratch, &mi);
+        assert_false(mi.parsed);
+        assert_true(mi.error[0] != '\0');
+    }
+    mt_buf_reset(&b);
+    doc = BCON_NEW("hello", BCON_INT32(1), "speculativeAuthenticate", "{",
+                   "saslStart", BCON_INT32(1), "}", "$db", "admin");
+    assert_int_equal(wire_encode_msg(&b, 6, 0, 0, doc, NULL, 0), 0);
+    bson_destroy(doc);
+    m.wire = b.data;
+    m.wire_len = (uint32_t)b.len;
+    msginfo_decode(&m, &scratch, &mi);
+    assert_true(mi.parsed && mi.cmd.is_hello && mi.auth);
+    mt_buf_free(&b);
+    mt_buf_free(&z);
+    mt_buf_free(&scratch);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_stats_percentile_nearest_rank),
+        cmocka_unit_test(test_stats_pending_table),
+        cmocka_unit_test(test_stats_json_str_escapes),
+        cmocka_unit_test(test_stats_printable),
+        cmocka_unit_test(test_stats_pairing),
+        cmocka_unit_test(test_stats_msginfo_decode),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

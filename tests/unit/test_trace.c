@@ -1,0 +1,1189 @@
+/*
+ * test_trace.c -- core/trace: writer, streaming reader, recovery.
+ *
+ * Traces are written to files under a mkdtemp directory, to /dev/full and to
+ * fixed-size fmemopen buffers (a real ENOSPC), and read back from a path, a
+ * FILE * and memory.  Hand-made frames (compressed here with zstd) cover what
+ * the writer never produces: unknown record types, appended fields, other
+ * versions, bad magic.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include "core/buf.h"
+#include "core/clock.h"
+#include "core/err.h"
+#include "core/log.h"
+#include "core/mem.h"
+#include "core/rd.h"
+#include "core/trace.h"
+#include "core/trace_rec.h"
+
+static char tmpdir[64];
+
+static int
+setup_dir(void **state)
+{
+    snprintf(tmpdir, sizeof(tmpdir), "/tmp/test_trace.XXXXXX");
+    return mkdtemp(tmpdir) == NULL ? -1 : 0;
+}
+
+static int
+teardown_dir(void **state)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static void
+tmp_path(char *dst, size_t cap, const char *name)
+{
+    snprintf(dst, cap, "%s/%s", tmpdir, name);
+    unlink(dst);
+}
+
+static void
+mk_header(struct trace_header *h)
+{
+    memset(h, 0, sizeof(*h));
+    snprintf(h->tool_version, sizeof(h->tool_version), "mtrace test");
+    h->source = TRACE_SRC_SYNTH;
+    snprintf(h->source_desc, sizeof(h->source_desc), "test_trace.c");
+    h->start_wall_ns = 1700000000123456789ull;
+    h->start_mono_ns = 1000;
+    h->ts_precision_ns = 1;
+}
+
+/* A fake wire message of n bytes (header with opcode op, then pattern). */
+static uint8_t *
+mk_wire(size_t n, int32_t op, uint32_t seed)
+{
+    uint8_t *p = malloc(n);
+    uint32_t x = seed * 2654435761u + 1;
+    assert_non_null(p);
+    for (size_t i = 0; i < n; i++) {
+        x = x * 1103515245u + 12345u;
+        p[i] = (uint8_t)(x >> 16);
+    }
+    if (n >= 16) {
+        wr_le32(p, (uint32_t)n);
+        wr_le32(p + 12, (uint32_t)op);
+    }
+    return p;
+}
+
+static uint8_t *
+slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    uint8_t *p;
+    long n;
+
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    p = malloc(n > 0 ? (size_t)n : 1);
+    assert_non_null(p);
+    assert_int_equal(fread(p, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    *len = (size_t)n;
+    return p;
+}
+
+/* Reads every record of buf; counts per type in cnt[0..7); returns the
+ * final code (MT_END or negative), err filled with the first error. */
+struct tally {
+    unsigned cnt[8];
+    unsigned total;
+    unsigned errors;
+    int first_err;
+    struct mt_err err;
+    uint64_t wire_sum; /* a hash of every message's bytes, in order */
+    uint64_t lost;
+};
+
+static int
+read_all(struct trace_reader *r, const struct mt_err *open_err, struct tally *t,
+         bool go_on)
+{
+    struct mt_err err;
+    struct trace_rec rec;
+    int rc;
+
+    memset(t, 0, sizeof(*t));
+    if (r == NULL) {
+        t->err = *open_err;
+        t->first_err = open_err->code;
+        return open_err->code;
+    }
+    for (;;) {
+        rc = trace_reader_next(r, &rec, &err);
+        if (rc == MT_OK) {
+            t->cnt[rec.type < 8 ? rec.type : 0]++;
+            t->total++;
+            if (rec.type == TRACE_REC_MSG)
+                for (uint32_t i = 0; i < rec.u.msg.wire_len; i++)
+                    t->wire_sum = t->wire_sum * 31 + rec.u.msg.wire[i];
+            continue;
+        }
+        if (rc == MT_END)
+            break;
+        assert_true(rc < 0);
+        if (t->errors++ == 0) {
+            t->err = err;
+            t->first_err = rc;
+        }
+        if (!go_on)
+            break;
+    }
+    t->lost = trace_reader_lost_bytes(r);
+    trace_reader_free(r);
+    return t->errors ? t->first_err : MT_END;
+}
+
+static int
+read_all_mem(const uint8_t *buf, size_t len, struct tally *t, bool go_on)
+{
+    struct mt_err err;
+    struct trace_reader *r = trace_reader_open_mem(buf, len, &err);
+    return read_all(r, &err, t, go_on);
+}
+
+/* The same bytes through a FILE * (the chunked input path). */
+static int
+read_all_fp(const uint8_t *buf, size_t len, struct tally *t, bool go_on)
+{
+    struct mt_err err;
+    FILE *fp = fmemopen((void *)(uintptr_t)buf, len ? len : 1, "rb");
+    struct trace_reader *r;
+    int rc;
+
+    assert_non_null(fp);
+    if (len == 0)
+        fgetc(fp); /* fmemopen needs size >= 1: consume it */
+    r = trace_reader_open_fp(fp, &err);
+    rc = read_all(r, &err, t, go_on);
+    fclose(fp);
+    return rc;
+}
+
+/* ---- valid: round trips ---- */
+
+static void
+write_every_type(struct trace_writer *w, const uint8_t *big, size_t big_len,
+                 const uint8_t *plain, size_t plain_len)
+{
+    struct trace_conn_open o = {.conn_id = 7, .t_ns = 2000};
+    struct trace_conn_close c = {.conn_id = 7,
+                                 .t_ns = 9000,
+                                 .reason = 2,
+                                 .partial_c2s = 3,
+                                 .partial_s2c = 4};
+    struct trace_msg m = {.conn_id = 7,
+                          .t_ns = 3000,
+                          .dir = TRACE_DIR_C2S,
+                          .flags = TRACE_MSG_GAP_BEFORE};
+    struct trace_stats s = {.t_ns = 9500, .n = 2};
+    uint8_t small[40];
+
+    snprintf(o.client, sizeof(o.client), "127.0.0.1:53412");
+    snprintf(o.server, sizeof(o.server), "[::1]:27017");
+    assert_int_equal(trace_writer_conn_open(w, &o), 0);
+    memset(small, 0xab, sizeof(small));
+    wr_le32(small, sizeof(small));
+    wr_le32(small + 12, 2013);
+    m.wire = small;
+    m.wire_len = sizeof(small);
+    assert_int_equal(trace_writer_msg(w, &m), 0);
+    m.dir = TRACE_DIR_S2C;
+    m.t_ns = 4000;
+    m.flags = 0;
+    m.wire = big;
+    m.wire_len = (uint32_t)big_len;
+    m.plain = plain;
+    m.plain_len = (uint32_t)plain_len;
+    assert_int_equal(trace_writer_msg(w, &m), 0);
+    assert_int_equal(trace_writer_conn_close(w, &c), 0);
+    snprintf(s.s[0].name, sizeof(s.s[0].name), "packets");
+    s.s[0].value = 12345678901ull;
+    snprintf(s.s[1].name, sizeof(s.s[1].name), "gaps");
+    s.s[1].value = 0;
+    assert_int_equal(trace_writer_stats(w, &s), 0);
+}
+
+static void
+check_every_type(struct trace_reader *r, const uint8_t *big, size_t big_len,
+                 const uint8_t *plain, size_t plain_len)
+{
+    struct trace_rec rec;
+    struct mt_err err;
+
+    assert_int_equal(trace_reader_next(r, &rec, &err), MT_OK);
+    assert_int_equal(rec.type, TRACE_REC_HEADER);
+    assert_string_equal(rec.u.header.tool_version, "mtrace test");
+    assert_string_equal(rec.u.header.source_desc, "test_trace.c");
+    assert_int_equal(rec.u.header.source, TRACE_SRC_SYNTH);
+    assert_true(rec.u.header.start_wall_ns == 1700000000123456789ull);
+    assert_int_equal(rec.u.header.start_mono_ns, 1000);
+    assert_int_equal(rec.u.header.ts_precision_ns, 1);
+    assert_int_equal(rec.offset, 0);
+
+    assert_int_equal(trace_reader_next(r, &rec, &err), MT_OK);
+    assert_int_equal(rec.type, TRACE_REC_CONN_OPEN);
+    assert_int_equal(rec.u.open.conn_id, 7);
+    assert_int_equal(rec.u.open.t_ns, 2000);
+    assert_string_equal(rec.u.open.client, "127.0.0.1:53412");
+    assert_string_equal(rec.u.open.server, "[::1]:27017");
+    assert_true(rec.offset > 0);
+
+    assert_int_equal(trace_reader_next(r, &rec, &err), MT_OK);
+    assert_int_equal(rec.type, TRACE_REC_MSG);
+    assert_int_equal(rec.u.msg.dir, TRACE_DIR_C2S);
+    assert_int_equal(rec.u.msg.flags, TRACE_MSG_GAP_BEFORE);
+    assert_int_equal(rec.u.msg.wire_len, 40);
+    assert_int_equal(rec.u.msg.wire[20], 0xab);
+    assert_null(rec.u.msg.plain);
+    assert_int_equal(rec.u.msg.plain_len, 0);
+
+    assert_int_equal(trace_reader_next(r, &rec, &err), MT_OK);
+    assert_int_equal(rec.type, TRACE_REC_MSG);
+    assert_int_equal(rec.u.msg.dir, TRACE_DIR_S2C);
+    assert_int_equal(rec.u.msg.t_ns, 4000);
+    assert_int_equal(rec.u.msg.wire_len, big_len);
+    assert_memory_equal(rec.u.msg.wire, big, big_len);
+    assert_int_equal(rec.u.msg.plain_len, plain_len);
+    assert_memory_equal(rec.u.msg.plain, plain, plain_len);
+
+    assert_int_equal(trace_reader_next(r, &rec, &err), MT_OK);
+    assert_int_equal(rec.type, TRACE_REC_CONN_CLOSE);
+    assert_int_equal(rec.u.close.reason, TRACE_CLOSE_SERVER_RESET);
+    assert_int_equal(rec.u.close.partial_c2s, 3);
+    assert_int_equal(rec.u.close.partial_s2c, 4);
+    assert_int_equal(rec.u.close.t_ns, 9000);
+
+    assert_int_equal(trace_reader_next(r, &rec, &err), MT_OK);
+    assert_int_equal(rec.type, TRACE_REC_STATS);
+    assert_int_equal(rec.u.stats.n, 2);
+    assert_string_equal(rec.u.stats.s[0].name, "packets");
+    assert_true(rec.u.stats.s[0].value == 12345678901ull);
+    assert_string_equal(rec.u.stats.s[1].name, "gaps");
+
+    assert_int_equal(trace_reader_next(r, &rec, &err), MT_OK);
+    assert_int_equal(rec.type, TRACE_REC_END);
+    assert_int_equal(rec.u.end.records, 6);
+    assert_int_equal(rec.u.end.t_ns, 9500);
+    assert_int_equal(trace_reader_next(r, &rec, &err), MT_END);
+    assert_int_equal(trace_reader_next(r, &rec, &err), MT_END);
+    assert_int_equal(trace_reader_lost_bytes(r), 0);
+    assert_int_equal(trace_reader_records(r), 7);
+}
+
+static void
+test_trace_roundtrip_every_type(void **state)
+{
+    char path[128];
+    struct trace_header h;
+    struct mt_err err;
+    struct trace_writer *w;
+    struct trace_reader *r;
+    size_t big_len = 5u * 1024 * 1024 + 3, plain_len = 6u * 1024 * 1024;
+    uint8_t *big = mk_wire(big_len, 2012, 1),
+            *plain = mk_wire(plain_len, 2013, 2);
+    uint8_t *file;
+    size_t file_len;
+    FILE *fp;
+
+    tmp_path(path, sizeof(path), "every.zst");
+    mk_header(&h);
+    w = trace_writer_open(path, 0, &h, &err);
+    assert_non_null(w);
+    write_every_type(w, big, big_len, plain, plain_len);
+    assert_int_equal(trace_writer_records(w), 6);
+    assert_int_equal(trace_writer_close(w), 0);
+
+    r = trace_reader_open(path, &err); /* by path */
+    assert_non_null(r);
+    assert_string_equal(trace_reader_header(r)->source_desc, "test_trace.c");
+    check_every_type(r, big, big_len, plain, plain_len);
+    trace_reader_free(r);
+
+    fp = fopen(path, "rb"); /* by FILE * */
+    assert_non_null(fp);
+    r = trace_reader_open_fp(fp, &err);
+    assert_non_null(r);
+    check_every_type(r, big, big_len, plain, plain_len);
+    trace_reader_free(r);
+    fclose(fp);
+
+    file = slurp(path, &file_len); /* from memory */
+    r = trace_reader_open_mem(file, file_len, &err);
+    assert_non_null(r);
+    check_every_type(r, big, big_len, plain, plain_len);
+    trace_reader_free(r);
+    free(file);
+    free(big);
+    free(plain);
+}
+
+/* The index skippable frame and footer at the end match the frames. */
+static void
+test_trace_index_and_footer(void **state)
+{
+    char path[128];
+    struct trace_header h;
+    struct mt_err err;
+    struct trace_writer *w;
+    struct trace_msg m = {.conn_id = 1, .dir = TRACE_DIR_C2S};
+    uint8_t *file, *wire = mk_wire(100, 2013, 3);
+    size_t len;
+    uint32_t nframes, size, c, d, k;
+    uint64_t t, off = 0, recs = 0;
+    struct rd rd;
+
+    tmp_path(path, sizeof(path), "index.zst");
+    mk_header(&h);
+    w = trace_writer_open(path, 0, &h, &err);
+    assert_non_null(w);
+    m.wire = wire;
+    m.wire_len = 100;
+    for (int i = 0; i < 3; i++) {
+        m.t_ns = 5000 + (uint64_t)i;
+        assert_int_equal(trace_writer_msg(w, &m), 0);
+        assert_int_equal(trace_writer_flush(w), 0);
+    }
+    assert_int_equal(trace_writer_close(w), 0);
+    file = slurp(path, &len);
+    rd = rd_init(file + len - TRACE_FOOTER_LEN, TRACE_FOOTER_LEN);
+    rd_le32(&rd, &nframes);
+    rd_le32(&rd, &k);
+    assert_int_equal(k, 1);
+    rd_le32(&rd, &k);
+    assert_int_equal(k, TRACE_FOOTER_MAGIC);
+    assert_int_equal(nframes, 5); /* header, 3 messages, end */
+    size = nframes * TRACE_INDEX_ENTRY_LEN + TRACE_FOOTER_LEN;
+    rd = rd_init(file + len - size - 8, size + 8);
+    rd_le32(&rd, &k);
+    assert_int_equal(k, TRACE_INDEX_FRAME_MAGIC);
+    rd_le32(&rd, &k);
+    assert_int_equal(k, size);
+    for (uint32_t i = 0; i < nframes; i++) {
+        rd_le32(&rd, &c);
+        rd_le32(&rd, &d);
+        rd_le64(&rd, &t);
+        rd_le32(&rd, &k);
+        /* each frame is where the index says, and decompresses to d */
+        assert_int_equal(ZSTD_findFrameCompressedSize(file + off, len - off),
+                         c);
+        assert_true(ZSTD_getFrameContentSize(file + off, c) == d);
+        if (i >= 1 && i <= 3)
+            assert_int_equal(t, 5000 + i - 1);
+        assert_int_equal(k, 1);
+        off += c;
+        recs += k;
+    }
+    assert_int_equal(off, len - size - 8);
+    assert_int_equal(recs, 5);
+    free(file);
+    free(wire);
+}
+
+/* Writes frame content (records) as one zstd frame appended to out. */
+static void
+append_frame(struct mt_buf *out, const uint8_t *content, size_t n)
+{
+    size_t bound = ZSTD_compressBound(n), z;
+    assert_int_equal(mt_buf_reserve(out, bound), 0);
+    z = ZSTD_compress(out->data + out->len, bound, content, n, 3);
+    assert_false(ZSTD_isError(z));
+    out->len += z;
+}
+
+static void
+append_rec(struct mt_buf *b, uint8_t type, const void *payload, uint32_t n)
+{
+    uint8_t pre[5];
+    pre[0] = type;
+    wr_le32(pre + 1, n);
+    assert_int_equal(mt_buf_append(b, pre, 5), 0);
+    assert_int_equal(mt_buf_append(b, payload, n), 0);
+}
+
+static void
+encode(struct mt_buf *b, const struct trace_rec *rec)
+{
+    struct mt_err err;
+    assert_int_equal(trace__rec_encode(b, rec, &err), 0);
+}
+
+static void
+test_trace_unknown_type_and_appended_fields(void **state)
+{
+    struct mt_buf content, file, one;
+    struct trace_rec rec;
+    struct trace_reader *r;
+    struct mt_err err;
+    uint8_t junk[300], ext[256];
+    size_t base;
+
+    mt_buf_init(&content, 1 << 20);
+    mt_buf_init(&file, 1 << 20);
+    memset(&rec, 0, sizeof(rec));
+    rec.type = TRACE_REC_HEADER;
+    mk_header(&rec.u.header);
+    encode(&content, &rec);
+    memset(junk, 0x5a, sizeof(junk));
+    append_rec(&content, 42, junk, sizeof(junk)); /* unknown: skipped */
+    append_rec(&content, 255, junk, 0);           /* empty unknown */
+    /* a conn open with 7 bytes appended by a "newer writer" */
+    memset(&rec, 0, sizeof(rec));
+    rec.type = TRACE_REC_CONN_OPEN;
+    rec.u.open.conn_id = 99;
+    snprintf(rec.u.open.client, sizeof(rec.u.open.client), "a:1");
+    snprintf(rec.u.open.server, sizeof(rec.u.open.server), "b:2");
+    mt_buf_init(&one, 1 << 16);
+    encode(&one, &rec);
+    base = one.len - 5;
+    memcpy(ext, one.data + 5, base);
+    memcpy(ext + base, "NEWDATA", 7);
+    append_rec(&content, TRACE_REC_CONN_OPEN, ext, (uint32_t)(base + 7));
+    mt_buf_free(&one);
+    memset(&rec, 0, sizeof(rec));
+    rec.type = TRACE_REC_END;
+    rec.u.end.records = 4;
+    encode(&content, &rec);
+    append_frame(&file, content.data, content.len);
+
+    r = trace_reader_open_mem(file.data, file.len, &err);
+    assert_non_null(r);
+    assert_int_equal(trace_reader_next(r, &rec, &err), MT_OK);
+    assert_int_equal(rec.type, TRACE_REC_HEADER);
+    assert_int_equal(trace_reader_next(r, &rec, &err), MT_OK);
+    assert_int_equal(rec.type, TRACE_REC_CONN_OPEN);
+    assert_int_equal(rec.u.open.conn_id, 99);
+    assert_string_equal(rec.u.open.server, "b:2");
+    assert_int_equal(trace_reader_next(r, &rec, &err), MT_OK);
+    assert_int_equal(rec.type, TRACE_REC_END);
+    assert_int_equal(trace_reader_next(r, &rec, &err), MT_END);
+    assert_int_equal(trace_reader_records(r), 5); /* 2 unknown counted */
+    trace_reader_free(r);
+    mt_buf_free(&content);
+    mt_buf_free(&file);
+}
+
+/* A header with a given version (and otherwise valid). */
+static void
+build_versioned(struct mt_buf *file, uint16_t version)
+{
+    struct mt_buf content;
+    struct trace_rec rec;
+
+    mt_buf_init(&content, 1 << 16);
+    memset(&rec, 0, sizeof(rec));
+    rec.type = TRACE_REC_HEADER;
+    mk_header(&rec.u.header);
+    encode(&content, &rec);
+    content.data[5 + TRACE_MAGIC_LEN] = (uint8_t)version;
+    content.data[5 + TRACE_MAGIC_LEN + 1] = (uint8_t)(version >> 8);
+    append_frame(file, content.data, content.len);
+    mt_buf_free(&content);
+}
+
+/* ---- invalid: damaged or foreign input ---- */
+
+static void
+test_trace_bad_version(void **state)
+{
+    struct mt_buf file;
+    struct mt_err err;
+
+    mt_buf_init(&file, 1 << 16);
+    build_versioned(&file, 2);
+    assert_null(trace_reader_open_mem(file.data, file.len, &err));
+    assert_int_equal(err.code, MT_EVERSION);
+    assert_non_null(strstr(err.msg, "version 2"));
+    mt_buf_reset(&file);
+    build_versioned(&file, TRACE_VERSION); /* control: same bytes, v1 */
+    struct trace_reader *r = trace_reader_open_mem(file.data, file.len, &err);
+    assert_non_null(r);
+    trace_reader_free(r);
+    mt_buf_free(&file);
+}
+
+static void
+test_trace_bad_magic(void **state)
+{
+    static const uint8_t gz[] = {0x1f, 0x8b, 0x08, 0x00, 0, 0, 0, 0};
+    struct mt_buf content, file;
+    struct mt_err err;
+    struct trace_rec rec;
+
+    assert_null(trace_reader_open_mem(gz, sizeof(gz), &err));
+    assert_int_equal(err.code, MT_ECORRUPT);
+    assert_non_null(strstr(err.msg, "not an mtrace trace"));
+
+    /* a valid zstd frame whose content is not a trace */
+    mt_buf_init(&content, 1 << 16);
+    mt_buf_init(&file, 1 << 16);
+    assert_int_equal(mt_buf_append(&content, "hello, world\n", 13), 0);
+    append_frame(&file, content.data, content.len);
+    assert_null(trace_reader_open_mem(file.data, file.len, &err));
+    assert_int_equal(err.code, MT_ECORRUPT);
+    assert_non_null(strstr(err.msg, "magic"));
+
+    /* a header record with one magic byte changed */
+    mt_buf_reset(&content);
+    mt_buf_reset(&file);
+    memset(&rec, 0, sizeof(rec));
+    rec.type = TRACE_REC_HEADER;
+    mk_header(&rec.u.header);
+    encode(&content, &rec);
+    content.data[5 + 7] ^= 1;
+    append_frame(&file, content.data, content.len);
+    assert_null(trace_reader_open_mem(file.data, file.len, &err));
+    assert_non_null(strstr(err.msg, "not an mtrace trace"));
+    mt_buf_free(&content);
+    mt_buf_free(&file);
+}
+
+static void
+test_trace_empty_and_zero_length(void **state)
+{
+    struct mt_buf file, content;
+    struct mt_err err;
+    struct trace_rec rec;
+    struct trace_reader *r;
+    char path[128];
+    FILE *fp;
+
+    assert_null(trace_reader_open_mem("", 0, &err));
+    assert_int_equal(err.code, MT_ETRUNC);
+    assert_non_null(strstr(err.msg, "empty file"));
+    assert_null(trace_reader_open_mem(NULL, 0, &err));
+    assert_int_equal(err.code, MT_ETRUNC);
+    tmp_path(path, sizeof(path), "empty.zst");
+    fp = fopen(path, "wb");
+    fclose(fp);
+    assert_null(trace_reader_open(path, &err));
+    assert_int_equal(err.code, MT_ETRUNC);
+    assert_null(trace_reader_open("/nonexistent/x.zst", &err));
+    assert_int_equal(err.code, -ENOENT);
+    assert_non_null(strstr(err.msg, "/nonexistent/x.zst"));
+
+    /* zero-length zstd frames only: no records */
+    mt_buf_init(&file, 1 << 16);
+    mt_buf_init(&content, 1 << 16);
+    append_frame(&file, (const uint8_t *)"", 0);
+    append_frame(&file, (const uint8_t *)"", 0);
+    assert_null(trace_reader_open_mem(file.data, file.len, &err));
+    assert_int_equal(err.code, MT_ETRUNC);
+    assert_non_null(strstr(err.msg, "no records"));
+    /* ... then a header frame, an empty frame, an end frame: all fine */
+    memset(&rec, 0, sizeof(rec));
+    rec.type = TRACE_REC_HEADER;
+    mk_header(&rec.u.header);
+    encode(&content, &rec);
+    append_frame(&file, content.data, content.len);
+    append_frame(&file, (const uint8_t *)"", 0);
+    mt_buf_reset(&content);
+    memset(&rec, 0, sizeof(rec));
+    rec.type = TRACE_REC_END;
+    encode(&content, &rec);
+    append_frame(&file, content.data, content.len);
+    r = trace_reader_open_mem(file.data, file.len, &err);
+    assert_non_null(r);
+    assert_int_equal(trace_reader_next(r, &rec, &err), MT_OK);
+    assert_int_equal(trace_reader_next(r, &rec, &err), MT_OK);
+    assert_int_equal(rec.type, TRACE_REC_END);
+    assert_int_equal(trace_reader_next(r, &rec, &err), MT_END);
+    trace_reader_free(r);
+    mt_buf_free(&file);
+    mt_buf_free(&content);
+}
+
+/*
+ * Writes a trace of nframes data frames of 3 messages each; returns the
+ * file and the offsets where each frame starts (offs[nframes+1]: the end
+ * frame, offs[nframes+2]: the index).
+ */
+static uint8_t *
+build_frames(const char *name, int nframes, uint64_t *offs, size_t *len)
+{
+    char path[128];
+    struct trace_header h;
+    struct mt_err err;
+    struct trace_writer *w;
+    struct trace_msg m = {.conn_id = 1, .dir = TRACE_DIR_C2S};
+    uint8_t *wire = mk_wire(300, 2013, 4), *file;
+
+    tmp_path(path, sizeof(path), name);
+    mk_header(&h);
+    w = trace_writer_open(path, 0, &h, &err);
+    assert_non_null(w);
+    offs[0] = 0;
+    m.wire = wire;
+    m.wire_len = 300;
+    for (int f = 0; f < nframes; f++) {
+        offs[f + 1] = trace_writer_bytes(w);
+        for (int i = 0; i < 3; i++) {
+            m.t_ns = (uint64_t)(f * 10 + i);
+            wire[20] = (uint8_t)(f * 3 + i);
+            assert_int_equal(trace_writer_msg(w, &m), 0);
+        }
+        assert_int_equal(trace_writer_flush(w), 0);
+    }
+    offs[nframes + 1] = trace_writer_bytes(w);
+    assert_int_equal(trace_writer_close(w), 0);
+    file = slurp(path, len);
+    /* the end frame is the last data frame: find the index after it */
+    offs[nframes + 2] = offs[nframes + 1] +
+                        ZSTD_findFrameCompressedSize(file + offs[nframes + 1],
+                                                     *len - offs[nframes + 1]);
+    free(wire);
+    return file;
+}
+
+static void
+test_trace_truncated_every_offset(void **state)
+{
+    uint64_t offs[8];
+    size_t len;
+    uint8_t *file = build_frames("trunc.zst", 3, offs, &len);
+    struct tally t;
+    char want[96];
+    int rc;
+
+    /* Every cut inside the last message frame: the header and the two
+     * earlier frames' 6 messages survive; the loss is reported. */
+    snprintf(want, sizeof(want), "truncated zstd frame at offset %llu",
+             (unsigned long long)offs[3]);
+    for (uint64_t cut = offs[3] + 1; cut < offs[4]; cut++) {
+        uint8_t *copy = malloc(cut); /* exact size: ASan sees overreads */
+        memcpy(copy, file, cut);
+        rc = read_all_mem(copy, cut, &t, true);
+        assert_int_equal(rc, MT_ETRUNC);
+        assert_int_equal(t.cnt[TRACE_REC_MSG], 6);
+        assert_int_equal(t.cnt[TRACE_REC_HEADER], 1);
+        assert_int_equal(t.errors, 1);
+        assert_non_null(strstr(t.err.msg, want));
+        assert_non_null(strstr(t.err.msg, "not recoverable"));
+        assert_int_equal(t.err.offset, offs[3]);
+        free(copy);
+    }
+    /* a cut at the frame boundary: no end record */
+    rc = read_all_mem(file, offs[3], &t, true);
+    assert_int_equal(rc, MT_ETRUNC);
+    assert_int_equal(t.cnt[TRACE_REC_MSG], 6);
+    assert_non_null(strstr(t.err.msg, "without an end record"));
+    /* every cut in the end frame and the index: all 9 messages */
+    for (uint64_t cut = offs[4]; cut < len; cut++) {
+        rc = read_all_mem(file, cut, &t, true);
+        assert_int_equal(t.cnt[TRACE_REC_MSG], 9);
+        /* just after the end frame: a valid trace without an index */
+        assert_int_equal(rc, cut == offs[5] ? MT_END : MT_ETRUNC);
+        assert_int_equal(t.cnt[TRACE_REC_END], cut >= offs[5] ? 1 : 0);
+    }
+    /* every prefix of the whole file: never a crash */
+    for (uint64_t cut = 0; cut < offs[3]; cut++) {
+        rc = read_all_mem(file, cut, &t, true);
+        assert_true(rc < 0);
+    }
+    rc = read_all_mem(file, len, &t, true);
+    assert_int_equal(rc, MT_END);
+    assert_int_equal(t.total, 11);
+    free(file);
+}
+
+static void
+test_trace_corrupt_frame_resync(void **state)
+{
+    uint64_t offs[8];
+    size_t len;
+    uint8_t *file = build_frames("corrupt.zst", 3, offs, &len);
+    struct tally t;
+    int rc, seen_resume = 0;
+
+    /* A flipped byte anywhere in the second message frame: its records
+     * are lost, the reader reports it and resumes with the third frame. */
+    for (uint64_t at = offs[2]; at < offs[3]; at++) {
+        file[at] ^= 0x41;
+        rc = read_all_mem(file, len, &t, true);
+        file[at] ^= 0x41;
+        assert_true(rc < 0);
+        assert_int_equal(t.cnt[TRACE_REC_HEADER], 1);
+        /* 6: frames 1 and 3; 3: a damaged frame header made the decoder
+         * run into frame 3 too (it then resyncs on the end frame). */
+        assert_true(t.cnt[TRACE_REC_MSG] == 6 || t.cnt[TRACE_REC_MSG] == 3);
+        if (getenv("TRACE_TEST_VERBOSE"))
+            fprintf(stderr, "flip at +%llu: %u msgs: %s\n",
+                    (unsigned long long)(at - offs[2]), t.cnt[TRACE_REC_MSG],
+                    t.err.msg);
+        if (t.cnt[TRACE_REC_MSG] == 6 && t.cnt[TRACE_REC_END] == 1) {
+            seen_resume++;
+            assert_int_equal(t.err.offset, offs[2]);
+            assert_non_null(strstr(t.err.msg, "resuming at offset"));
+        }
+    }
+    assert_true(seen_resume > (int)(offs[3] - offs[2]) / 2);
+    free(file);
+}
+
+/* Records whose length or fields do not fit are refused with the frame
+ * offset; the reader goes on with the next frame. */
+static void
+test_trace_bad_record_lengths(void **state)
+{
+    static const uint8_t huge[] = {
+        TRACE_REC_CONN_OPEN, /* 0: type */
+        0xff,
+        0xff,
+        0xff,
+        0xff, /* 1: length 4294967295 */
+        0x00, /* 5: one byte of payload */
+    };
+    static const uint8_t short_msg[] = {
+        TRACE_REC_MSG, /* 0: type */
+        0x1d,
+        0x00,
+        0x00,
+        0x00, /* 1: length 29 */
+        1,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0, /* 5: conn_id 1 */
+        2,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0, /* 13: t_ns 2 */
+        0, /* 21: dir c2s */
+        0,
+        0,
+        0,
+        0, /* 22: flags */
+        0xff,
+        0xff,
+        0xff,
+        0x7f, /* 26: wire_len 2147483647 > what is left */
+        0,    /* 30: (payload ends at 34) */
+        0,
+        0,
+        0,
+    };
+    struct mt_buf content, file;
+    struct trace_rec rec;
+    struct tally t;
+    size_t second;
+
+    mt_buf_init(&content, 1 << 16);
+    mt_buf_init(&file, 1 << 16);
+    memset(&rec, 0, sizeof(rec));
+    rec.type = TRACE_REC_HEADER;
+    mk_header(&rec.u.header);
+    encode(&content, &rec);
+    append_frame(&file, content.data, content.len);
+    second = file.len;
+    append_frame(&file, huge, sizeof(huge));
+    append_frame(&file, short_msg, sizeof(short_msg));
+    mt_buf_reset(&content);
+    memset(&rec, 0, sizeof(rec));
+    rec.type = TRACE_REC_END;
+    encode(&content, &rec);
+    append_frame(&file, content.data, content.len);
+    assert_int_equal(read_all_mem(file.data, file.len, &t, true), MT_ECORRUPT);
+    assert_int_equal(t.errors, 2);
+    assert_int_equal(t.err.offset, second);
+    assert_non_null(strstr(t.err.msg, "length exceeds the frame"));
+    assert_int_equal(t.cnt[TRACE_REC_END], 1); /* went on after both */
+    assert_int_equal(t.lost, sizeof(huge) + sizeof(short_msg));
+    mt_buf_free(&content);
+    mt_buf_free(&file);
+}
+
+/* A frame over the reader's limit is refused and skipped. */
+static void
+test_trace_frame_limit(void **state)
+{
+    char path[128];
+    struct trace_header h;
+    struct mt_err err;
+    struct trace_writer *w;
+    struct trace_reader *r;
+    struct trace_rec rec;
+    struct trace_msg m = {.conn_id = 1, .dir = TRACE_DIR_S2C};
+    uint8_t *wire = mk_wire(400000, 2013, 5);
+    int rc;
+
+    tmp_path(path, sizeof(path), "limit.zst");
+    mk_header(&h);
+    w = trace_writer_open(path, 0, &h, &err);
+    assert_non_null(w);
+    m.wire = wire;
+    m.wire_len = 400000;
+    assert_int_equal(trace_writer_msg(w, &m), 0);
+    assert_int_equal(trace_writer_close(w), 0);
+    r = trace_reader_open(path, &err);
+    assert_non_null(r);
+    trace_reader_set_frame_max(r, 256 * 1024);
+    assert_int_equal(trace_reader_next(r, &rec, &err), MT_OK);
+    rc = trace_reader_next(r, &rec, &err);
+    assert_int_equal(rc, MT_ETOOBIG);
+    assert_non_null(strstr(err.msg, "262144-byte limit"));
+    assert_true(trace_reader_lost_bytes(r) > 0);
+    trace_reader_free(r);
+    free(wire);
+}
+
+/*
+ * A trace bigger than the reader's 128 KiB input chunks, so that frame
+ * magics, frame headers and resynchronisation scans straddle chunk
+ * boundaries: reading it through a FILE * gives exactly what reading it
+ * from memory gives, intact, truncated and with damage anywhere.
+ */
+static void
+test_trace_file_and_memory_agree(void **state)
+{
+    char path[128];
+    struct trace_header h;
+    struct mt_err err;
+    struct trace_writer *w;
+    uint8_t *wire = mk_wire(2000, 2013, 8), *file;
+    struct trace_msg m = {
+        .conn_id = 3, .dir = TRACE_DIR_S2C, .wire = wire, .wire_len = 2000};
+    struct tally a, b;
+    size_t len;
+    int ra, rb;
+
+    tmp_path(path, sizeof(path), "big.zst");
+    mk_header(&h);
+    w = trace_writer_open(path, 0, &h, &err);
+    assert_non_null(w);
+    for (int i = 0; i < 400; i++) {
+        free(wire);
+        wire = mk_wire(2000, 2013, 100 + (uint32_t)i); /* incompressible */
+        m.wire = wire;
+        m.t_ns = (uint64_t)i;
+        assert_int_equal(trace_writer_msg(w, &m), 0);
+        if (i % 2)
+            assert_int_equal(trace_writer_flush(w), 0);
+    }
+    assert_int_equal(trace_writer_close(w), 0);
+    file = slurp(path, &len);
+    assert_true(len > 3 * 128 * 1024);
+
+    ra = read_all_mem(file, len, &a, true);
+    rb = read_all_fp(file, len, &b, true);
+    assert_int_equal(ra, MT_END);
+    assert_int_equal(rb, MT_END);
+    assert_int_equal(a.cnt[TRACE_REC_MSG], 400);
+    assert_int_equal(b.cnt[TRACE_REC_MSG], 400);
+    assert_true(a.wire_sum == b.wire_sum);
+    for (size_t at = 1; at < len; at += 997) {
+        /* truncated at `at` */
+        ra = read_all_mem(file, at, &a, true);
+        rb = read_all_fp(file, at, &b, true);
+        assert_int_equal(ra, rb);
+        assert_int_equal(a.total, b.total);
+        assert_true(a.wire_sum == b.wire_sum);
+        assert_string_equal(a.err.msg, b.err.msg);
+        /* one byte damaged at `at` */
+        file[at] ^= 0x20;
+        ra = read_all_mem(file, len, &a, true);
+        rb = read_all_fp(file, len, &b, true);
+        file[at] ^= 0x20;
+        assert_int_equal(ra, rb);
+        assert_int_equal(a.total, b.total);
+        assert_int_equal(a.errors, b.errors);
+        assert_true(a.wire_sum == b.wire_sum);
+        assert_true(a.lost == b.lost);
+        assert_string_equal(a.err.msg, b.err.msg);
+        /* resync: at most the frame with the damage (2 messages) lost */
+        assert_true(a.cnt[TRACE_REC_MSG] >= 398 || at < 200);
+    }
+    free(file);
+    free(wire);
+}
+
+/* ---- writer ---- */
+
+static void
+test_trace_writer_mode_and_excl(void **state)
+{
+    char path[128];
+    struct trace_header h;
+    struct mt_err err;
+    struct trace_writer *w;
+    struct stat st;
+
+    tmp_path(path, sizeof(path), "excl.zst");
+    mk_header(&h);
+    umask(022);
+    w = trace_writer_open(path, 0, &h, &err);
+    assert_non_null(w);
+    assert_int_equal(trace_writer_close(w), 0);
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0600);
+    assert_null(trace_writer_open(path, 0, &h, &err));
+    assert_int_equal(err.code, -EEXIST);
+    assert_non_null(strstr(err.msg, "--force"));
+    chmod(path, 0644);
+    w = trace_writer_open(path, TRACE_W_FORCE, &h, &err);
+    assert_non_null(w);
+    assert_int_equal(trace_writer_close(w), 0);
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0600);
+    assert_null(trace_writer_open("/nonexistent/dir/t.zst", 0, &h, &err));
+    assert_int_equal(err.code, -ENOENT);
+    assert_int_equal(trace_writer_close(NULL), 0);
+}
+
+static void
+test_trace_writer_refuses_invalid(void **state)
+{
+    char path[128];
+    struct trace_header h;
+    struct mt_err err;
+    struct trace_writer *w;
+    uint8_t wire[32] = {0};
+    struct trace_msg m = {.conn_id = 1, .dir = 2, .wire = wire, .wire_len = 32};
+    struct trace_stats s = {.n = TRACE_STATS_MAX + 1};
+    struct trace_conn_open o = {0};
+    uint64_t n0;
+
+    tmp_path(path, sizeof(path), "invalid.zst");
+    mk_header(&h);
+    memset(h.source_desc, 'x', sizeof(h.source_desc)); /* no NUL */
+    assert_null(trace_writer_open(path, 0, &h, &err));
+    assert_int_equal(err.code, MT_ECORRUPT);
+    tmp_path(path, sizeof(path), "invalid.zst");
+    mk_header(&h);
+    w = trace_writer_open(path, 0, &h, &err);
+    assert_non_null(w);
+    n0 = trace_writer_records(w);
+    assert_int_equal(trace_writer_msg(w, &m), MT_ECORRUPT); /* dir 2 */
+    m.dir = TRACE_DIR_C2S;
+    m.wire_len = TRACE_MSG_LEN_MAX + 1;
+    assert_int_equal(trace_writer_msg(w, &m), MT_ETOOBIG);
+    m.wire_len = 32;
+    m.plain = wire;
+    m.plain_len = 32; /* plain form for a non-OP_COMPRESSED message */
+    assert_int_equal(trace_writer_msg(w, &m), MT_ECORRUPT);
+    assert_int_equal(trace_writer_stats(w, &s), MT_ETOOBIG);
+    memset(o.client, 'a', sizeof(o.client));
+    assert_int_equal(trace_writer_conn_open(w, &o), MT_ECORRUPT);
+    assert_int_equal(trace_writer_records(w), n0);
+    m.plain = NULL;
+    m.plain_len = 0;
+    assert_int_equal(trace_writer_msg(w, &m), 0);
+    assert_int_equal(trace_writer_close(w), 0);
+}
+
+static void
+test_trace_writer_flush_interval(void **state)
+{
+    char path[128];
+    struct trace_header h;
+    struct mt_err err;
+    struct trace_writer *w;
+    struct mt_clock clk;
+    uint64_t now = 1000000, b0, b1;
+    uint8_t *wire = mk_wire(200, 2013, 6), *file;
+    struct trace_msg m = {
+        .conn_id = 1, .dir = TRACE_DIR_C2S, .wire = wire, .wire_len = 200};
+    struct tally t;
+    size_t len;
+
+    tmp_path(path, sizeof(path), "tick.zst");
+    mk_header(&h);
+    w = trace_writer_open(path, 0, &h, &err);
+    assert_non_null(w);
+    mt_clock_manual(&clk, &now);
+    trace_writer_set_clock(w, &clk);
+    b0 = trace_writer_bytes(w);
+    assert_true(b0 > 0); /* the header frame is on disk at once */
+    assert_int_equal(trace_writer_msg(w, &m), 0);
+    assert_int_equal(trace_writer_bytes(w), b0); /* pending */
+    assert_int_equal(trace_writer_tick(w, now + TRACE_FLUSH_NS - 1), 0);
+    assert_int_equal(trace_writer_bytes(w), b0);
+    assert_int_equal(trace_writer_tick(w, now + TRACE_FLUSH_NS), 0);
+    b1 = trace_writer_bytes(w);
+    assert_true(b1 > b0);
+    /* what a crash now would leave: the header and the message */
+    file = slurp(path, &len);
+    assert_int_equal(len, b1);
+    assert_int_equal(read_all_mem(file, len, &t, true), MT_ETRUNC);
+    assert_int_equal(t.cnt[TRACE_REC_MSG], 1);
+    assert_non_null(strstr(t.err.msg, "without an end record"));
+    free(file);
+    /* a write after a quiet 100 ms ends the frame by itself */
+    assert_int_equal(trace_writer_msg(w, &m), 0);
+    assert_int_equal(trace_writer_bytes(w), b1);
+    now += TRACE_FLUSH_NS;
+    assert_int_equal(trace_writer_msg(w, &m), 0);
+    assert_true(trace_writer_bytes(w) > b1);
+    /* a frame ends when it holds 1 MiB, whatever the clock */
+    b1 = trace_writer_bytes(w);
+    for (int i = 0; i < 6000 && trace_writer_bytes(w) == b1; i++)
+        assert_int_equal(trace_writer_msg(w, &m), 0);
+    assert_true(trace_writer_bytes(w) > b1);
+    assert_int_equal(trace_writer_close(w), 0);
+    free(wire);
+}
+
+static void
+test_trace_writer_dev_full(void **state)
+{
+    struct trace_header h;
+    struct mt_err err;
+    FILE *fp = fopen("/dev/full", "wb");
+
+    assert_non_null(fp);
+    mk_header(&h);
+    assert_null(trace_writer_open_fp(fp, &h, &err));
+    assert_int_equal(err.code, -ENOSPC);
+    assert_non_null(strstr(err.msg, "No space left"));
+    fclose(fp);
+}
+
+/* A full disk mid-trace: the error is reported and sticky; the bytes that
+ * made it hold every record of the complete frames. */
+static void
+test_trace_writer_enospc_midway(void **state)
+{
+    size_t cap = 64 * 1024;
+    uint8_t *disk = calloc(1, cap);
+    FILE *fp = fmemopen(disk, cap, "w");
+    struct trace_header h;
+    struct mt_err err;
+    struct trace_writer *w;
+    uint8_t *wire = mk_wire(1000, 2013, 7);
+    struct trace_msg m = {
+        .conn_id = 1, .dir = TRACE_DIR_C2S, .wire = wire, .wire_len = 1000};
+    struct tally t;
+    uint64_t good_bytes = 0, good_msgs = 0;
+    int rc = 0, i;
+
+    assert_non_null(fp);
+    setvbuf(fp, NULL, _IONBF, 0);
+    mk_header(&h);
+    w = trace_writer_open_fp(fp, &h, &err);
+    assert_non_null(w);
+    for (i = 0; i < 1000 && rc == 0; i++) {
+        wire[100] = (uint8_t)i;
+        wire[500] = (uint8_t)(i >> 3); /* incompressible-ish */
+        for (int k = 16; k < 1000; k += 7)
+            wire[k] = (uint8_t)(wire[k] * 31 + i);
+        rc = trace_writer_msg(w, &m);
+        if (rc == 0)
+            rc = trace_writer_flush(w);
+        if (rc == 0) {
+            good_bytes = trace_writer_bytes(w);
+            good_msgs = (uint64_t)i + 1;
+        }
+    }
+    assert_int_equal(rc, -ENOSPC);
+    assert_true(good_msgs > 10);
+    assert_int_equal(trace_writer_msg(w, &m), -ENOSPC); /* sticky */
+    assert_int_equal(trace_writer_close(w), -ENOSPC);
+    fclose(fp);
+    /* the "disk": complete frames, then the partial one */
+    rc = read_all_mem(disk, cap, &t, false);
+    assert_true(rc < 0);
+    assert_int_equal(t.cnt[TRACE_REC_MSG], good_msgs);
+    assert_int_equal(read_all_mem(disk, good_bytes, &t, false), MT_ETRUNC);
+    assert_int_equal(t.cnt[TRACE_REC_MSG], good_msgs);
+    free(disk);
+    free(wire);
+}
+
+/* Allocation failures anywhere in open/write/read: an error, no crash. */
+static void
+test_trace_alloc_failures(void **state)
+{
+    char path[128];
+    struct trace_header h;
+    struct mt_err err;
+    uint64_t offs[8];
+    size_t len;
+    uint8_t *file = build_frames("alloc.zst", 2, offs, &len);
+    struct tally full, t;
+    int rc;
+
+    assert_int_equal(read_all_mem(file, len, &full, true), MT_END);
+    mk_header(&h);
+    mt_log_set_level(MT_LOG_ERROR); /* "seek index out of memory" is expected */
+    for (uint64_t n = 1; n < 16; n++) {
+        struct trace_writer *w;
+        tmp_path(path, sizeof(path), "alloc2.zst");
+        mt_mem_fail_after(n);
+        w = trace_writer_open(path, 0, &h, &err);
+        mt_mem_fail_after(0);
+        if (w == NULL)
+            assert_int_equal(err.code, -ENOMEM);
+        else
+            assert_int_equal(trace_writer_close(w), 0);
+        mt_mem_fail_after(n);
+        rc = read_all_mem(file, len, &t, true);
+        mt_mem_fail_after(0);
+        /* either everything, or a prefix and -ENOMEM (never records of a
+         * half-decoded frame) */
+        assert_true(rc == MT_END || rc == -ENOMEM);
+        assert_true(t.total <= full.total);
+        if (rc == MT_END)
+            assert_true(t.total == full.total && t.wire_sum == full.wire_sum);
+        else
+            assert_true(t.errors <= 1); /* 0: open failed */
+    }
+    mt_log_set_level(MT_LOG_INFO);
+    free(file);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest valid[] = {
+        cmocka_unit_test(test_trace_roundtrip_every_type),
+        cmocka_unit_test(test_trace_index_and_footer),
+        cmocka_unit_test(test_trace_unknown_type_and_appended_fields),
+        cmocka_unit_test(test_trace_writer_mode_and_excl),
+        cmocka_unit_test(test_trace_writer_flush_interval),
+    };
+    const struct CMUnitTest invalid[] = {
+        cmocka_unit_test(test_trace_bad_version),
+        cmocka_unit_test(test_trace_bad_magic),
+        cmocka_unit_test(test_trace_empty_and_zero_length),
+        cmocka_unit_test(test_trace_truncated_every_offset),
+        cmocka_unit_test(test_trace_corrupt_frame_resync),
+        cmocka_unit_test(test_trace_frame_limit),
+        cmocka_unit_test(test_trace_bad_record_lengths),
+        cmocka_unit_test(test_trace_file_and_memory_agree),
+        cmocka_unit_test(test_trace_writer_refuses_invalid),
+        cmocka_unit_test(test_trace_writer_dev_full),
+        cmocka_unit_test(test_trace_writer_enospc_midway),
+        cmocka_unit_test(test_trace_alloc_failures),
+    };
+    int rc = cmocka_run_group_tests_name("trace: valid", valid, setup_dir,
+                                         teardown_dir);
+    rc |= cmocka_run_group_tests_name("trace: invalid", invalid, setup_dir,
+                                      teardown_dir);
+    return rc;
+}

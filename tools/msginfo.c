@@ -1,0 +1,318 @@
+/*
+ * msginfo.c -- decoding of recorded messages for dump and stats, the
+ * pending-request table, JSON strings (see msginfo.h).
+ *
+ * Recorded bytes are untrusted (a trace may come from anywhere): they go
+ * through wire_msg_parse's full validation (lengths, BSON structure, depth)
+ * before anything looks inside, and so does a recorded decompressed form.
+ */
+#include "msginfo.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "core/mem.h"
+#include "core/rd.h"
+
+static bool
+is_auth_name(const char *name)
+{
+    return strcmp(name, "saslStart") == 0 ||
+           strcmp(name, "saslContinue") == 0 ||
+           strcmp(name, "authenticate") == 0 ||
+           strcmp(name, "copydbsaslstart") == 0 ||
+           strcmp(name, "getnonce") == 0;
+}
+
+/* A hello (request or reply) that carries speculativeAuthenticate. */
+static bool
+has_speculative_auth(const struct wire_msg *msg)
+{
+    bson_iter_t it;
+
+    if (msg->body == NULL ||
+        !bson_iter_init_from_data(&it, msg->body, msg->body_len))
+        return false;
+    return bson_iter_find(&it, "speculativeAuthenticate");
+}
+
+static void
+header_fields(const struct trace_msg *m, struct msginfo *mi)
+{
+    struct rd r = rd_init(m->wire, m->wire_len);
+    int32_t len;
+
+    if (rd_le32s(&r, &len) && rd_le32s(&r, &mi->request_id) &&
+        rd_le32s(&r, &mi->response_to) && rd_le32s(&r, &mi->op_code))
+        mi->has_header = true;
+    mi->is_reply = m->dir == TRACE_DIR_S2C;
+}
+
+/* Parses the plain (decompressed) form of an OP_COMPRESSED message. */
+static int
+decode_compressed(const struct trace_msg *m, const struct wire_msg *outer,
+                  struct mt_buf *scratch, struct msginfo *mi)
+{
+    const uint8_t *p = m->plain;
+    size_t n = m->plain_len, consumed;
+    struct mt_err err = {0};
+    int rc;
+
+    mi->compressed = true;
+    mi->compressor = outer->compressor_id;
+    mi->op_code = outer->original_opcode;
+    if (p == NULL) {
+        mt_buf_reset(scratch);
+        rc = wire_decompress(outer, scratch, &err);
+        if (rc < 0) {
+            snprintf(mi->error, sizeof(mi->error), "decompression: %s",
+                     err.msg);
+            return rc;
+        }
+        p = scratch->data;
+        n = scratch->len;
+    }
+    rc = wire_msg_parse(p, n, &mi->msg, &consumed, &err);
+    if (rc != MT_OK || consumed != n) {
+        snprintf(mi->error, sizeof(mi->error), "decompressed message: %s",
+                 rc == MT_PARTIAL ? "incomplete"
+                 : rc < 0         ? err.msg
+                                  : "trailing bytes");
+        return rc < 0 ? rc : MT_EPROTO;
+    }
+    return 0;
+}
+
+void
+msginfo_decode(const struct trace_msg *m, struct mt_buf *scratch,
+               struct msginfo *mi)
+{
+    struct wire_msg outer;
+    struct mt_err err = {0};
+    size_t consumed = 0;
+    int rc;
+
+    memset(mi, 0, sizeof(*mi));
+    header_fields(m, mi);
+    rc = wire_msg_parse(m->wire, m->wire_len, &outer, &consumed, &err);
+    if (rc == MT_PARTIAL) {
+        snprintf(mi->error, sizeof(mi->error),
+                 "incomplete message: %u of %zu bytes", m->wire_len, consumed);
+        return;
+    }
+    if (rc < 0) {
+        snprintf(mi->error, sizeof(mi->error), "%s", err.msg);
+        return;
+    }
+    if (consumed != m->wire_len) {
+        snprintf(mi->error, sizeof(mi->error),
+                 "%zu bytes after the message's %zu", m->wire_len - consumed,
+                 consumed);
+        return;
+    }
+    if (outer.h.op_code == WIRE_OP_COMPRESSED) {
+        if (decode_compressed(m, &outer, scratch, mi) < 0)
+            return;
+    } else {
+        mi->msg = outer;
+    }
+    mi->op_code = mi->msg.h.op_code;
+    mi->is_reply = mi->is_reply || mi->op_code == WIRE_OP_REPLY ||
+                   mi->op_code == WIRE_OP_COMMANDREPLY;
+    mi->more_to_come =
+        mi->op_code == WIRE_OP_MSG && (mi->msg.flags & WIRE_MSG_MORE_TO_COME);
+    rc = wire_msg_command(&mi->msg, &mi->cmd);
+    if (rc < 0) {
+        snprintf(mi->error, sizeof(mi->error), "command document: %s",
+                 mt_strerror(rc));
+        return;
+    }
+    mi->parsed = true;
+    mi->auth =
+        is_auth_name(mi->cmd.name) ||
+        ((mi->cmd.is_hello || mi->is_reply) && has_speculative_auth(&mi->msg));
+}
+
+/* Length of the valid UTF-8 sequence at s (1..4), or 0 if invalid. */
+static size_t
+utf8_len(const unsigned char *s)
+{
+    size_t n;
+    unsigned c = s[0];
+
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xc2 && c <= 0xdf)
+        n = 2;
+    else if (c >= 0xe0 && c <= 0xef)
+        n = 3;
+    else if (c >= 0xf0 && c <= 0xf4)
+        n = 4;
+    else
+        return 0;
+    for (size_t i = 1; i < n; i++)
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+    return n;
+}
+
+void
+msginfo_json_str(FILE *out, const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+
+    fputc('"', out);
+    while (*p) {
+        size_t n;
+        if (*p == '"' || *p == '\\') {
+            fputc('\\', out);
+            fputc(*p++, out);
+        } else if (*p < 0x20) {
+            fprintf(out, "\\u%04x", *p++);
+        } else if ((n = utf8_len(p)) > 0) {
+            fwrite(p, 1, n, out);
+            p += n;
+        } else {
+            fprintf(out, "\\u%04x", *p++); /* invalid UTF-8 byte */
+        }
+    }
+    fputc('"', out);
+}
+
+const char *
+msginfo_printable(char *dst, size_t cap, const char *s)
+{
+    size_t i;
+
+    for (i = 0; s[i] != '\0' && i + 1 < cap; i++)
+        dst[i] = ((unsigned char)s[i] < 0x20 || s[i] == 0x7f) ? '?' : s[i];
+    dst[i] = '\0';
+    return dst;
+}
+
+/* ---- pending requests: open addressing, linear probing, backward-shift
+ * deletion ---- */
+
+struct pending_slot {
+    bool used;
+    uint64_t conn;
+    int32_t req;
+    struct pending_val v;
+};
+
+void
+pending_init(struct pending *p, size_t n_max)
+{
+    memset(p, 0, sizeof(*p));
+    p->n_max = n_max;
+}
+
+void
+pending_free(struct pending *p)
+{
+    mt_free(p->slots);
+    memset(p, 0, sizeof(*p));
+}
+
+static size_t
+slot_of(const struct pending *p, uint64_t conn, int32_t req)
+{
+    uint64_t h = conn * 0x9E3779B97F4A7C15ull ^ (uint32_t)req;
+    h ^= h >> 29;
+    h *= 0xBF58476D1CE4E5B9ull;
+    h ^= h >> 32;
+    return (size_t)h & (p->cap - 1);
+}
+
+static struct pending_slot *
+find(const struct pending *p, uint64_t conn, int32_t req)
+{
+    size_t i;
+
+    if (p->cap == 0)
+        return NULL;
+    for (i = slot_of(p, conn, req); p->slots[i].used;
+         i = (i + 1) & (p->cap - 1))
+        if (p->slots[i].conn == conn && p->slots[i].req == req)
+            return &p->slots[i];
+    return &p->slots[i]; /* the empty slot where it would go */
+}
+
+static int
+grow(struct pending *p)
+{
+    struct pending_slot *old = p->slots;
+    size_t old_cap = p->cap, cap = p->cap ? p->cap * 2 : 64;
+
+    p->slots = mt_calloc(cap, sizeof(*p->slots));
+    if (p->slots == NULL) {
+        p->slots = old;
+        return -ENOMEM;
+    }
+    p->cap = cap;
+    for (size_t i = 0; i < old_cap; i++)
+        if (old[i].used)
+            *find(p, old[i].conn, old[i].req) = old[i];
+    mt_free(old);
+    return 0;
+}
+
+int
+pending_put(struct pending *p, uint64_t conn, int32_t req,
+            const struct pending_val *v)
+{
+    struct pending_slot *s = find(p, conn, req);
+
+    if (s == NULL || !s->used) {
+        if (p->n >= p->n_max)
+            return MT_ELIMIT;
+        if ((p->n + 1) * 4 > p->cap * 3) { /* load factor 0.75 */
+            if (grow(p) < 0)
+                return -ENOMEM;
+        }
+        s = find(p, conn, req);
+        p->n++;
+    }
+    s->used = true;
+    s->conn = conn;
+    s->req = req;
+    s->v = *v;
+    return 0;
+}
+
+bool
+pending_take(struct pending *p, uint64_t conn, int32_t req,
+             struct pending_val *v)
+{
+    struct pending_slot *s = find(p, conn, req);
+    size_t i, j, home;
+
+    if (s == NULL || !s->used)
+        return false;
+    *v = s->v;
+    i = (size_t)(s - p->slots);
+    p->slots[i].used = false;
+    p->n--;
+    /* Backward shift: move later entries of the run into the hole. */
+    for (j = (i + 1) & (p->cap - 1); p->slots[j].used;
+         j = (j + 1) & (p->cap - 1)) {
+        home = slot_of(p, p->slots[j].conn, p->slots[j].req);
+        /* j's entry may move to i if home is not in (i, j] cyclically */
+        if ((j > i && (home <= i || home > j)) ||
+            (j < i && (home <= i && home > j))) {
+            p->slots[i] = p->slots[j];
+            p->slots[j].used = false;
+            i = j;
+        }
+    }
+    return true;
+}
+
+void
+pending_foreach(const struct pending *p,
+                void (*fn)(const struct pending_val *v, void *ctx), void *ctx)
+{
+    for (size_t i = 0; i < p->cap; i++)
+        if (p->slots[i].used)
+            fn(&p->slots[i].v, ctx);
+}

@@ -1,0 +1,94 @@
+/*
+ * msginfo.h -- what `mtrace dump` and `mtrace stats` need to know about one
+ * recorded message: header fields, opcode (the original one behind
+ * OP_COMPRESSED), command name / db / collection, whether it belongs to an
+ * authentication conversation, and a one-line error when it does not parse.
+ *
+ * Also the pending-request table that pairs a reply with its request
+ * (connection id + responseTo == requestID), and JSON string output.
+ */
+#ifndef MT_MSGINFO_H
+#define MT_MSGINFO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "core/buf.h"
+#include "core/trace.h"
+#include "core/wire.h"
+
+struct msginfo {
+    bool has_header; /* the 16-byte header was there */
+    int32_t request_id;
+    int32_t response_to;
+    int32_t op_code;     /* original opcode (inside OP_COMPRESSED) */
+    bool compressed;     /* seen on the wire as OP_COMPRESSED */
+    uint8_t compressor;  /* enum wire_compressor, when compressed */
+    bool parsed;         /* msg and cmd are valid */
+    struct wire_msg msg; /* borrowed: the plain form (trace record's bytes,
+                            or the scratch buffer); valid while both are */
+    struct wire_cmd cmd;
+    bool is_reply;     /* s2c, or OP_REPLY / OP_COMMANDREPLY */
+    bool auth;         /* saslStart / saslContinue / authenticate, or a
+                          hello carrying speculativeAuthenticate */
+    bool more_to_come; /* OP_MSG moreToCome */
+    char error[160];   /* "" when parsed */
+};
+
+/*
+ * Decodes m: parses the wire bytes (full validation), decompresses
+ * OP_COMPRESSED (using the recorded plain form when there is one, else
+ * wire_decompress into scratch, whose len_max bounds it) and walks the
+ * command's top level.  Never fails: a message that does not parse gets
+ * mi->parsed = false and mi->error.  Cost: O(message length).
+ */
+void msginfo_decode(const struct trace_msg *m, struct mt_buf *scratch,
+                    struct msginfo *mi);
+
+/* Writes s as a JSON string (quotes, escapes, invalid UTF-8 bytes as
+ * \u00XX so that output is always valid JSON). */
+void msginfo_json_str(FILE *out, const char *s);
+
+/* Copies s into dst (cap bytes, NUL-terminated, truncated) with control
+ * bytes replaced by '?', so that text from a hostile trace cannot drive a
+ * terminal.  Returns dst. */
+const char *msginfo_printable(char *dst, size_t cap, const char *s);
+
+/* ---- pending requests ---- */
+
+struct pending_val {
+    uint64_t t_ns; /* when the request (or the previous reply) was seen */
+    char cmd[64];  /* command name */
+    bool auth;     /* part of an authentication conversation */
+    bool exhaust;  /* a moreToCome reply continuing an exhaust stream */
+};
+
+struct pending_slot;
+
+struct pending {
+    struct pending_slot *slots; /* owned; cap entries */
+    size_t cap;                 /* power of two, or 0 */
+    size_t n;
+    size_t n_max; /* pending_put beyond this: MT_ELIMIT */
+};
+
+/* An empty table holding at most n_max entries. */
+void pending_init(struct pending *p, size_t n_max);
+void pending_free(struct pending *p);
+
+/* Inserts or replaces (conn, req).  0, MT_ELIMIT (full) or -ENOMEM. */
+int pending_put(struct pending *p, uint64_t conn, int32_t req,
+                const struct pending_val *v);
+
+/* Removes (conn, req) into *v; false if absent. */
+bool pending_take(struct pending *p, uint64_t conn, int32_t req,
+                  struct pending_val *v);
+
+/* Calls fn for every entry left (unmatched requests), in no order. */
+void pending_foreach(const struct pending *p,
+                     void (*fn)(const struct pending_val *v, void *ctx),
+                     void *ctx);
+
+#endif

@@ -1,0 +1,93 @@
+/*
+ * stats.h -- aggregation behind `mtrace stats`: counts by opcode and by
+ * command, request->reply latency per command (a reply is paired with the
+ * request on the same connection whose requestID equals its responseTo),
+ * unmatched requests and replies, and the trace's capture statistics.
+ */
+#ifndef MT_STATS_H
+#define MT_STATS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/buf.h"
+#include "core/trace.h"
+#include "tools/msginfo.h"
+
+#define STATS_CMD_MAX 256 /* distinct command names; more: "(other)" */
+#define STATS_OP_MAX 16   /* distinct opcodes; more: OP_UNKNOWN */
+#define STATS_SAMPLES_MAX (1u << 24) /* latency samples kept per command */
+#define STATS_SAMPLES_TOTAL_MAX (1u << 25) /* ... and over all commands */
+#define STATS_PENDING_MAX (1u << 20)       /* requests awaiting a reply */
+#define STATS_CLOSE_REASONS 8
+
+struct stats_cmd {
+    char name[64];
+    uint64_t requests;  /* requests seen */
+    uint64_t replies;   /* replies paired with one of them */
+    uint64_t unmatched; /* requests that never got a reply */
+    uint64_t *lat_ns;   /* owned: latency samples (lat_n of them) */
+    size_t lat_n, lat_cap;
+    uint64_t lat_dropped;  /* samples beyond STATS_SAMPLES_MAX */
+    uint64_t lat_count;    /* every sample, kept or not */
+    double mean_ns, m2_ns; /* Welford's running mean and squared sum */
+    uint64_t max_ns;
+};
+
+struct stats_op {
+    int32_t op_code;
+    uint64_t n;
+};
+
+/* A latency summary in milliseconds. */
+struct stats_sum {
+    uint64_t count;
+    double mean_ms, stdev_pct, p50_ms, p90_ms, p99_ms, max_ms;
+};
+
+struct stats {
+    struct trace_header hdr;
+    uint64_t conns_opened, conns_closed;
+    uint64_t close_reasons[STATS_CLOSE_REASONS]; /* last: other */
+    uint64_t msgs, msgs_c2s, msgs_s2c, bytes;
+    uint64_t malformed;       /* messages that did not parse */
+    uint64_t auth_msgs;       /* authentication conversation messages */
+    uint64_t compressed;      /* OP_COMPRESSED on the wire */
+    uint64_t t_first, t_last; /* message times */
+    struct stats_op ops[STATS_OP_MAX];
+    size_t nops;
+    struct stats_cmd *cmds; /* owned: ncmds of STATS_CMD_MAX */
+    size_t ncmds;
+    uint64_t unmatched_requests, unmatched_replies;
+    uint64_t no_reply_expected; /* requests with moreToCome */
+    uint64_t exhaust_replies;   /* later replies of an exhaust stream */
+    uint64_t pending_overflow;  /* requests not tracked: table full */
+    uint64_t clock_backwards;   /* replies stamped before their request */
+    uint64_t samples;           /* latency samples kept, all commands */
+    uint64_t samples_dropped;   /* beyond the limits: percentiles then
+                                   come from the kept ones */
+    struct trace_stats capture; /* last value of each capture statistic */
+    uint64_t records;
+    bool ended;            /* the end record was read */
+    struct pending pend;   /* owned */
+    struct mt_buf scratch; /* owned: decompressed messages */
+};
+
+/* 0 or -ENOMEM. */
+int stats_init(struct stats *s);
+void stats_free(struct stats *s);
+
+/* Accounts for one record.  0 or -ENOMEM. */
+int stats_add(struct stats *s, const struct trace_rec *rec);
+
+/* Counts the requests still waiting as unmatched.  Call once, at the end. */
+void stats_finish(struct stats *s);
+
+/* Sorts c's samples and fills sum (count 0: no sample). */
+void stats_summarize(struct stats_cmd *c, struct stats_sum *sum);
+
+/* Nearest-rank percentile of n sorted samples (p in 0..100). */
+uint64_t stats_percentile(const uint64_t *sorted, size_t n, double p);
+
+#endif

@@ -1,0 +1,497 @@
+#!/usr/bin/python3
+"""whatif.py -- the what-if workflow (docs/whatif.md); run through tools/whatif.sh.
+
+On a trace (default traces/sample.zst):
+  1. host facts: `mtrace calibrate` (or --host FILE);
+  2. for delay 0 and 1 ms: `mtrace replay --delay-ms D` serves the trace and
+     the client (default: pymongo running seed 000's method, via
+     sim/validate_bench.py) measures a sequential run and threaded runs;
+     before it, one more sequential-only run is sniffed on lo (`mtrace capture
+     --iface lo`, root only) for the server's request->reply times;
+  3. `mtrace sim`, calibrated from each sequential run and the host facts
+     only, predicts every threaded row for GIL and free-threaded CPython, and
+     a sweep over threads x delay x runtime (calibrated from delay 0's
+     sequential run);
+  4. prints the table and writes the report folder (whatif_report.py).
+
+Client contract (--client CMD): see docs/whatif.md.  CMD is run by /bin/sh
+with {uri} {seq} {threads} {calls} replaced (shell-quoted); stdout lines
+"[LABEL-]MODE LATENCY_MS" with MODE seq or tN; lines starting with '{' or
+'#' and blank lines are ignored.
+"""
+import argparse
+import json
+import math
+import os
+import re
+import shlex
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import time
+
+TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(TOP, "tools"))
+import whatif_report  # noqa: E402  (beside this file)
+
+DEFAULT_CLIENT = ("{python} " + shlex.quote(os.path.join(TOP, "sim", "validate_bench.py")) +
+                  " --seq {seq} --threads {threads} --calls {calls} --label pymongo"
+                  " --dump /dev/stdout {uri}")
+DELAYS_MEASURED = (0.0, 1.0)
+SWEEP_THREADS = (1, 2, 4, 10, 20)
+SWEEP_DELAYS = (0.0, 0.5, 1.0, 2.0)
+LINE_RE = re.compile(r"^(?:\S*-)?(seq|t[1-9][0-9]*)\s+(\S+)\s*$")
+T0 = time.monotonic()
+
+
+class WhatifError(Exception):
+    """A step failed: the message says which and what to do."""
+
+
+def progress(msg):
+    print("whatif [%5.1fs] %s" % (time.monotonic() - T0, msg), file=sys.stderr, flush=True)
+
+
+def parse_args(argv):
+    ap = argparse.ArgumentParser(
+        prog="tools/whatif.sh",
+        description="Replay a trace with delay 0 and 1 ms, measure a client against it, "
+                    "predict the scenarios not run with mtrace sim, and write a report.")
+    ap.add_argument("--trace", default=os.path.join(TOP, "traces", "sample.zst"),
+                    help="trace to replay (default traces/sample.zst)")
+    ap.add_argument("--client", help="client command (default: pymongo, seed 000's method); "
+                    "see docs/whatif.md for its contract")
+    ap.add_argument("--out", default=os.path.join(TOP, "report"),
+                    help="report folder (default report/)")
+    ap.add_argument("--calls", type=int, default=1000,
+                    help="sequential calls, the first one excluded (default 1000)")
+    ap.add_argument("--threads-calls", type=int, default=100,
+                    help="calls per thread in threaded runs (default 100)")
+    ap.add_argument("--threads", default="10,2,4,20",
+                    help="threaded runs, in order (default 10,2,4,20: seed 000's 10 x 100 "
+                         "right after the sequential run, then more for the thread plot)")
+    ap.add_argument("--python", default="/usr/bin/python3",
+                    help="Python for the default client and mtrace calibrate")
+    ap.add_argument("--host", help="host facts file from an earlier `mtrace calibrate` "
+                    "(default: measure them, ~5 s)")
+    ap.add_argument("--no-sniff", action="store_true",
+                    help="do not sniff lo for the server's service times")
+    ap.add_argument("--calibrate", choices=("delay0", "each"), default="delay0",
+                    help="delay0 (default): the client's Python CPU is solved from delay 0's "
+                         "sequential run, and delay 1's sequential row is a prediction too; "
+                         "each: every delay's rows are calibrated from its own sequential run")
+    ap.add_argument("--seed", type=int, default=1, help="mtrace sim's seed (default 1)")
+    ap.add_argument("--mtrace", default=os.path.join(TOP, "mtrace"), help=argparse.SUPPRESS)
+    a = ap.parse_args(argv)
+    if a.calls < 3 or a.threads_calls < 2:
+        ap.error("--calls must be >= 3 and --threads-calls >= 2")
+    try:
+        a.thread_list = [int(x) for x in a.threads.split(",") if x.strip()]
+    except ValueError:
+        ap.error("--threads wants a comma-separated list of thread counts, got %r" % a.threads)
+    if not a.thread_list or any(t < 1 or t > 1000 for t in a.thread_list):
+        ap.error("--threads: thread counts must be 1..1000")
+    a.fitted = ["d%g-seq-gil" % d for d in DELAYS_MEASURED[:1 if a.calibrate == "delay0" else 2]]
+    for path, what in ((a.trace, "--trace"), (a.mtrace, "mtrace binary")):
+        if not os.path.exists(path):
+            ap.error("%s: %s does not exist%s" % (what, path,
+                     " (run `make whatif` or `make`)" if what != "--trace" else ""))
+    return a
+
+
+# ---- processes ----------------------------------------------------------
+
+class Procs:
+    """Every process the workflow starts; stop_all() ends them (by handle)."""
+
+    def __init__(self):
+        self.live = []
+
+    def start(self, argv, **kw):
+        p = subprocess.Popen(argv, **kw)
+        self.live.append(p)
+        return p
+
+    def stop(self, p, sig=signal.SIGTERM, timeout=10):
+        if p.poll() is None:
+            p.send_signal(sig)
+            try:
+                p.wait(timeout)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        if p in self.live:
+            self.live.remove(p)
+        return p.returncode
+
+    def stop_all(self):
+        for p in list(self.live):
+            self.stop(p, timeout=3)
+
+
+def wait_for(pred, secs, what):
+    end = time.monotonic() + secs
+    while time.monotonic() < end:
+        v = pred()
+        if v:
+            return v
+        time.sleep(0.05)
+    raise WhatifError("%s: not ready after %d s" % (what, secs))
+
+
+def start_replay(a, procs, delay, raw):
+    log = os.path.join(raw, "replay-delay%g.log" % delay)
+    summ = os.path.join(raw, "replay-delay%g.json" % delay)
+    for f in (log, summ):
+        if os.path.exists(f):
+            os.unlink(f)
+    p = procs.start([a.mtrace, "replay", "--listen", "127.0.0.1:0", "--delay-ms", "%g" % delay,
+                     "--summary-json", summ, a.trace], stdout=subprocess.DEVNULL,
+                    stderr=open(log, "w"))
+
+    def port():
+        if p.poll() is not None:
+            raise WhatifError("mtrace replay exited %d: %s" % (p.returncode, tail(log)))
+        m = re.search(r"listening on 127\.0\.0\.1:(\d+)", open(log).read())
+        return m and int(m.group(1))
+    return p, wait_for(port, 10, "mtrace replay"), log, summ
+
+
+def tail(path, n=5):
+    try:
+        return " | ".join(open(path).read().strip().splitlines()[-n:])
+    except OSError:
+        return "(no log)"
+
+
+# ---- the client ---------------------------------------------------------
+
+def client_command(a, uri, seq, threads):
+    tmpl = a.client or DEFAULT_CLIENT
+    vals = {"uri": uri, "seq": str(seq), "threads": threads, "calls": str(a.threads_calls),
+            "python": a.python}
+    cmd = tmpl
+    for k, v in vals.items():
+        cmd = cmd.replace("{%s}" % k, shlex.quote(v))
+    if "{uri}" not in tmpl:
+        cmd += " " + shlex.quote(uri)
+    return cmd
+
+
+def parse_client_line(line, lineno, groups):
+    """One stdout line of the client into groups {mode: [ms]}; False if ignored."""
+    s = line.strip()
+    if not s or s[0] in "{#":
+        return False
+    m = LINE_RE.match(s)
+    if not m:
+        raise WhatifError("client output line %d: expected '[LABEL-]seq MS' or '[LABEL-]tN MS', "
+                          "got %r (docs/whatif.md, client contract)" % (lineno, s[:120]))
+    try:
+        v = float(m.group(2))
+    except ValueError:
+        v = float("nan")
+    if not math.isfinite(v) or v < 0:
+        raise WhatifError("client output line %d: latency %r is not a number of ms >= 0"
+                          % (lineno, m.group(2)))
+    groups.setdefault(m.group(1), []).append(v)
+    return True
+
+
+def run_client(a, uri, seq, threads, what, env_extra):
+    """Runs the client; returns {mode: [latency ms]}.  Echoes its JSON rows."""
+    cmd = client_command(a, uri, seq, threads)
+    env = dict(os.environ, MTRACE_URI=uri, MTRACE_SEQ_CALLS=str(seq), MTRACE_THREADS=threads,
+               MTRACE_CALLS=str(a.threads_calls), **env_extra)
+    p = subprocess.Popen(["/bin/sh", "-c", cmd], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=env)
+    groups, n = {}, 0
+    try:
+        for n, line in enumerate(p.stdout, 1):
+            if line.startswith("{"):
+                try:
+                    r = json.loads(line)
+                    progress("  %s: %s n=%s mean %.3f ms stdev %.1f%%" % (
+                        what, r.get("mode"), r.get("n"), r.get("mean_ms"), r.get("stdev_pct")))
+                except (ValueError, TypeError):
+                    pass
+            parse_client_line(line, n, groups)
+    finally:
+        p.stdout.close()
+        err = p.stderr.read()
+        rc = p.wait()
+    if rc != 0:
+        raise WhatifError("client exited %d (%s): %s" % (rc, cmd, err.strip()[-600:]))
+    if len(groups.get("seq", [])) < 2:
+        raise WhatifError("client printed %d sequential latencies (need >= 2 'seq MS' lines): %s"
+                          % (len(groups.get("seq", [])), cmd))
+    return groups
+
+
+def replay_summary(path, log):
+    try:
+        s = json.load(open(path))
+    except (OSError, ValueError) as e:
+        raise WhatifError("replay summary %s unreadable (%s): %s" % (path, e, tail(log)))
+    if s.get("missed"):
+        raise WhatifError("mtrace replay had no recorded reply for %d requests: the trace does "
+                          "not hold what the client asks (see %s)" % (s["missed"], log))
+    return s
+
+
+# ---- sniffing the server's service times ---------------------------------
+
+def sniff_seq(a, procs, port, uri, raw, d):
+    """A sequential-only run sniffed on lo; returns (trace path or None, why)."""
+    if a.no_sniff:
+        return None, "--no-sniff"
+    if os.geteuid() != 0:
+        return None, "not root (live capture needs CAP_NET_RAW)"
+    out = os.path.join(raw, "sniff-delay%g.zst" % d)
+    log = os.path.join(raw, "sniff-delay%g.log" % d)
+    if os.path.exists(out):
+        os.unlink(out)
+    p = procs.start([a.mtrace, "capture", "--iface", "lo", "--port", str(port), "--duration",
+                     "60", "-o", out], stdout=subprocess.DEVNULL, stderr=open(log, "w"))
+    try:
+        wait_for(lambda: (p.poll() is None and os.path.exists(out) and os.path.getsize(out) > 0)
+                 or p.poll() is not None, 10, "mtrace capture --iface lo")
+        if p.poll() is not None:
+            return None, "mtrace capture --iface lo exited %d: %s" % (p.returncode, tail(log))
+        time.sleep(0.3)
+        run_client(a, uri, min(a.calls, 300), "", "sniffed %g" % d, {})
+        time.sleep(0.3)
+    finally:
+        rc = procs.stop(p, signal.SIGINT)
+    if rc != 0:
+        return None, "mtrace capture --iface lo exited %d: %s" % (rc, tail(log))
+    return out, "sniffed"
+
+
+def server_p50_us(a, trace):
+    """p50 request->reply of the most frequent command in a trace, in us."""
+    r = subprocess.run([a.mtrace, "stats", "--json", trace], capture_output=True, text=True)
+    try:
+        lat = json.loads(r.stdout)["latency_ms"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    best = None
+    for cmd, v in lat.items():
+        if isinstance(v, dict) and v.get("p50") is not None and v.get("count", 0) > 0:
+            if best is None or v["count"] > best["count"]:
+                best = v
+    return best["p50"] * 1000 if best else None
+
+
+# ---- measuring ------------------------------------------------------------
+
+def summarize(v):
+    v = sorted(v)
+    mean = statistics.mean(v)
+    return {"n": len(v), "mean_ms": mean,
+            "stdev_pct": 100 * statistics.stdev(v) / mean if len(v) > 1 and mean > 0 else 0.0,
+            "p50_ms": v[len(v) // 2], "p99_ms": v[min(len(v) - 1, int(0.99 * len(v)))],
+            "max_ms": v[-1]}
+
+
+def measure(a, procs, raw):
+    """Replays the trace at each delay and runs the client; returns a dict."""
+    meas = {"delays": {}, "sniff": {}, "sniff_note": ""}
+    threads = ",".join(str(t) for t in a.thread_list)
+    for i, d in enumerate(DELAYS_MEASURED):
+        p, port, log, summ = start_replay(a, procs, d, raw)
+        uri = "mongodb://127.0.0.1:%d/" % port
+        progress("%d/6 mtrace replay --delay-ms %g on 127.0.0.1:%d" % (2 + i, d, port))
+        try:
+            if d == 0 or meas["sniff"].get(0.0):
+                meas["sniff"][d], why = sniff_seq(a, procs, port, uri, raw, d)
+                if meas["sniff"][d] is None:
+                    meas["sniff_note"] = why
+                    progress("  server service times: not sniffed (%s)" % why)
+            groups = run_client(a, uri, a.calls, threads, "delay %g" % d, {})
+        finally:
+            rc = procs.stop(p)
+        if rc != 0:
+            raise WhatifError("mtrace replay exited %d: %s" % (rc, tail(log)))
+        latf = os.path.join(raw, "latencies-delay%g.txt" % d)
+        with open(latf, "w") as f:
+            for mode, v in groups.items():
+                for x in v:
+                    f.write("d%g-%s %.5f\n" % (d, mode, x))
+        meas["delays"][d] = {"rows": {m: summarize(v) for m, v in groups.items()},
+                             "latencies": latf, "uri": uri,
+                             "replay": replay_summary(summ, log)}
+    if all(meas["sniff"].get(d) for d in DELAYS_MEASURED):
+        meas["sniff_note"] = ("sniffed on lo (mtrace capture --iface lo) during one more "
+                              "sequential run at each delay")
+        meas["server_p50_us"] = server_p50_us(a, meas["sniff"][0.0])
+    else:
+        meas["sniff"] = {}
+    return meas
+
+
+# ---- predicting -------------------------------------------------------------
+
+def server_lines(meas, delay, measured):
+    """mtrace replay as the server.  A measured delay with a sniffed trace:
+    the service times are that trace's request->reply times (the delay as
+    replay achieved it included).  Otherwise the delay is modelled (inline
+    deadline timer) on top of delay 0's sniffed service times, or of the
+    model's defaults when nothing was sniffed."""
+    tr = meas["sniff"].get(delay) if measured else None
+    if tr:
+        return ["trace = %s" % tr]
+    out = ["proxy = deadline", "proxy_delay_ms = %g" % delay] if delay > 0 else []
+    if meas["sniff"].get(0.0):
+        out.append("trace = %s" % meas["sniff"][0.0])
+    return out
+
+
+def section(meas, name, rt, threads, calls, delay, extra, measured=True):
+    """One scenario section."""
+    out = ["", "[%s]" % name, "runtime = %s" % ("gil" if rt == "gil" else "free-threaded"),
+           "threads = %d" % threads, "calls = %d" % calls]
+    return out + server_lines(meas, delay, measured) + extra
+
+
+def cal_section(a, meas, d, measured=True):
+    """The section calibrated from delay d's sequential run: d<D>-seq-gil."""
+    seq = meas["delays"][d]["rows"]["seq"]
+    return section(meas, "d%g-seq-gil" % d, "gil", 1, a.calls, d, measured=measured, extra=[
+        "exclude_first = 1", "calibrate.seq_mean_ms = %.5f" % seq["mean_ms"],
+        "calibrate.seq_stdev_pct = %.3f" % seq["stdev_pct"],
+        "measured.mean_ms = %.5f" % seq["mean_ms"], "measured.stdev_pct = %.3f" % seq["stdev_pct"]])
+
+
+HEAD = ["# generated by tools/whatif.sh: mtrace replay of %s as the server",
+        "# calibrated from a sequential run only (the calibrate.* section); every",
+        "# other section is a prediction (calibrate_from).  measured.* only label rows.",
+        "proxy_inline = 1"]
+
+
+def head_lines(a, meas):
+    out = [HEAD[0] % a.trace] + HEAD[1:]
+    if meas.get("server_p50_us"):
+        out.append("server_cpu_us = %.2f [trace] p50 request->reply sniffed at delay 0: "
+                   "replay's own work; the rest of a service time waits" % meas["server_p50_us"])
+    return out
+
+
+def model_scn(a, meas, path):
+    """The measured scenarios: per delay, the sequential GIL row calibrates;
+    every other row is predicted for GIL and free-threaded CPython."""
+    lines = head_lines(a, meas)
+    for d in DELAYS_MEASURED:
+        rows = meas["delays"][d]["rows"]
+        cal = "d%g-seq-gil" % d
+        if cal in a.fitted:
+            lines += cal_section(a, meas, d)
+        else:  # a prediction too: the Python CPU solved at delay 0
+            cal = a.fitted[0]
+            seq = rows["seq"]
+            lines += section(meas, "d%g-seq-gil" % d, "gil", 1, a.calls, d, [
+                "exclude_first = 1", "calibrate_from = %s" % cal,
+                "measured.mean_ms = %.5f" % seq["mean_ms"],
+                "measured.stdev_pct = %.3f" % seq["stdev_pct"]])
+        lines += section(meas, "d%g-seq-ft" % d, "ft", 1, a.calls, d,
+                         ["exclude_first = 1", "calibrate_from = %s" % cal])
+        prev = 1
+        for t in a.thread_list:
+            for rt in ("gil", "ft"):
+                r = rows.get("t%d" % t) if rt == "gil" else None
+                extra = ["pool_initial = %d" % prev, "calibrate_from = %s" % cal]
+                if r:
+                    extra += ["measured.mean_ms = %.5f" % r["mean_ms"],
+                              "measured.stdev_pct = %.3f" % r["stdev_pct"]]
+                lines += section(meas, "d%g-t%d-%s" % (d, t, rt), rt, t, a.threads_calls, d,
+                                 extra)
+            prev = max(prev, t)
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    return path
+
+
+def sweep_scn(a, meas, path):
+    """The what-if grid, every point calibrated from delay 0's sequential
+    run: sweep-<runtime>-t<threads>-d<delay>, one open connection at start."""
+    lines = head_lines(a, meas) + cal_section(a, meas, 0.0)
+    for rt in ("gil", "ft"):
+        for t in SWEEP_THREADS:
+            for d in SWEEP_DELAYS:
+                lines += section(meas, "sweep-%s-t%d-d%g" % (rt, t, d), rt, t, a.threads_calls,
+                                 d, ["pool_initial = 1", "calibrate_from = d0-seq-gil"],
+                                 measured=False)
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    return path
+
+
+def sim(a, args, params_path=None):
+    argv = [a.mtrace, "sim", "--json", "--seed", str(a.seed)] + args
+    r = subprocess.run(argv, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise WhatifError("mtrace sim failed (exit %d): %s\n  command: %s" % (
+            r.returncode, r.stderr.strip()[-800:], " ".join(shlex.quote(x) for x in argv)))
+    if params_path:
+        with open(params_path, "w") as f:
+            f.write("# " + " ".join(shlex.quote(x) for x in argv) + "\n" + r.stderr)
+    return [json.loads(l) for l in r.stdout.splitlines() if l.strip().startswith("{")]
+
+
+def predict(a, host, meas, out):
+    scn = model_scn(a, meas, os.path.join(out, "model.scn"))
+    rows = sim(a, ["--host", host, "--scenario", scn], os.path.join(out, "params.txt"))
+    sscn = sweep_scn(a, meas, os.path.join(out, "sweep.scn"))
+    sweep = [r for r in sim(a, ["--host", host, "--scenario", sscn, "--no-params"])
+             if r["scenario"].startswith("sweep-")]
+    return scn, rows, sweep
+
+
+def host_facts(a, out):
+    path = os.path.join(out, "host.txt")
+    if a.host:
+        if not os.path.exists(a.host):
+            raise WhatifError("--host %s: no such file" % a.host)
+        if os.path.abspath(a.host) != os.path.abspath(path):
+            shutil.copy(a.host, path)
+        progress("1/6 host facts from %s" % a.host)
+        return path
+    progress("1/6 host facts: mtrace calibrate (about 5 s)")
+    r = subprocess.run([a.mtrace, "calibrate", "--python", a.python, "-o", path],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        raise WhatifError("mtrace calibrate failed (exit %d): %s" % (r.returncode,
+                                                                     r.stderr.strip()[-400:]))
+    return path
+
+
+def main(argv):
+    a = parse_args(argv)
+    out = os.path.abspath(a.out)
+    raw = os.path.join(out, "raw")
+    os.makedirs(raw, exist_ok=True)
+    a.trace = os.path.abspath(a.trace)
+    procs = Procs()
+    try:
+        host = host_facts(a, out)
+        meas = measure(a, procs, raw)
+        progress("4/6 mtrace sim: calibrated from the sequential runs, predicting")
+        scn, rows, sweep = predict(a, host, meas, out)
+        progress("5/6 report: tables and gnuplot plots in %s" % out)
+        rep = whatif_report.build(a, out, meas, rows, sweep, DELAYS_MEASURED)
+        progress("6/6 done in %.1f s" % (time.monotonic() - T0))
+    except (WhatifError, RuntimeError) as e:
+        print("whatif: error: %s" % e, file=sys.stderr)
+        return 1
+    finally:
+        procs.stop_all()
+    print(rep["text"])
+    print("\nreport: %s/report.md (table), report.json, %s" % (
+        out, ", ".join(os.path.basename(p) for p in rep["plots"])))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,295 @@
+#!/usr/bin/python3
+"""whatif_report.py -- second half of tools/whatif.py: the measured-vs-predicted
+table (terminal and Markdown), report.json, and the gnuplot plots.  Not a
+program of its own: whatif.py calls build().
+
+Every predicted number comes from `mtrace sim --json` rows (sim_rows for the
+measured scenarios, sweep for the what-if grid); every measured number from
+the client's latencies (meas, see whatif.measure)."""
+import datetime
+import json
+import os
+import shlex
+import subprocess
+
+RT_NAME = {"gil": "GIL", "ft": "free-threaded"}
+SCHEMA = 1
+
+
+def fmt_delay(d):
+    return "%g ms" % d
+
+
+def mode_name(mode, a):
+    if mode == "seq":
+        return "sequential %d calls" % (a.calls - 1)
+    return "%s threads x %d" % (mode[1:], a.threads_calls)
+
+
+def row_order(a, delays):
+    """(delay, mode, runtime) of the main table: seed 000's four rows per
+    runtime first (sequential and the first thread count), then the rest."""
+    first = ["seq", "t%d" % a.thread_list[0]]
+    rest = ["t%d" % t for t in a.thread_list[1:]]
+    out = []
+    for modes in (first, rest):
+        for rt in ("gil", "ft"):
+            for d in delays:
+                out += [(d, m, rt) for m in modes]
+    return out
+
+
+def main_rows(a, meas, sim_rows, delays):
+    by = {r["scenario"]: r for r in sim_rows}
+    rows = []
+    for d, mode, rt in row_order(a, delays):
+        name = "d%g-%s-%s" % (d, mode, rt)
+        p = by.get(name)
+        if p is None:
+            continue
+        m = meas["delays"][d]["rows"].get(mode) if rt == "gil" else None
+        r = {"scenario": "delay %s, %s, %s" % (fmt_delay(d), mode_name(mode, a), RT_NAME[rt]),
+             "id": name, "delay_ms": d, "threads": 1 if mode == "seq" else int(mode[1:]),
+             "runtime": RT_NAME[rt], "measured": m,
+             "predicted": {k: p[k] for k in ("n", "mean_ms", "stdev_pct", "p50_ms", "p90_ms",
+                                             "p99_ms", "max_ms") if k in p},
+             "role": "fitted" if name in a.fitted else "predicted",
+             "error_pct": None, "stdev_diff_pts": None}
+        if m:
+            r["error_pct"] = 100 * (p["mean_ms"] - m["mean_ms"]) / m["mean_ms"]
+            r["stdev_diff_pts"] = p["stdev_pct"] - m["stdev_pct"]
+        rows.append(r)
+    return rows
+
+
+def sweep_rows(a, meas, sweep):
+    out = []
+    for p in sweep:
+        t, d = p["threads"], p["proxy_delay_ms"]
+        rt = "gil" if p["runtime"] == "gil" else "ft"
+        m = None
+        if rt == "gil" and d in meas["delays"]:
+            m = meas["delays"][d]["rows"].get("seq" if t == 1 else "t%d" % t)
+        out.append({"runtime": RT_NAME[rt], "threads": t, "delay_ms": d,
+                    "predicted": {k: p[k] for k in ("mean_ms", "stdev_pct", "p50_ms", "p99_ms")},
+                    "measured": m and {k: m[k] for k in ("n", "mean_ms", "stdev_pct")}})
+    return out
+
+
+def cell(x, f="%.3f"):
+    return "-" if x is None else f % x
+
+
+def table_cells(r):
+    m, p = r["measured"], r["predicted"]
+    if r["role"] == "fitted":
+        err = "fitted"
+    elif m:
+        err = "%+.0f%% / %+.0f pts" % (r["error_pct"], r["stdev_diff_pts"])
+    else:
+        err = "not measured"
+    return [r["scenario"], cell(m and m["mean_ms"]), cell(m and m["stdev_pct"], "%.1f%%"),
+            cell(p["mean_ms"]), cell(p["stdev_pct"], "%.1f%%"), err]
+
+
+HEAD = ["scenario", "measured mean ms", "stdev%", "predicted mean ms", "stdev%",
+        "error (mean / stdev%)"]
+
+
+def text_table(rows):
+    cells = [HEAD] + [table_cells(r) for r in rows]
+    w = [max(len(c[i]) for c in cells) for i in range(len(HEAD))]
+    lines = []
+    for k, c in enumerate(cells):
+        lines.append("  ".join(c[i].ljust(w[i]) if i == 0 else c[i].rjust(w[i])
+                               for i in range(len(c))))
+        if k == 0:
+            lines.append("  ".join("-" * x for x in w))
+    return "\n".join(lines)
+
+
+def md_table(head, body):
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    out += ["| " + " | ".join(c) + " |" for c in body]
+    return out
+
+
+def md_sweep(sw, a):
+    grid = {}
+    for r in sw:
+        grid[(r["threads"], r["delay_ms"], r["runtime"])] = r
+    body = []
+    for t in sorted({r["threads"] for r in sw}):
+        for d in sorted({r["delay_ms"] for r in sw}):
+            g, f = grid.get((t, d, "GIL")), grid.get((t, d, "free-threaded"))
+            if not g or not f:
+                continue
+            m = g["measured"]
+            body.append(["%d" % t, fmt_delay(d),
+                         "%.3f / %.1f%%" % (g["predicted"]["mean_ms"], g["predicted"]["stdev_pct"]),
+                         "%.3f / %.1f%%" % (f["predicted"]["mean_ms"], f["predicted"]["stdev_pct"]),
+                         "%.3f / %.1f%%" % (m["mean_ms"], m["stdev_pct"]) if m else "-"])
+    return md_table(["threads", "delay", "GIL predicted mean ms / stdev%",
+                     "free-threaded predicted", "measured (GIL)"], body)
+
+
+# ---- plots -------------------------------------------------------------
+
+def scn_subset(src, names, dst):
+    """Copies the global block of scenario file src and its sections in names."""
+    keep, cur = [], None
+    for line in open(src):
+        s = line.strip()
+        if s.startswith("[") and s.endswith("]"):
+            cur = s[1:-1]
+        if cur is None or cur in names:
+            keep.append(line)
+    with open(dst, "w") as f:
+        f.writelines(keep)
+
+
+def plot_latency(a, out, host, scn, d, meas):
+    """CDFs of sequential and first threaded row: measured (dashed) vs
+    mtrace sim (solid), drawn by mtrace sim --plot (gnuplot)."""
+    raw = os.path.join(out, "raw")
+    t = "t%d" % a.thread_list[0]
+    names = ["d%g-seq-gil" % d, "d%g-%s-gil" % (d, t), "d%g-%s-ft" % (d, t)]
+    sub = os.path.join(raw, "plot-delay%g.scn" % d)
+    scn_subset(scn, names + a.fitted, sub)
+    mfile = os.path.join(raw, "plot-delay%g-measured.txt" % d)
+    with open(meas["delays"][d]["latencies"]) as f, open(mfile, "w") as g:
+        for line in f:
+            lab = line.split()[0]
+            if lab.endswith("-seq") or lab.endswith("-" + t):
+                g.write(line)
+    png = os.path.join(out, "latency-delay%g.png" % d)
+    argv = [a.mtrace, "sim", "--host", host, "--scenario", sub, "--seed", str(a.seed),
+            "--only", "d%g-" % d, "--no-params", "--plot", png, "--measured", mfile]
+    r = subprocess.run(argv, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError("mtrace sim --plot failed: %s" % r.stderr.strip()[-400:])
+    return png
+
+
+def plot_threads(a, out, sw, delays):
+    """Mean and stdev% against thread count: sweep lines (GIL solid,
+    free-threaded dashed, one colour per delay), measured points."""
+    raw = os.path.join(out, "raw")
+    dls = sorted({r["delay_ms"] for r in sw})
+    colors = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b"]
+    files = []
+    for i, d in enumerate(dls):
+        for rt in ("GIL", "free-threaded"):
+            pts = sorted((r["threads"], r["predicted"]["mean_ms"], r["predicted"]["stdev_pct"])
+                         for r in sw if r["delay_ms"] == d and r["runtime"] == rt)
+            path = os.path.join(raw, "threads-d%g-%s.dat" % (d, rt))
+            with open(path, "w") as f:
+                f.writelines("%d %.6f %.4f\n" % p for p in pts)
+            files.append((path, "lines lw 2 dt %d lc rgb '%s'" % (1 if rt == "GIL" else 2,
+                                                                 colors[i % len(colors)]),
+                          "predicted %s, delay %g ms" % (rt, d)))
+    for d in delays:
+        i = dls.index(d) if d in dls else 0
+        pts = sorted((r["threads"], r["measured"]["mean_ms"], r["measured"]["stdev_pct"])
+                     for r in sw if r["delay_ms"] == d and r["runtime"] == "GIL"
+                     and r["measured"])
+        path = os.path.join(raw, "threads-d%g-measured.dat" % d)
+        with open(path, "w") as f:
+            f.writelines("%d %.6f %.4f\n" % p for p in pts)
+        if pts:
+            files.append((path, "points pt 7 ps 1.5 lc rgb '%s'" % colors[i % len(colors)],
+                          "measured GIL, delay %g ms" % d))
+    png = os.path.join(out, "threads.png")
+    gp = ["set terminal pngcairo size 1300,560 font 'sans,10'", "set output '%s'" % png,
+          "set multiplot layout 1,2 title 'mtrace whatif: latency against client threads "
+          "(lines: mtrace sim; points: measured)'",
+          "set grid", "set logscale x 2", "set xrange [0.8:25]", "set xlabel 'client threads'",
+          "set xtics (1,2,4,10,20)", "set key top left font ',9'", "set ylabel 'mean latency (ms)'",
+          "plot " + ", ".join("'%s' using 1:2 with %s title '%s'" % f for f in files),
+          "set ylabel 'stdev (% of mean)'", "unset key",
+          "plot " + ", ".join("'%s' using 1:3 with %s title '%s'" % f for f in files),
+          "unset multiplot"]
+    script = os.path.join(raw, "threads.gp")
+    with open(script, "w") as f:
+        f.write("\n".join(gp) + "\n")
+    r = subprocess.run(["gnuplot", script], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError("gnuplot failed: %s" % r.stderr.strip()[-400:])
+    return png
+
+
+# ---- the report ------------------------------------------------------------
+
+def server_note(meas):
+    if meas["sniff"]:
+        return meas["sniff_note"] + "; replay's own CPU per request: %.1f us (p50 at delay 0)" % (
+            meas.get("server_p50_us") or 0)
+    return "the model's defaults (assumption; not sniffed: %s)" % meas["sniff_note"]
+
+
+def notes(a, meas, rows):
+    out = ["Measured rows: the client against `mtrace replay` (%s). Predicted rows: `mtrace sim`, "
+           "calibrated from the host facts and %s; the server's service times "
+           "come from the sniffed sequential runs; no threaded measurement is used." % (
+               "pymongo, seed 000's method" if not a.client else "client `%s`" % a.client,
+               "delay 0's sequential run only (marked *fitted*; the delay-1 sequential row is "
+               "a prediction too)" if a.calibrate == "delay0"
+               else "each delay's sequential run (marked *fitted*)"),
+           "Error: predicted minus measured mean, in % of the measured mean / stdev% difference "
+           "in points.",
+           "Free-threaded rows are predictions only: the client ran on GIL CPython; the model's "
+           "`ft_slowdown` is an assumption unless `mtrace calibrate` found a free-threaded "
+           "CPython (see params.txt)." if not a.client else
+           "The model is a CPython client's: measured rows are your client's, compared with a "
+           "GIL CPython client of the same sequential cost; free-threaded rows are predictions "
+           "only.",
+           "Server service times: %s." % server_note(meas)]
+    bad = [r for r in rows if r["role"] == "predicted" and r["measured"]
+           and (abs(r["error_pct"]) > 25 or abs(r["stdev_diff_pts"]) > 25)]
+    if bad:
+        out.append("Prediction and measurement disagree by more than 25%% (mean) or 25 points "
+                   "(stdev%%) on: %s." % "; ".join(r["scenario"] for r in bad))
+    return out
+
+
+def build(a, out, meas, sim_rows, sweep, delays):
+    host = os.path.join(out, "host.txt")
+    scn = os.path.join(out, "model.scn")
+    rows = main_rows(a, meas, sim_rows, delays)
+    sw = sweep_rows(a, meas, sweep)
+    plots = [plot_latency(a, out, host, scn, d, meas) for d in delays]
+    plots.append(plot_threads(a, out, sw, delays))
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    seed = sim_rows[0].get("seed", a.seed) if sim_rows else a.seed
+    rep = {"schema": SCHEMA, "tool": "mtrace whatif (tools/whatif.sh)", "created": now,
+           "trace": a.trace, "client": a.client or "default: pymongo, sim/validate_bench.py",
+           "calls": a.calls, "threads": a.thread_list, "threads_calls": a.threads_calls,
+           "calibrate": a.calibrate, "fitted": a.fitted,
+           "seed": seed, "host_facts": "host.txt", "scenarios": "model.scn",
+           "server_service_times": server_note(meas),
+           "server_p50_us": meas.get("server_p50_us"),
+           "replay": {"%g" % d: meas["delays"][d]["replay"] for d in delays},
+           "rows": rows, "sweep": sw, "plots": [os.path.basename(p) for p in plots]}
+    with open(os.path.join(out, "report.json"), "w") as f:
+        json.dump(rep, f, indent=1)
+    nt = notes(a, meas, rows)
+    md = ["# mtrace what-if report", "",
+          "Created %s from `%s` (seed %s). Reproduce the predictions with "
+          "`mtrace sim --host host.txt --scenario model.scn`." % (now, a.trace, seed), ""]
+    md += md_table(HEAD, [table_cells(r) for r in rows])
+    md += [""] + ["- " + n for n in nt]
+    md += ["", "## What-if sweep (mtrace sim)", "",
+           "Calibrated from the delay-0 sequential run only; each thread runs %d calls; "
+           "threads 1 is compared with the sequential run. Measured threaded rows ran one after "
+           "another on one client (its pool already held connections), the sweep starts each "
+           "from one open connection." % a.threads_calls, ""]
+    md += md_sweep(sw, a)
+    md += ["", "## Plots", ""]
+    md += ["![%s](%s)" % (os.path.basename(p), os.path.basename(p)) for p in plots]
+    md += ["", "Latency CDFs: solid lines are mtrace sim, dashed are measured. "
+           "Files: host.txt (host facts), model.scn (scenarios), params.txt (every model "
+           "parameter with its origin), raw/ (latencies, replay logs and summaries).", ""]
+    with open(os.path.join(out, "report.md"), "w") as f:
+        f.write("\n".join(md))
+    text = text_table(rows) + "\n\n" + "\n".join("* " + n for n in nt)
+    return {"text": text, "plots": plots, "json": rep}
