@@ -1,0 +1,108 @@
+/*
+ * bench_sim.c -- events per second of mtrace sim's event engine and of the
+ * full contention model, per second of this thread's CPU time (the machine
+ * may be shared; clocks are read here only, never in sim/).
+ *
+ *   engine hold: the classic "hold" benchmark of event-set algorithms: a
+ *     heap of N pending events; pop the earliest, push one at now + Exp(1 us).
+ *   model: seed 000's GIL threaded scenario (10 threads x 100 calls) run
+ *     repeatedly; events processed / time.
+ * Usage: bench_sim [--seconds S]   (default 1 s per measurement)
+ * Target (issue 6): >= 10 M events/s on one core.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <time.h>
+
+#include "core/clock.h"
+#include "sim/engine.h"
+#include "sim/model.h"
+#include "sim/params.h"
+#include "sim/rng.h"
+
+/* CPU time of this thread: the machine is shared, "one core" is what counts. */
+static uint64_t
+cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+#define NDELTA 4096
+
+static double
+hold(size_t n, double seconds)
+{
+    struct sim_engine e;
+    struct sim_rng r;
+    struct sim_ev ev;
+    uint64_t t0, done = 0, deadline;
+    static uint64_t delta[NDELTA]; /* exponential, mean 1 us: drawn up front */
+
+    if (sim_engine_init(&e, n + 1) != 0)
+        return 0;
+    sim_rng_seed(&r, 1);
+    for (size_t i = 0; i < NDELTA; i++)
+        delta[i] = (uint64_t)sim_rng_exp(&r, 1000.0) + 1;
+    for (size_t i = 0; i < n; i++)
+        sim_engine_push(&e, delta[i % NDELTA], 0, (uint32_t)i, 0);
+    t0 = cpu_ns();
+    deadline = t0 + (uint64_t)(seconds * 1e9);
+    for (;;) {
+        for (int k = 0; k < 100000; k++) {
+            sim_engine_pop(&e, &ev);
+            sim_engine_after(&e, delta[k % NDELTA], 0, ev.id, 0);
+        }
+        done += 100000;
+        if (cpu_ns() >= deadline)
+            break;
+    }
+    double rate = (double)done / ((double)(cpu_ns() - t0) / 1e9);
+    sim_engine_free(&e);
+    return rate;
+}
+
+static double
+model(double seconds, int threads)
+{
+    struct sim_params p;
+    struct sim_result res;
+    uint64_t t0 = cpu_ns(), events = 0;
+    char v[16];
+
+    sim_params_default(&p);
+    snprintf(v, sizeof(v), "%d", threads);
+    sim_params_set(&p, "threads", v, SIM_OR_CLI, NULL, NULL);
+    sim_params_set(&p, "calls", "100", SIM_OR_CLI, NULL, NULL);
+    while (cpu_ns() - t0 < (uint64_t)(seconds * 1e9)) {
+        if (sim_model_run(&p, &res, NULL) != 0)
+            return 0;
+        events += res.events;
+        sim_result_free(&res);
+        p.seed++;
+    }
+    return (double)events / ((double)(cpu_ns() - t0) / 1e9);
+}
+
+int
+main(int argc, char **argv)
+{
+    double s = 1.0;
+
+    if (argc == 3 && strcmp(argv[1], "--seconds") == 0)
+        s = strtod(argv[2], NULL);
+    printf("%-36s %14s\n", "measurement", "M events/CPU-s");
+    for (size_t n = 10; n <= 100000; n *= 10) {
+        char name[64];
+        snprintf(name, sizeof(name), "engine hold, %zu pending", n);
+        printf("%-36s %14.1f\n", name, hold(n, s) / 1e6);
+    }
+    printf("%-36s %14.1f\n", "model, GIL, 10 threads x 100 calls",
+           model(s, 10) / 1e6);
+    printf("%-36s %14.1f\n", "model, GIL, 100 threads x 100 calls",
+           model(s, 100) / 1e6);
+    return 0;
+}

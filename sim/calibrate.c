@@ -1,0 +1,493 @@
+/*
+ * calibrate.c -- `mtrace calibrate`: host facts for mtrace sim.
+ *
+ *   cores          sched_getaffinity(2) CPU count (what this process may use)
+ *   wake_us/_cv    cold wake-up: a thread blocked in read(2) for 200 us (so
+ *                  its core may go idle, as for a thread waiting for a reply
+ *                  or the GIL) is woken by a write(2) carrying a timestamp;
+ *                  write -> reader running: mean and cv of the samples
+ *                  less their top 1 % (robust on a busy host).  The
+ * hot figure (pipe ping-pong half round trip minus one write+read) is printed
+ * as a comment. ctx_cpu_us     process CPU time (CLOCK_PROCESS_CPUTIME_ID) per
+ * hand-off of that ping-pong, minus the write+read pair: the CPU cost of one
+ * block/wake cycle sys_us         CPU of one small send(2) or recv(2) on a
+ * loopback TCP connection, both done by one thread (nothing blocks)
+ *   (comments)     the extra thread CPU of a Python workload when 4
+ *                  threads contend for the GIL, and the contended idle gap
+ *   gil_handoff_us sim/calibrate/gil_pingpong.py under /usr/bin/python3: 4
+ *                  threads each loop (Python work, time.sleep(0.0002)); the
+ *                  median gap between one GIL holder's end of work and the
+ *                  next holder's start.  The cold 2-thread lock hand-off
+ *                  (a thread blocked 200 us is released by another) is
+ *                  printed as a comment.
+ *   ft_slowdown    ratio of gil_pingpong.py's cpu_loop_us under python3.13t
+ *                  and under python3.13, when both exist
+ * Output: a host facts file (scenario format, origin [measured]).
+ */
+#include "calibrate.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/clock.h"
+#include "core/mem.h"
+
+#define PP_ROUNDS 20000
+#define PP_BATCH 100
+
+struct pp {
+    int ab[2], ba[2]; /* pipes a->b, b->a */
+    int rounds;
+};
+
+static void *
+pp_other(void *arg)
+{
+    struct pp *p = arg;
+    char c;
+
+    for (int i = 0; i < p->rounds; i++) {
+        if (read(p->ab[0], &c, 1) != 1 || write(p->ba[1], &c, 1) != 1)
+            break;
+    }
+    return NULL;
+}
+
+static double
+now_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+/* Half-round-trip mean and cv (ns) and CPU per hand-off (ns). */
+static int
+pingpong(double *half_ns, double *cv, double *cpu_ns)
+{
+    struct pp p = {.rounds = PP_ROUNDS};
+    pthread_t th;
+    double sum = 0, ss = 0, cpu0, nb = PP_ROUNDS / PP_BATCH;
+    double *b = mt_malloc((size_t)nb * sizeof(*b));
+    char c = 'x';
+
+    if (b == NULL || pipe(p.ab) < 0 || pipe(p.ba) < 0) {
+        mt_free(b);
+        return -1;
+    }
+    if (pthread_create(&th, NULL, pp_other, &p) != 0)
+        return -1;
+    cpu0 = now_cpu_ns();
+    for (int k = 0; k < (int)nb; k++) {
+        uint64_t t0 = mt_now_ns();
+        for (int i = 0; i < PP_BATCH; i++)
+            if (write(p.ab[1], &c, 1) != 1 || read(p.ba[0], &c, 1) != 1)
+                return -1;
+        b[k] = (double)(mt_now_ns() - t0) / (2.0 * PP_BATCH);
+        sum += b[k];
+    }
+    *cpu_ns = (now_cpu_ns() - cpu0) / (2.0 * PP_ROUNDS);
+    pthread_join(th, NULL);
+    *half_ns = sum / nb;
+    for (int k = 0; k < (int)nb; k++)
+        ss += (b[k] - *half_ns) * (b[k] - *half_ns);
+    *cv = sqrt(ss / nb) / *half_ns;
+    close(p.ab[0]), close(p.ab[1]), close(p.ba[0]), close(p.ba[1]);
+    mt_free(b);
+    return 0;
+}
+
+#define COLD_ROUNDS 2000
+#define COLD_IDLE_NS 200000
+
+struct cold {
+    int fd[2];
+    double v[COLD_ROUNDS]; /* samples, ns */
+    int n;
+};
+
+static void *
+cold_reader(void *arg)
+{
+    struct cold *c = arg;
+    uint64_t stamp;
+
+    for (int i = 0; i < COLD_ROUNDS; i++) {
+        if (read(c->fd[0], &stamp, sizeof(stamp)) != (ssize_t)sizeof(stamp))
+            break;
+        c->v[c->n++] = (double)(mt_now_ns() - stamp);
+    }
+    return NULL;
+}
+
+static int
+cmp_dbl(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/*
+ * Mean and coefficient of variation of v without its top 1 % (v is sorted
+ * in place): on a shared machine a few samples of tens of milliseconds
+ * (the thread waited for a core other processes held) would dominate.
+ */
+static void
+trimmed_stats(double *v, int n, double *mean, double *cv)
+{
+    double sum = 0, ss = 0;
+    int k;
+
+    qsort(v, (size_t)n, sizeof(*v), cmp_dbl);
+    k = n - n / 100;
+    for (int i = 0; i < k; i++)
+        sum += v[i];
+    *mean = sum / k;
+    for (int i = 0; i < k; i++)
+        ss += (v[i] - *mean) * (v[i] - *mean);
+    *cv = *mean > 0 ? fmin(sqrt(ss / k) / *mean, 10.0) : 0;
+}
+
+/* Cold wake-up: the reader has been blocked 200 us (its core may idle, as
+ * a thread waiting for a reply or for the GIL does) when the writer sends
+ * its timestamp; lognormal fit of write -> reader running (ns). */
+static int
+cold_wake(double *mean_ns, double *cv)
+{
+    static struct cold c;
+    pthread_t th;
+    struct timespec idle = {0, COLD_IDLE_NS};
+
+    if (pipe(c.fd) < 0 || pthread_create(&th, NULL, cold_reader, &c) != 0)
+        return -1;
+    for (int i = 0; i < COLD_ROUNDS; i++) {
+        nanosleep(&idle, NULL);
+        uint64_t stamp = mt_now_ns();
+        if (write(c.fd[1], &stamp, sizeof(stamp)) != (ssize_t)sizeof(stamp))
+            break;
+    }
+    pthread_join(th, NULL);
+    close(c.fd[0]);
+    close(c.fd[1]);
+    if (c.n < 10)
+        return -1;
+    trimmed_stats(c.v, c.n, mean_ns, cv);
+    return 0;
+}
+
+/* CPU (ns) of one small loopback send or recv. */
+static int
+syscall_cost(double *ns)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t al = sizeof(a);
+    int l = socket(AF_INET, SOCK_STREAM, 0),
+        c = socket(AF_INET, SOCK_STREAM, 0), s = -1, one = 1;
+    char buf[128] = {0};
+    uint64_t t0;
+    int rc = -1, n = 50000;
+
+    if (l < 0 || c < 0 || bind(l, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+        listen(l, 1) < 0 || getsockname(l, (struct sockaddr *)&a, &al) < 0 ||
+        connect(c, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+        (s = accept(l, NULL, NULL)) < 0)
+        goto out;
+    setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    t0 = mt_now_ns();
+    for (int i = 0; i < n; i++)
+        if (send(c, buf, 100, 0) != 100 ||
+            recv(s, buf, 100, MSG_WAITALL) != 100)
+            goto out;
+    *ns = (double)(mt_now_ns() - t0) / (2.0 * n);
+    rc = 0;
+out:
+    if (s >= 0)
+        close(s);
+    if (l >= 0)
+        close(l);
+    if (c >= 0)
+        close(c);
+    return rc;
+}
+
+/* CPU (ns) of one 1-byte pipe write plus read in one thread. */
+static int
+pipe_cost(double *ns)
+{
+    int fd[2], n = 50000;
+    char c = 'x';
+    uint64_t t0;
+
+    if (pipe(fd) < 0)
+        return -1;
+    t0 = mt_now_ns();
+    for (int i = 0; i < n; i++)
+        if (write(fd[1], &c, 1) != 1 || read(fd[0], &c, 1) != 1)
+            break;
+    *ns = (double)(mt_now_ns() - t0) / n;
+    close(fd[0]);
+    close(fd[1]);
+    return 0;
+}
+
+/* Runs script under python; fills the values of the keys it prints. */
+struct pyfacts {
+    double handoff, handoff_cv, cold, cold_cv, cpu_loop, switch_cpu, pp_switch,
+        contended, switch_base;
+    char ver[64];
+};
+
+static int
+run_py(const char *python, const char *script, struct pyfacts *f_out)
+{
+    char cmd[1200], line[256], key[64], val[64];
+    FILE *f;
+    int got = 0;
+
+    snprintf(cmd, sizeof(cmd), "'%s' '%s' 2>/dev/null", python, script);
+    f = popen(cmd, "r");
+    if (f == NULL)
+        return -1;
+    while (fgets(line, sizeof(line), f)) {
+        if (sscanf(line, "%63s %63s", key, val) != 2)
+            continue;
+        if (strcmp(key, "handoff_us") == 0)
+            f_out->handoff = strtod(val, NULL), got++;
+        else if (strcmp(key, "handoff_cv") == 0)
+            f_out->handoff_cv = strtod(val, NULL);
+        else if (strcmp(key, "handoff_cold_us") == 0)
+            f_out->cold = strtod(val, NULL), got++;
+        else if (strcmp(key, "handoff_cold_cv") == 0)
+            f_out->cold_cv = strtod(val, NULL);
+        else if (strcmp(key, "switch_cpu_us") == 0)
+            f_out->switch_cpu = strtod(val, NULL);
+        else if (strcmp(key, "pp_switch_cpu_us") == 0)
+            f_out->pp_switch = strtod(val, NULL);
+        else if (strcmp(key, "handoff_contended_us") == 0)
+            f_out->contended = strtod(val, NULL);
+        else if (strcmp(key, "switch_base_us") == 0)
+            f_out->switch_base = strtod(val, NULL);
+        else if (strcmp(key, "cpu_loop_us") == 0)
+            f_out->cpu_loop = strtod(val, NULL);
+        else if (strcmp(key, "py_version") == 0)
+            snprintf(f_out->ver, sizeof(f_out->ver), "%s", val);
+    }
+    return pclose(f) == 0 && got == 2 ? 0 : -1;
+}
+
+static const char *
+find_script(const char *dir, char *buf, size_t cap)
+{
+    char exe[512];
+    ssize_t n;
+
+    if (dir) {
+        snprintf(buf, cap, "%s/gil_pingpong.py", dir);
+        return access(buf, R_OK) == 0 ? buf : NULL;
+    }
+    n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash)
+            *slash = '\0';
+        snprintf(buf, cap, "%s/sim/calibrate/gil_pingpong.py", exe);
+        if (access(buf, R_OK) == 0)
+            return buf;
+        snprintf(buf, cap, "%s/../share/mtrace/gil_pingpong.py", exe);
+        if (access(buf, R_OK) == 0)
+            return buf;
+    }
+    snprintf(buf, cap, "sim/calibrate/gil_pingpong.py");
+    return access(buf, R_OK) == 0 ? buf : NULL;
+}
+
+static int
+cores_online(void)
+{
+    cpu_set_t set;
+
+    if (sched_getaffinity(0, sizeof(set), &set) == 0)
+        return CPU_COUNT(&set);
+    return (int)sysconf(_SC_NPROCESSORS_ONLN);
+}
+
+static const char cal_usage[] =
+    "usage: mtrace calibrate [-o FILE] [--python PATH] [--python-ft PATH] "
+    "[--scripts DIR]\n"
+    "Measures the host facts mtrace sim needs and writes them as a host facts\n"
+    "file (read with mtrace sim --host FILE): cores, wake-up latency and its "
+    "CPU,\n"
+    "loopback syscall CPU, and CPython's GIL hand-off by a Python ping-pong.\n"
+    "  -o FILE          write there (default: stdout)\n"
+    "  --python PATH    the GIL CPython to measure (default /usr/bin/python3)\n"
+    "  --python-ft PATH a free-threaded CPython (default: python3.13t if on "
+    "PATH)\n"
+    "  --scripts DIR    where gil_pingpong.py is (default: beside the binary)\n"
+    "Takes about 5 seconds.  Exit status: 0 ok, 1 measurement failed, 2 bad "
+    "usage.\n";
+
+struct cal_opts {
+    const char *out_path, *python, *python_ft, *dir;
+};
+
+struct facts {
+    double half, cv, cpu, sys_ns, pipe_ns, cold_ns, cold_cv;
+    struct pyfacts py, ft;
+};
+
+/* Returns -1 to go on, or an exit status. */
+static int
+cal_parse(int argc, char **argv, struct cal_opts *o)
+{
+    static const struct option lo[] = {{"python", 1, 0, 'p'},
+                                       {"python-ft", 1, 0, 'f'},
+                                       {"scripts", 1, 0, 's'},
+                                       {"help", 0, 0, 'h'},
+                                       {0, 0, 0, 0}};
+    int c;
+
+    o->python = "/usr/bin/python3";
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "o:h", lo, NULL)) != -1) {
+        if (c == 'o')
+            o->out_path = optarg;
+        else if (c == 'p')
+            o->python = optarg;
+        else if (c == 'f')
+            o->python_ft = optarg;
+        else if (c == 's')
+            o->dir = optarg;
+        else if (c == 'h')
+            return fputs(cal_usage, stdout), 0;
+        else
+            return fprintf(stderr, "mtrace calibrate: bad option; run "
+                                   "'mtrace calibrate --help'\n"),
+                   2;
+    }
+    if (optind < argc)
+        return fprintf(stderr, "mtrace calibrate: unexpected argument '%s'\n",
+                       argv[optind]),
+               2;
+    return -1;
+}
+
+static void
+cal_write(FILE *out, const struct facts *f, const struct cal_opts *o)
+{
+    fprintf(out, "# mtrace calibrate: host facts for mtrace sim --host (not "
+                 "deterministic: measured)\n");
+    fprintf(out, "cores = %d [measured] sched_getaffinity CPU count\n",
+            cores_online());
+    fprintf(out,
+            "sys_us = %.3f [measured] CPU of one 100-byte loopback TCP send or "
+            "recv\n",
+            f->sys_ns / 1e3);
+    fprintf(out,
+            "wake_us = %.3f [measured] pipe write -> reader running, reader "
+            "blocked %d us before (cold); mean of %d samples less the top "
+            "1%%\n",
+            f->cold_ns / 1e3, COLD_IDLE_NS / 1000, COLD_ROUNDS);
+    fprintf(out, "wake_cv = %.3f [measured] their coefficient of variation\n",
+            f->cold_cv);
+    fprintf(out,
+            "# hot wake-up: pipe ping-pong half round trip %.3f us minus one "
+            "pipe write+read %.3f us = %.3f us (cv of %d batch means %.2f)\n",
+            f->half / 1e3, f->pipe_ns / 1e3,
+            fmax(f->half - f->pipe_ns, 0.0) / 1e3, PP_ROUNDS / PP_BATCH, f->cv);
+    fprintf(out,
+            "ctx_cpu_us = %.3f [measured] process CPU per ping-pong hand-off "
+            "%.3f us minus one pipe write+read\n",
+            fmax(f->cpu - f->pipe_ns, 0.0) / 1e3, f->cpu / 1e3);
+    fprintf(out,
+            "gil_handoff_us = %.3f [measured] %s %s: 4 threads x (Python "
+            "workload + time.sleep(0.0002)): median GIL idle gap from one "
+            "holder's end of work to the next holder's start\n",
+            f->py.contended, o->python, f->py.ver);
+    fprintf(out,
+            "# cold 2-thread GIL hand-off: lock.release() -> the other thread "
+            "running Python after 200 us blocked: %.3f us (mean less the top "
+            "1%%)\n",
+            f->py.cold);
+    fprintf(out,
+            "# hot GIL hand-off: lock ping-pong half round trip minus loop CPU "
+            "%.3f us (cv %.2f); cold cv %.2f\n",
+            f->py.handoff, f->py.handoff_cv, f->py.cold_cv);
+    fprintf(out,
+            "# GIL switch CPU cost: %.3f us (%s: 4 threads x (%.0f us "
+            "Python workload + time.sleep(0.0002)): median workload thread "
+            "CPU under contention minus alone; not a model term)\n",
+            f->py.switch_cpu, o->python, f->py.switch_base);
+    fprintf(out, "# strict 2-thread ping-pong CPU penalty %.3f us\n",
+            f->py.pp_switch);
+    if (!isnan(f->ft.cpu_loop) && f->py.cpu_loop > 0)
+        fprintf(out,
+                "ft_slowdown = %.3f [measured] cpu_loop %s %s / %s %s (compare "
+                "same versions)\n",
+                f->ft.cpu_loop / f->py.cpu_loop, o->python_ft, f->ft.ver,
+                o->python, f->py.ver);
+    else
+        fprintf(out, "# ft_slowdown: no free-threaded CPython here "
+                     "(python3.13t not found; Debian 12 has none)\n");
+    fprintf(out, "# py_cpu_loop_us %s = %.4f\n", f->py.ver, f->py.cpu_loop);
+}
+
+int
+sim_calibrate_main(int argc, char **argv)
+{
+    struct cal_opts o = {0};
+    struct facts f = {.py = {.cpu_loop = NAN}, .ft = {.cpu_loop = NAN}};
+    char sbuf[600];
+    const char *script;
+    FILE *out = stdout;
+    int rc = cal_parse(argc, argv, &o);
+
+    if (rc >= 0)
+        return rc;
+    script = find_script(o.dir, sbuf, sizeof(sbuf));
+    if (syscall_cost(&f.sys_ns) < 0 || pipe_cost(&f.pipe_ns) < 0 ||
+        pingpong(&f.half, &f.cv, &f.cpu) < 0 ||
+        cold_wake(&f.cold_ns, &f.cold_cv) < 0) {
+        fprintf(stderr, "mtrace calibrate: loopback measurement failed: %s\n",
+                strerror(errno));
+        return 1;
+    }
+    if (script == NULL || run_py(o.python, script, &f.py) < 0) {
+        fprintf(
+            stderr,
+            "mtrace calibrate: cannot run %s %s (use --python / --scripts)\n",
+            o.python, script ? script : "gil_pingpong.py (not found)");
+        return 1;
+    }
+    if (o.python_ft == NULL &&
+        system("command -v python3.13t >/dev/null 2>&1") == 0)
+        o.python_ft = "python3.13t";
+    if (o.python_ft && run_py(o.python_ft, script, &f.ft) < 0)
+        fprintf(stderr,
+                "mtrace calibrate: %s failed; no free-threaded figure\n",
+                o.python_ft);
+    if (o.out_path && (out = fopen(o.out_path, "w")) == NULL) {
+        fprintf(stderr, "mtrace calibrate: %s: %s\n", o.out_path,
+                strerror(errno));
+        return 1;
+    }
+    cal_write(out, &f, &o);
+    if (out != stdout && fclose(out) != 0) {
+        fprintf(stderr, "mtrace calibrate: %s: write failed\n", o.out_path);
+        return 1;
+    }
+    return 0;
+}

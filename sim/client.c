@@ -1,0 +1,334 @@
+/*
+ * client.c -- benchmark client threads (seed 000's 2-benchmark.py) and the
+ * driver's connection pool.
+ *
+ * A thread runs `calls` calls back to back.  A call is timed from
+ * perf_counter() (the thread holds the GIL) to perf_counter() after it
+ * returns, and is a list of ops:
+ *
+ *   PY(pre) SEND PY(mid) WAIT PY(mid) SYS [PY(mid) SYS]... PY(post)
+ *
+ * PY ops are Python CPU with the GIL held; SEND, WAIT and SYS release it
+ * (Py_BEGIN_ALLOW_THREADS around sendall/poll/recv_into in
+ * Modules/socketmodule.c) and take it back after the syscall.  `releases`
+ * counts them: pymongo 3.11 network.py does sendall, recv_into(header),
+ * recv_into(body) = 3 (no poll: application sockets have no
+ * cancel_context); pymongo 4.x receive_data() sets a socket timeout, so
+ * each recv_into is preceded by a poll: 1 + 2 + 2 = 5.  WAIT is the first
+ * receive: it blocks until the reply is in the socket.
+ *
+ * Pool: a call checks a connection out (pymongo's pool is a LIFO deque)
+ * and in again at its end; with none idle and fewer than pool_max open it
+ * opens one, inside the timed call: connect() plus a hello round trip that
+ * goes through the same path (proxy delay included) and costs one call's
+ * Python CPU (assumption).  At pool_max, it waits (GIL released) for a
+ * check-in.
+ */
+#include "client.h"
+#include "model.h"
+
+#include <errno.h>
+
+#include "core/mem.h"
+
+static size_t
+build_ops(const struct sim_params *p, struct sim__opdesc *ops, bool hs)
+{
+    size_t n = 0, mids = (size_t)p->releases - 1;
+    double mid = (1.0 - p->py_pre_frac - p->py_post_frac) / (double)mids;
+
+    if (mid < 0)
+        mid = 0;
+    if (hs)
+        ops[n++] = (struct sim__opdesc){OP_CONNECT, 0};
+    ops[n++] = (struct sim__opdesc){OP_PY, p->py_pre_frac};
+    ops[n++] = (struct sim__opdesc){OP_SEND, 0};
+    ops[n++] = (struct sim__opdesc){OP_PY, mid};
+    ops[n++] = (struct sim__opdesc){OP_WAIT, 0};
+    for (int64_t r = 2; r < p->releases; r++) {
+        ops[n++] = (struct sim__opdesc){OP_PY, mid};
+        ops[n++] = (struct sim__opdesc){OP_SYS, 0};
+    }
+    ops[n++] = (struct sim__opdesc){OP_PY, p->py_post_frac};
+    ops[n++] = (struct sim__opdesc){OP_END, 0};
+    return n;
+}
+
+static double
+think(struct sim_model *m)
+{
+    return m->p.think_us > 0 ? sim_rng_exp(&m->rng_py, m->p.think_us) : 0.0;
+}
+
+int
+sim__client_init(struct sim_model *m)
+{
+    m->th = mt_calloc(m->nth, sizeof(*m->th));
+    m->conn = mt_calloc(m->nconn, sizeof(*m->conn));
+    m->idle = mt_calloc(m->nconn, sizeof(*m->idle));
+    m->pool_wait = mt_calloc(m->nth, sizeof(*m->pool_wait));
+    if (!m->th || !m->conn || !m->idle || !m->pool_wait)
+        return -ENOMEM;
+    MT_ASSERT(m->p.releases >= 2 && m->p.releases <= 10);
+    build_ops(&m->p, m->ops, false);
+    build_ops(&m->p, m->hs_ops, true);
+    for (size_t c = 0; c < m->nconn; c++)
+        m->conn[c].owner = -1;
+    for (int64_t c = m->p.pool_initial - 1; c >= 0; c--)
+        m->idle[m->idle_n++] = (int32_t)c;
+    m->conn_open = (size_t)m->p.pool_initial;
+    for (size_t t = 0; t < m->nth; t++) {
+        m->th[t].conn = -1;
+        sim__push(m, sim__us(m->p.thread_start_us * (double)t + think(m)),
+                  SIM_EV_THREAD_START, (uint32_t)t, 0);
+    }
+    return 0;
+}
+
+/* One Python segment of thread t (lognormal, cv py_cv). */
+static uint64_t
+py_ns(struct sim_model *m, uint32_t t, double frac)
+{
+    double us = m->p.py_call_us * frac;
+
+    (void)t;
+    if (m->p.runtime == SIM_RT_FREE)
+        us *= m->p.ft_slowdown;
+    return sim__us(sim_rng_lognormal(&m->rng_py, us, m->p.py_cv));
+}
+
+static void advance(struct sim_model *m, uint32_t t);
+
+static void
+do_op(struct sim_model *m, uint32_t t)
+{
+    struct sim__thread *th = &m->th[t];
+    const struct sim__opdesc *op =
+        &(th->handshake ? m->hs_ops : m->ops)[th->op];
+    struct sim__conn *c = &m->conn[th->conn];
+
+    switch (op->type) {
+    case OP_SEND:
+        sim__cpu_submit(m, t, sim__us(m->p.sys_us), W_SEND_DONE, 0);
+        break;
+    case OP_CONNECT:
+        sim__cpu_submit(m, t, sim__us(m->p.connect_us), W_SYS_DONE, 0);
+        break;
+    case OP_WAIT:
+        if (!c->reply_ready) {
+            th->waiting_reply = true; /* blocks in recv_into: core released */
+            break;
+        }
+        c->reply_ready = false;
+        sim__cpu_submit(m, t, sim__us(m->p.sys_us), W_SYS_DONE, 0);
+        break;
+    default:
+        sim__cpu_submit(m, t, sim__us(m->p.sys_us), W_SYS_DONE, 0);
+        break;
+    }
+}
+
+static void
+pool_checkin(struct sim_model *m, uint32_t t)
+{
+    int32_t c = m->th[t].conn;
+
+    m->conn[c].owner = -1;
+    m->th[t].conn = -1;
+    if (m->pool_wait_n > 0) {
+        uint32_t w = (uint32_t)m->pool_wait[0];
+        for (size_t i = 1; i < m->pool_wait_n; i++)
+            m->pool_wait[i - 1] = m->pool_wait[i];
+        m->pool_wait_n--;
+        m->th[w].conn = c;
+        m->conn[c].owner = (int32_t)w;
+        sim__cpu_submit(m, w, 0, W_POOL_GOT, sim__wake_ns(m, m->p.wake_us));
+        return;
+    }
+    m->idle[m->idle_n++] = c;
+}
+
+static void
+call_begin(struct sim_model *m, uint32_t t)
+{
+    struct sim__thread *th = &m->th[t];
+
+    th->t_start_ns = m->eng.now_ns;
+    th->op = 0;
+    th->handshake = false;
+    if (m->idle_n > 0) {
+        th->conn = m->idle[--m->idle_n];
+    } else if (m->conn_open < m->nconn) {
+        th->conn = (int32_t)m->conn_open++;
+        th->handshake = true;
+        m->res->conns_opened++;
+    } else { /* wait for a check-in, GIL released */
+        m->pool_wait[m->pool_wait_n++] = (int32_t)t;
+        sim__gil_drop(m, t, true); /* no forced-switch wait: see model doc */
+        return;
+    }
+    m->conn[th->conn].owner = (int32_t)t;
+    advance(m, t);
+}
+
+static void
+call_end(struct sim_model *m, uint32_t t)
+{
+    struct sim__thread *th = &m->th[t];
+
+    if (th->call >= (uint64_t)m->p.exclude_first) {
+        MT_ASSERT(m->lat_n < m->lat_cap);
+        m->lat[m->lat_n++] = m->eng.now_ns - th->t_start_ns;
+    }
+    pool_checkin(m, t);
+    th->call++;
+    if (th->call < (uint64_t)m->p.calls &&
+        m->p.think_us > 0) { /* sleep, GIL released */
+        sim__gil_drop(m, t, true);
+        sim__push(m, sim__us(think(m)), SIM_EV_THREAD_START, t, 0);
+        return;
+    }
+    if (th->call < (uint64_t)m->p.calls) {
+        sim__cpu_submit(m, t,
+                        py_ns(m, t,
+                              m->p.py_loop_us /
+                                  (m->p.py_call_us > 0 ? m->p.py_call_us : 1)),
+                        W_LOOP_DONE, 0);
+        return;
+    }
+    th->done = true;
+    m->threads_done++;
+    sim__gil_drop(m, t, true);
+}
+
+static void
+advance(struct sim_model *m, uint32_t t)
+{
+    struct sim__thread *th = &m->th[t];
+
+    for (;;) {
+        const struct sim__opdesc *op =
+            &(th->handshake ? m->hs_ops : m->ops)[th->op];
+        switch (op->type) {
+        case OP_PY:
+            sim__cpu_submit(m, t, py_ns(m, t, op->frac), W_PY_DONE, 0);
+            return;
+        case OP_END:
+            if (th->handshake) {
+                th->handshake = false;
+                th->op = 0;
+                continue;
+            }
+            call_end(m, t);
+            return;
+        default:
+            if (!sim__gil_drop(m, t, false)) {
+                th->after_switch = AT_DO_OP;
+                return;
+            }
+            do_op(m, t);
+            return;
+        }
+    }
+}
+
+/* The thread holds the GIL now: carry on with what it was doing. */
+void
+sim__client_after_take(struct sim_model *m, uint32_t t)
+{
+    struct sim__thread *th = &m->th[t];
+    uint8_t a = th->after_take;
+
+    th->after_take = AT_NONE;
+    switch (a) {
+    case AT_NEXT_OP:
+        th->op++;
+        advance(m, t);
+        break;
+    case AT_RESUME_PY:
+        sim__cpu_submit(m, t, th->resume_ns, th->resume_what, 0);
+        break;
+    case AT_BEGIN_CALL:
+        call_begin(m, t);
+        break;
+    case AT_ADVANCE:
+        advance(m, t);
+        break;
+    default:
+        MT_ASSERT(0);
+    }
+}
+
+static void
+take_then(struct sim_model *m, uint32_t t, uint8_t after)
+{
+    m->th[t].after_take = after;
+    if (sim__gil_take(m, t))
+        sim__client_after_take(m, t);
+}
+
+void
+sim__client_thread_start(struct sim_model *m, uint32_t t)
+{
+    sim__cpu_submit(m, t, 0, W_START, sim__wake_ns(m, m->p.wake_us));
+}
+
+void
+sim__client_reply(struct sim_model *m, uint32_t c)
+{
+    struct sim__conn *cn = &m->conn[c];
+    int32_t t = cn->owner;
+
+    if (t >= 0 && m->th[t].waiting_reply) {
+        m->th[t].waiting_reply = false;
+        sim__cpu_submit(m, (uint32_t)t, sim__us(m->p.sys_us), W_SYS_DONE,
+                        sim__wake_ns(m, m->p.wake_us));
+        return;
+    }
+    cn->reply_ready = true;
+}
+
+void
+sim__client_job_done(struct sim_model *m, uint32_t t, uint32_t what)
+{
+    struct sim__thread *th = &m->th[t];
+
+    switch (what) {
+    case W_START:
+        take_then(m, t, AT_BEGIN_CALL);
+        break;
+    case W_PY_DONE:
+        th->op++;
+        advance(m, t);
+        break;
+    case W_LOOP_DONE:
+        call_begin(m, t);
+        break;
+    case W_SEND_DONE:
+        sim__net_send_request(m, (uint32_t)th->conn);
+        take_then(m, t, AT_NEXT_OP);
+        break;
+    case W_SYS_DONE:
+        take_then(m, t, AT_NEXT_OP);
+        break;
+    case W_GIL_CHECK:
+        if (sim__gil_take(m, t))
+            sim__client_after_take(m, t);
+        break;
+    case W_SWITCHED:
+        if (th->after_switch == AT_DO_OP) {
+            th->after_switch = AT_NONE;
+            do_op(m, t);
+        } else if (th->after_switch == AT_RESUME_PY) {
+            th->after_switch = AT_NONE;
+            take_then(m, t, AT_RESUME_PY);
+        }
+        /* AT_NONE: a pool waiter; its W_POOL_GOT carries on. */
+        break;
+    case W_POOL_GOT:
+        take_then(m, t, AT_ADVANCE);
+        break;
+    default:
+        MT_ASSERT(0);
+    }
+}

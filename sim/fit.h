@@ -1,0 +1,26 @@
+/*
+ * fit.h -- calibration of the client's Python CPU from a sequential run.
+ *
+ * The only numbers taken from a measured client run are the sequential
+ * mean (and stdev%) of that run: py_call_us is solved so the simulated
+ * sequential scenario has the measured mean (secant method), and py_cv so
+ * it has the measured stdev% (bisection).  Threaded measurements are never
+ * inputs.
+ */
+#ifndef MT_SIM_FIT_H
+#define MT_SIM_FIT_H
+
+#include "core/err.h"
+#include "params.h"
+
+/*
+ * Solves p->py_call_us for mean_ms (and p->py_cv for stdev_pct unless it is
+ * NaN) on the scenario p (which must be sequential: threads = 1), sets
+ * their origin to "calibrated" with a note.  Returns 0, or MT_EUSAGE when
+ * the non-Python path alone is already slower than mean_ms (err says by
+ * how much), or a sim_model_run error.
+ */
+int sim_fit_seq(struct sim_params *p, double mean_ms, double stdev_pct,
+                struct mt_err *err);
+
+#endif

@@ -1,0 +1,188 @@
+/*
+ * gil.c -- CPython's GIL as Python/ceval_gil.c implements it (3.11-3.13,
+ * FORCE_SWITCHING defined):
+ *
+ *   take_gil: if gil->locked is 0 the caller takes it at once, even when
+ *     other threads are waiting (take-if-free: a thread returning from a
+ *     syscall can cut ahead of a woken waiter).  Otherwise it waits on
+ *     gil->cond with a timeout of gil->interval (sys.getswitchinterval(),
+ *     5 ms).  When a wait times out, the GIL is still locked and
+ *     gil->switch_number has not moved since the wait began, it sets
+ *     gil_drop_request on the holder, then waits again.  On success it
+ *     bumps switch_number if the holder changed, signals switch_cond and
+ *     clears any drop request.
+ *   drop_gil: gil->locked = 0 and COND_SIGNAL(gil->cond): one waiter is
+ *     woken.  If a drop request is pending and this thread is still
+ *     last_holder, it waits on switch_cond until another thread has taken
+ *     the GIL (the forced-switch handshake) before it goes on.
+ *   The holder sees gil_drop_request at its next eval-breaker check (every
+ *     few bytecodes): here, at once.
+ *
+ * The cost of moving the GIL is the woken waiter's latency (gil_handoff_us,
+ * measured by a Python ping-pong in mtrace calibrate).  Free-threaded
+ * runtimes have no GIL: take always succeeds and drop never waits.
+ */
+#include "gil.h"
+#include "model.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "core/mem.h"
+
+int
+sim__gil_init(struct sim_model *m)
+{
+    m->gil.holder = -1;
+    m->gil.last_holder = -1;
+    m->gil.switch_waiter = -1;
+    m->gil.q = mt_calloc(m->nth, sizeof(*m->gil.q));
+    return m->gil.q ? 0 : -ENOMEM;
+}
+
+static void
+cond_remove(struct sim_model *m, uint32_t t)
+{
+    struct sim__gil *g = &m->gil;
+
+    for (size_t i = 0; i < g->qn; i++) {
+        if (g->q[i] == (int32_t)t) {
+            memmove(&g->q[i], &g->q[i + 1], (g->qn - i - 1) * sizeof(*g->q));
+            g->qn--;
+            break;
+        }
+    }
+    m->th[t].in_cond = false;
+}
+
+static void
+cond_wait(struct sim_model *m, uint32_t t)
+{
+    struct sim__gil *g = &m->gil;
+    struct sim__thread *th = &m->th[t];
+
+    MT_ASSERT(g->qn < m->nth);
+    g->q[g->qn++] = (int32_t)t;
+    th->in_cond = true;
+    th->saved_switch = g->switch_number;
+    th->gil_gen++;
+    sim__push(m, sim__us(m->p.switch_interval_us), SIM_EV_GIL_TIMEOUT, t,
+              th->gil_gen);
+}
+
+bool
+sim__gil_take(struct sim_model *m, uint32_t t)
+{
+    struct sim__gil *g = &m->gil;
+
+    if (m->p.runtime == SIM_RT_FREE)
+        return true;
+    if (g->locked) {
+        cond_wait(m, t);
+        return false;
+    }
+    g->locked = true;
+    g->holder = (int32_t)t;
+    if (g->last_holder != (int32_t)t) {
+        g->last_holder = (int32_t)t;
+        g->switch_number++;
+        m->res->gil_switches++;
+        if (g->switch_waiter >= 0 && g->switch_waiter != (int32_t)t) {
+            uint32_t w = (uint32_t)g->switch_waiter;
+            g->switch_waiter = -1;
+            sim__cpu_submit(m, w, 0, W_SWITCHED, sim__wake_ns(m, m->p.wake_us));
+        }
+    }
+    g->drop_req = false;
+    return true;
+}
+
+bool
+sim__gil_drop(struct sim_model *m, uint32_t t, bool final)
+{
+    struct sim__gil *g = &m->gil;
+
+    if (m->p.runtime == SIM_RT_FREE)
+        return true;
+    MT_ASSERT(g->locked && g->holder == (int32_t)t);
+    g->locked = false;
+    g->holder = -1;
+    if (g->qn > 0) { /* COND_SIGNAL: wake one waiter */
+        uint32_t w = (uint32_t)g->q[0];
+        cond_remove(m, w);
+        m->th[w].gil_gen++;
+        sim__cpu_submit(m, w, 0, W_GIL_CHECK,
+                        sim__wake_ns(m, m->p.gil_handoff_us));
+    }
+    if (!final && g->drop_req && g->last_holder == (int32_t)t) {
+        g->drop_req = false;
+        g->switch_waiter = (int32_t)t;
+        m->res->gil_forced++;
+        return false;
+    }
+    return true;
+}
+
+/* Holder h must drop at its next eval-breaker check. */
+static void
+gil_request_drop(struct sim_model *m)
+{
+    struct sim__gil *g = &m->gil;
+    uint32_t h;
+
+    if (g->drop_req)
+        return;
+    g->drop_req = true;
+    m->res->gil_drop_requests++;
+    h = (uint32_t)g->holder;
+    if (m->ent[h].state == ES_RUNNING &&
+        (m->ent[h].what == W_PY_DONE || m->ent[h].what == W_LOOP_DONE)) {
+        struct sim__thread *th = &m->th[h];
+        th->resume_what = m->ent[h].what;
+        th->resume_ns = sim__cpu_preempt(m, h);
+        th->after_switch = AT_RESUME_PY;
+        if (sim__gil_drop(m, h, false)) /* cannot happen: drop_req is set */
+            MT_ASSERT(0);
+    }
+    /* A holder queued for a core drops when it starts (gil_start_check);
+     * one between jobs drops at its next release. */
+}
+
+void
+sim__gil_timeout(struct sim_model *m, uint32_t t, uint64_t gen)
+{
+    struct sim__gil *g = &m->gil;
+    struct sim__thread *th = &m->th[t];
+
+    if (gen != th->gil_gen || !th->in_cond)
+        return;
+    if (!g->locked) { /* timed out with the GIL free: wake and take it */
+        cond_remove(m, t);
+        th->gil_gen++;
+        sim__cpu_submit(m, t, 0, W_GIL_CHECK, sim__wake_ns(m, m->p.wake_us));
+        return;
+    }
+    if (g->switch_number == th->saved_switch)
+        gil_request_drop(m); /* may signal t itself: then it is waking */
+    if (!th->in_cond)
+        return;
+    cond_remove(m, t);
+    cond_wait(m, t); /* waits again, at the back */
+}
+
+bool
+sim__gil_start_check(struct sim_model *m, uint32_t t)
+{
+    struct sim__gil *g = &m->gil;
+    struct sim__thread *th = &m->th[t];
+
+    if (m->p.runtime == SIM_RT_FREE || !g->drop_req || g->holder != (int32_t)t)
+        return false;
+    m->ent[t].state = ES_IDLE;
+    th->resume_what = W_PY_DONE;
+    th->resume_ns = m->ent[t].dur_ns;
+    th->after_switch = AT_RESUME_PY;
+    if (sim__gil_drop(m, t, false))
+        MT_ASSERT(0);
+    return true;
+}

@@ -1,0 +1,31 @@
+/*
+ * gil.h -- CPython's GIL inside the contention model (gil.c).  Internal to
+ * sim/ (sim__ prefix); the model is in model.h.
+ */
+#ifndef MT_SIM_GIL_H
+#define MT_SIM_GIL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct sim_model;
+
+/* Allocates the wait queue.  0 or -ENOMEM. */
+int sim__gil_init(struct sim_model *m);
+
+/* take_gil for thread t: true when t holds the GIL now (always when
+ * free-threaded); false when t now waits on gil->cond (with a timeout). */
+bool sim__gil_take(struct sim_model *m, uint32_t t);
+
+/* drop_gil by holder t: signals one waiter.  Returns false when t must wait
+ * on switch_cond first (a drop request was pending); final: thread exit. */
+bool sim__gil_drop(struct sim_model *m, uint32_t t, bool final);
+
+/* A waiter's switch-interval timeout (stale when gen is old). */
+void sim__gil_timeout(struct sim_model *m, uint32_t t, uint64_t gen);
+
+/* Called when t's Python job is about to start: true when a pending drop
+ * request makes t drop the GIL instead (t is then blocked). */
+bool sim__gil_start_check(struct sim_model *m, uint32_t t);
+
+#endif

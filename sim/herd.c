@@ -1,0 +1,411 @@
+/*
+ * herd.c -- thundering herd on a shared listening socket (seed 001).
+ *
+ * Rules:
+ * - Each uWSGI worker without the thunder lock waits in epoll_wait on its
+ *   own epoll instance watching the shared listening socket.  A new
+ *   connection wakes every one of them (ep_poll_callback wakes the waiters
+ *   of every epoll instance the socket is in; EPOLLEXCLUSIVE, Linux 4.5,
+ *   was not used).  Each woken worker, after its wake-up latency and when a
+ *   core is free, calls accept(): the first gets the connection, the
+ *   others get EAGAIN and spend futile_cpu_us for nothing.
+ * - With --thunder-lock only the worker holding the lock waits in
+ *   epoll_wait; the others sleep on the lock (a futex: unlock wakes one).
+ *   After accept it unlocks, which wakes one next waiter.
+ * - ab is one single-threaded process: each completed response costs it
+ *   ab_cpu_us (read, close, socket, connect, write) before the next
+ *   connection of that slot starts.  Everything runs on `cores` cores, FIFO,
+ *   without preemption.
+ */
+#include "herd.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/mem.h"
+#include "engine.h"
+#include "params.h"
+#include "rng.h"
+
+struct hdesc {
+    const char *key;
+    size_t off;
+    int is_int;
+    double min, max;
+};
+
+#define H(k, f, i, lo, hi)                                                     \
+    {                                                                          \
+        k, offsetof(struct herd_params, f), i, lo, hi                          \
+    }
+static const struct hdesc htab[] = {
+    H("procs", procs, 1, 1, 100000),
+    H("clients", clients, 1, 1, 100000),
+    H("requests", requests, 1, 1, 100000000),
+    H("lock", lock, 1, 0, 1),
+    H("cores", cores, 1, 1, 4096),
+    H("req_cpu_us", req_cpu_us, 0, 0, 1e7),
+    H("sleep_min_ms", sleep_min_ms, 0, 0, 1e6),
+    H("sleep_max_ms", sleep_max_ms, 0, 0, 1e6),
+    H("cleanup_min_ms", cleanup_min_ms, 0, 0, 1e6),
+    H("cleanup_max_ms", cleanup_max_ms, 0, 0, 1e6),
+    H("futile_cpu_us", futile_cpu_us, 0, 0, 1e6),
+    H("wake_us", wake_us, 0, 0, 1e6),
+    H("ab_cpu_us", ab_cpu_us, 0, 0, 1e6),
+    H("net_us", net_us, 0, 0, 1e6),
+    H("seed", seed, 1, 0, 9.2e18),
+};
+#define HTAB_N (sizeof(htab) / sizeof(htab[0]))
+
+size_t
+herd_params_count(void)
+{
+    return HTAB_N;
+}
+
+const char *
+herd_params_key(size_t i)
+{
+    return i < HTAB_N ? htab[i].key : NULL;
+}
+
+int
+herd_params_set(struct herd_params *p, const char *key, const char *value,
+                int origin, const char *note, struct mt_err *err)
+{
+    char *end;
+    double v;
+
+    for (size_t i = 0; i < HTAB_N; i++) {
+        if (strcmp(htab[i].key, key) != 0)
+            continue;
+        errno = 0;
+        v = strtod(value, &end);
+        if (errno || end == value || *end || !isfinite(v) || v < htab[i].min ||
+            v > htab[i].max || (htab[i].is_int && v != floor(v)))
+            return mt_err_set(err, MT_EUSAGE, 0, "herd.%s: bad value '%s'", key,
+                              value);
+        if (htab[i].is_int)
+            *(int64_t *)(void *)((char *)p + htab[i].off) = (int64_t)v;
+        else
+            *(double *)(void *)((char *)p + htab[i].off) = v;
+        p->origin[i] = (uint8_t)origin;
+        snprintf(p->note[i], sizeof(p->note[i]), "%s", note ? note : "");
+        return 0;
+    }
+    return mt_err_set(err, MT_EUSAGE, 0, "unknown herd parameter '%s'", key);
+}
+
+void
+herd_params_format(const struct herd_params *p, size_t i, char *buf, size_t cap)
+{
+    const char *f = (const char *)p + htab[i].off;
+
+    if (htab[i].is_int)
+        snprintf(buf, cap, "%lld",
+                 (long long)*(const int64_t *)(const void *)f);
+    else
+        snprintf(buf, cap, "%.6g", *(const double *)(const void *)f);
+}
+
+static void
+hset(struct herd_params *p, const char *k, const char *v, int origin,
+     const char *note)
+{
+    int rc = herd_params_set(p, k, v, origin, note, NULL);
+    MT_ASSERT(rc == 0);
+}
+
+void
+herd_params_default(struct herd_params *p)
+{
+    memset(p, 0, sizeof(*p));
+    hset(p, "procs", "16", SIM_OR_SCENARIO, "setup");
+    hset(p, "clients", "32", SIM_OR_SCENARIO, "seed 001: ab -c 32");
+    hset(p, "requests", "10000", SIM_OR_SCENARIO, "seed 001: 10k requests");
+    hset(p, "lock", "0", SIM_OR_SCENARIO, "setup");
+    hset(p, "cores", "2", SIM_OR_ASSUMPTION, "placeholder");
+    hset(p, "req_cpu_us", "100", SIM_OR_ASSUMPTION, "placeholder");
+    hset(p, "sleep_min_ms", "0", SIM_OR_SCENARIO, "hello: no sleep");
+    hset(p, "sleep_max_ms", "0", SIM_OR_SCENARIO, "hello: no sleep");
+    hset(p, "cleanup_min_ms", "0", SIM_OR_SCENARIO, "hello: no sleep");
+    hset(p, "cleanup_max_ms", "0", SIM_OR_SCENARIO, "hello: no sleep");
+    hset(p, "futile_cpu_us", "5", SIM_OR_ASSUMPTION, "placeholder");
+    hset(p, "wake_us", "10", SIM_OR_ASSUMPTION, "placeholder");
+    hset(p, "ab_cpu_us", "30", SIM_OR_ASSUMPTION, "placeholder");
+    hset(p, "net_us", "20", SIM_OR_ASSUMPTION, "placeholder");
+    hset(p, "seed", "1", SIM_OR_SCENARIO, "setup");
+}
+
+/* ---- the model ---- */
+
+enum {
+    H_CPU_DONE = 1,
+    H_WAKE,
+    H_ARRIVE,
+    H_SLEEP_DONE,
+    H_CLEANUP_DONE,
+    H_AB_GOT
+};
+enum { HW_IDLE, HW_WOKEN, HW_BUSY, HW_LOCKWAIT };
+enum { J_ACCEPT = 1, J_SERVE1, J_SERVE2, J_AB };
+
+struct herd {
+    const struct herd_params *p;
+    struct sim_engine eng;
+    struct sim_rng rng;
+    uint8_t *wstate; /* owned: per worker */
+    uint8_t *job;    /* owned: per entity (workers, then ab) */
+    uint32_t *runq;  /* owned ring */
+    size_t rq_head, rq_n, nent;
+    int64_t busy;
+    uint64_t backlog; /* connections waiting in the accept queue */
+    uint32_t *lockq;  /* owned: lock waiters FIFO ring */
+    size_t lq_head, lq_n;
+    int64_t lock_holder; /* -1: free */
+    uint64_t ab_pending; /* completions ab has not processed */
+    bool ab_busy;
+    uint64_t started, done;
+    uint32_t *idle; /* owned: workers waiting in epoll_wait */
+    size_t idle_n;
+    struct herd_result *res;
+};
+
+static uint64_t
+hus(double us)
+{
+    return us <= 0 ? 0 : (uint64_t)llround(us * 1000.0);
+}
+
+static void
+hpush(struct herd *h, uint64_t d, uint32_t kind, uint32_t id)
+{
+    int rc = sim_engine_after(&h->eng, d, kind, id, 0);
+    MT_ASSERT(rc == 0);
+}
+
+static void
+cpu_run(struct herd *h, uint32_t e, uint8_t job)
+{
+    uint64_t d = job == J_ACCEPT ? hus(h->p->futile_cpu_us)
+                 : job == J_AB   ? hus(h->p->ab_cpu_us)
+                                 : hus(h->p->req_cpu_us / 2);
+    h->job[e] = job;
+    if (h->busy < h->p->cores) {
+        h->busy++;
+        hpush(h, d, H_CPU_DONE, e);
+        return;
+    }
+    h->runq[(h->rq_head + h->rq_n++) % h->nent] = e;
+}
+
+static void
+wake_worker(struct herd *h, uint32_t w)
+{
+    h->wstate[w] = HW_WOKEN;
+    h->res->wakeups++;
+    hpush(h, hus(sim_rng_lognormal(&h->rng, h->p->wake_us, 0.5)), H_WAKE, w);
+}
+
+/* A connection is in the accept queue: wake the epoll waiters. */
+static void
+herd_notify(struct herd *h)
+{
+    if (h->p->lock) {
+        if (h->lock_holder >= 0 && h->wstate[h->lock_holder] == HW_IDLE)
+            wake_worker(h, (uint32_t)h->lock_holder);
+        return;
+    }
+    for (size_t i = 0; i < h->idle_n; i++)
+        wake_worker(h, h->idle[i]);
+    h->idle_n = 0;
+}
+
+static void
+worker_idle(struct herd *h, uint32_t w)
+{
+    if (h->p->lock) {
+        if (h->lock_holder < 0 || h->lock_holder == (int64_t)w) {
+            h->lock_holder = w;
+            h->wstate[w] = HW_IDLE;
+            if (h->backlog > 0)
+                wake_worker(h, w);
+        } else {
+            h->wstate[w] = HW_LOCKWAIT;
+            h->lockq[(h->lq_head + h->lq_n++) % h->nent] = w;
+        }
+        return;
+    }
+    if (h->backlog > 0) { /* epoll_wait returns at once: still in the CPU job */
+        h->wstate[w] = HW_WOKEN;
+        cpu_run(h, w, J_ACCEPT);
+        return;
+    }
+    h->wstate[w] = HW_IDLE;
+    h->idle[h->idle_n++] = w;
+}
+
+static void
+lock_release(struct herd *h)
+{
+    h->lock_holder = -1;
+    if (h->lq_n > 0) {
+        uint32_t w = h->lockq[h->lq_head];
+        h->lq_head = (h->lq_head + 1) % h->nent;
+        h->lq_n--;
+        h->lock_holder = w;
+        wake_worker(h, w); /* it then waits in epoll_wait */
+    }
+}
+
+static double
+uni_ms(struct herd *h, double lo, double hi)
+{
+    return (lo + (hi - lo) * sim_rng_uniform(&h->rng)) * 1000.0;
+}
+
+static void
+ab_start_conn(struct herd *h)
+{
+    if (h->started >= (uint64_t)h->p->requests)
+        return;
+    h->started++;
+    hpush(h, hus(h->p->net_us), H_ARRIVE, 0);
+}
+
+static void
+on_cpu_done(struct herd *h, uint32_t e)
+{
+    uint32_t nw = (uint32_t)h->p->procs;
+    uint8_t job = h->job[e];
+
+    h->busy--;
+    if (h->rq_n > 0) {
+        uint32_t n = h->runq[h->rq_head];
+        h->rq_head = (h->rq_head + 1) % h->nent;
+        h->rq_n--;
+        h->busy++;
+        uint8_t j = h->job[n];
+        hpush(h,
+              j == J_ACCEPT ? hus(h->p->futile_cpu_us)
+              : j == J_AB   ? hus(h->p->ab_cpu_us)
+                            : hus(h->p->req_cpu_us / 2),
+              H_CPU_DONE, n);
+    }
+    if (e == nw) { /* ab handled a completion */
+        h->ab_busy = false;
+        ab_start_conn(h);
+        if (h->ab_pending > 0) {
+            h->ab_pending--;
+            h->ab_busy = true;
+            cpu_run(h, nw, J_AB);
+        }
+        return;
+    }
+    if (job == J_ACCEPT) {
+        if (h->backlog == 0) {
+            h->res->futile++;
+            worker_idle(h, e);
+            return;
+        }
+        h->backlog--;
+        h->wstate[e] = HW_BUSY;
+        if (h->p->lock)
+            lock_release(h);
+        cpu_run(h, e, J_SERVE1);
+    } else if (job == J_SERVE1) {
+        hpush(h, hus(uni_ms(h, h->p->sleep_min_ms, h->p->sleep_max_ms)),
+              H_SLEEP_DONE, e);
+    } else if (job == J_SERVE2) {
+        hpush(h, hus(h->p->net_us), H_AB_GOT, 0);
+        hpush(h, hus(uni_ms(h, h->p->cleanup_min_ms, h->p->cleanup_max_ms)),
+              H_CLEANUP_DONE, e);
+    }
+}
+
+static void
+herd_event(struct herd *h, const struct sim_ev *ev)
+{
+    uint32_t nw = (uint32_t)h->p->procs;
+
+    switch (ev->kind) {
+    case H_CPU_DONE:
+        on_cpu_done(h, ev->id);
+        break;
+    case H_WAKE:
+        cpu_run(h, ev->id, J_ACCEPT);
+        break;
+    case H_ARRIVE:
+        h->backlog++;
+        herd_notify(h);
+        break;
+    case H_SLEEP_DONE:
+        cpu_run(h, ev->id, J_SERVE2);
+        break;
+    case H_CLEANUP_DONE:
+        worker_idle(h, ev->id);
+        break;
+    case H_AB_GOT:
+        h->done++;
+        if (h->ab_busy) {
+            h->ab_pending++;
+        } else {
+            h->ab_busy = true;
+            cpu_run(h, nw, J_AB);
+        }
+        break;
+    default:
+        MT_ASSERT(0);
+    }
+}
+
+int
+herd_run(const struct herd_params *p, struct herd_result *res,
+         struct mt_err *err)
+{
+    struct herd h = {0};
+    struct sim_ev ev;
+    int rc = 0;
+
+    memset(res, 0, sizeof(*res));
+    h.p = p;
+    h.res = res;
+    h.nent = (size_t)p->procs + 1;
+    h.lock_holder = -1;
+    sim_rng_split(&h.rng, (uint64_t)p->seed, 101);
+    h.wstate = mt_calloc(h.nent, 1);
+    h.job = mt_calloc(h.nent, 1);
+    h.runq = mt_calloc(h.nent, sizeof(*h.runq));
+    h.lockq = mt_calloc(h.nent, sizeof(*h.lockq));
+    h.idle = mt_calloc(h.nent, sizeof(*h.idle));
+    if (!h.wstate || !h.job || !h.runq || !h.lockq || !h.idle ||
+        sim_engine_init(&h.eng, 1u << 22) < 0) {
+        rc = mt_err_set(err, -ENOMEM, 0, "herd: out of memory");
+        goto out;
+    }
+    for (uint32_t w = 0; w < (uint32_t)p->procs; w++)
+        worker_idle(&h, w);
+    for (int64_t c = 0; c < p->clients; c++)
+        ab_start_conn(&h);
+    while (h.done < (uint64_t)p->requests && sim_engine_pop(&h.eng, &ev))
+        herd_event(&h, &ev);
+    if (h.done < (uint64_t)p->requests) {
+        rc = mt_err_set(err, MT_ELIMIT, 0, "herd: stalled after %llu requests",
+                        (unsigned long long)h.done);
+        goto out;
+    }
+    res->total_s = (double)h.eng.now_ns / 1e9;
+    res->events = h.eng.popped;
+out:
+    sim_engine_free(&h.eng);
+    mt_free(h.wstate);
+    mt_free(h.job);
+    mt_free(h.runq);
+    mt_free(h.lockq);
+    mt_free(h.idle);
+    return rc;
+}

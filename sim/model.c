@@ -1,0 +1,338 @@
+/*
+ * model.c -- run loop of the contention model and its shared CPU cores.
+ *
+ * Cores: everything that runs (client threads, server, proxy) takes a core
+ * for each CPU job.  A job that finds no free core waits in one FIFO run
+ * queue.  An entity whose job ends and which immediately has more CPU work
+ * (a Python segment followed by a syscall) keeps its core: cores are not
+ * preempted (CFS's minimum granularity, 0.75 ms and more, is far longer than
+ * the 1..300 us jobs here).  An entity that was blocked becomes runnable
+ * only after a wake-up latency, and its first job pays ctx_cpu_us.
+ */
+#include "model.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/mem.h"
+
+uint64_t
+sim__us(double us)
+{
+    double ns = us * 1000.0;
+
+    if (ns <= 0.0)
+        return 0;
+    if (ns >= 1.8e19)
+        return UINT64_MAX / 4;
+    return (uint64_t)llround(ns);
+}
+
+void
+sim__push(struct sim_model *m, uint64_t delay_ns, uint32_t kind, uint32_t id,
+          uint64_t gen)
+{
+    int rc = sim_engine_after(&m->eng, delay_ns, kind, id, gen);
+
+    if (rc < 0 && m->rc == 0)
+        m->rc = rc;
+}
+
+uint64_t
+sim__wake_ns(struct sim_model *m, double mean_us)
+{
+    return sim__us(sim_rng_lognormal(&m->rng_wake, mean_us, m->p.wake_cv));
+}
+
+static void
+cpu_start(struct sim_model *m, uint32_t e)
+{
+    struct sim__ent *x = &m->ent[e];
+
+    if (e < m->nth && x->what == W_PY_DONE && sim__gil_start_check(m, e))
+        return; /* forced to drop the GIL before running: blocked now */
+    x->on_core = x->shared && x->dur_ns > 0; /* zero CPU needs no core */
+    if (x->on_core)
+        m->busy++;
+    x->state = ES_RUNNING;
+    x->end_ns = m->eng.now_ns + x->dur_ns;
+    sim__push(m, x->dur_ns, SIM_EV_CPU_DONE, e, x->gen);
+}
+
+static void
+cpu_fill(struct sim_model *m)
+{
+    while (m->rq_n > 0 && m->busy < m->p.cores) {
+        uint32_t e = m->runq[m->rq_head];
+        m->rq_head = (m->rq_head + 1) % m->nent;
+        m->rq_n--;
+        cpu_start(m, e);
+    }
+}
+
+static void
+cpu_enqueue(struct sim_model *m, uint32_t e)
+{
+    struct sim__ent *x = &m->ent[e];
+
+    if (m->holding == (int32_t)e) { /* continues on the core it holds */
+        m->holding = -1;
+        m->busy--;
+        cpu_start(m, e);
+        return;
+    }
+    if (!x->shared || x->dur_ns == 0 || m->busy < m->p.cores) {
+        cpu_start(m, e);
+        return;
+    }
+    MT_ASSERT(m->rq_n < m->nent);
+    m->runq[(m->rq_head + m->rq_n) % m->nent] = e;
+    m->rq_n++;
+    x->state = ES_QUEUED;
+}
+
+void
+sim__cpu_submit(struct sim_model *m, uint32_t e, uint64_t dur_ns, uint32_t what,
+                uint64_t wake_ns)
+{
+    struct sim__ent *x = &m->ent[e];
+
+    MT_ASSERT(x->state == ES_IDLE);
+    x->what = what;
+    x->dur_ns = dur_ns;
+    x->gen++;
+    if (wake_ns > 0) {
+        x->dur_ns += sim__us(m->p.ctx_cpu_us);
+        x->state = ES_WAKING;
+        sim__push(m, wake_ns, SIM_EV_WAKE, e, x->gen);
+        return;
+    }
+    cpu_enqueue(m, e);
+}
+
+uint64_t
+sim__cpu_preempt(struct sim_model *m, uint32_t e)
+{
+    struct sim__ent *x = &m->ent[e];
+    uint64_t rem;
+
+    MT_ASSERT(x->state == ES_RUNNING);
+    rem = x->end_ns - m->eng.now_ns;
+    m->busy_ns += x->dur_ns - rem;
+    x->gen++;
+    x->state = ES_IDLE;
+    if (x->on_core)
+        m->busy--;
+    x->on_core = false;
+    cpu_fill(m);
+    return rem;
+}
+
+static void
+on_cpu_done(struct sim_model *m, uint32_t e)
+{
+    struct sim__ent *x = &m->ent[e];
+
+    x->state = ES_IDLE;
+    m->busy_ns += x->dur_ns;
+    m->holding =
+        x->on_core ? (int32_t)e : -1; /* set only when it holds a core */
+    x->on_core = false;
+    if (e < m->nth)
+        sim__client_job_done(m, e, x->what);
+    else
+        sim__net_job_done(m, e, x->what);
+    if (m->holding == (int32_t)e) {
+        m->holding = -1;
+        m->busy--;
+    }
+    cpu_fill(m);
+}
+
+static void
+model_dispatch(struct sim_model *m, const struct sim_ev *ev)
+{
+    switch (ev->kind) {
+    case SIM_EV_CPU_DONE:
+        if (ev->gen == m->ent[ev->id].gen && m->ent[ev->id].state == ES_RUNNING)
+            on_cpu_done(m, ev->id);
+        break;
+    case SIM_EV_WAKE:
+        if (ev->gen == m->ent[ev->id].gen && m->ent[ev->id].state == ES_WAKING)
+            cpu_enqueue(m, ev->id);
+        break;
+    case SIM_EV_GIL_TIMEOUT:
+        sim__gil_timeout(m, ev->id, ev->gen);
+        break;
+    case SIM_EV_THREAD_START:
+        sim__client_thread_start(m, ev->id);
+        break;
+    default:
+        sim__net_event(m, ev);
+        break;
+    }
+}
+
+static int
+model_alloc(struct sim_model *m)
+{
+    m->nth = (size_t)m->p.threads;
+    m->nconn = m->nth < (size_t)m->p.pool_max ? m->nth : (size_t)m->p.pool_max;
+    if ((size_t)m->p.pool_initial > m->nconn)
+        m->nconn = (size_t)m->p.pool_initial;
+    m->nent = m->nth + 3 * m->nconn;
+    m->ent = mt_calloc(m->nent, sizeof(*m->ent));
+    m->runq = mt_calloc(m->nent, sizeof(*m->runq));
+    if (m->ent == NULL || m->runq == NULL)
+        return -ENOMEM;
+    for (size_t e = 0; e < m->nent; e++)
+        m->ent[e].shared =
+            e < m->nth || e >= m->nth + m->nconn || m->p.server_shares_cores;
+    m->lat_cap = m->nth * (size_t)m->p.calls;
+    m->lat = mt_malloc((m->lat_cap ? m->lat_cap : 1) * sizeof(*m->lat));
+    if (m->lat == NULL)
+        return -ENOMEM;
+    return 0;
+}
+
+static void
+model_free(struct sim_model *m)
+{
+    sim_engine_free(&m->eng);
+    mt_free(m->ent);
+    mt_free(m->runq);
+    mt_free(m->th);
+    mt_free(m->conn);
+    mt_free(m->idle);
+    mt_free(m->pool_wait);
+    mt_free(m->gil.q);
+    mt_free(m->lat);
+}
+
+static int
+model_loop(struct sim_model *m, struct mt_err *err)
+{
+    struct sim_ev ev;
+    uint64_t budget = 2000000000ull; /* events: a runaway guard */
+
+    while (m->rc == 0 && m->threads_done < m->nth &&
+           sim_engine_pop(&m->eng, &ev)) {
+        if (--budget == 0)
+            return mt_err_set(err, MT_ELIMIT, 0,
+                              "sim: event budget exhausted (model loop?)");
+        model_dispatch(m, &ev);
+    }
+    if (m->rc < 0)
+        return mt_err_set(err, m->rc, 0, "sim: %s", mt_strerror(m->rc));
+    if (m->threads_done < m->nth)
+        return mt_err_set(err, MT_ELIMIT, 0,
+                          "sim: deadlock: %zu of %zu threads never finished",
+                          m->nth - m->threads_done, m->nth);
+    return 0;
+}
+
+int
+sim_model_run(const struct sim_params *p, struct sim_result *res,
+              struct mt_err *err)
+{
+    struct sim_model *m;
+    int rc;
+
+    memset(res, 0, sizeof(*res));
+    m = mt_calloc(1, sizeof(*m));
+    if (m == NULL)
+        return mt_err_set(err, -ENOMEM, 0, "sim: out of memory");
+    m->p = *p;
+    m->res = res;
+    m->holding = -1;
+    sim_rng_split(&m->rng_py, (uint64_t)p->seed, 1);
+    sim_rng_split(&m->rng_wake, (uint64_t)p->seed, 2);
+    sim_rng_split(&m->rng_srv, (uint64_t)p->seed, 3);
+    rc = sim_engine_init(&m->eng, 1u << 24);
+    if (rc == 0)
+        rc = model_alloc(m);
+    if (rc == 0)
+        rc = sim__gil_init(m);
+    if (rc == 0)
+        rc = sim__client_init(m);
+    if (rc < 0) {
+        mt_err_set(err, rc, 0, "sim: out of memory");
+        goto out;
+    }
+    rc = model_loop(m, err);
+    if (rc < 0)
+        goto out;
+    res->lat_ns = m->lat;
+    res->n = m->lat_n;
+    m->lat = NULL;
+    res->end_ns = m->eng.now_ns;
+    res->events = m->eng.popped;
+    res->cpu_util = res->end_ns ? (double)m->busy_ns /
+                                      ((double)m->p.cores * (double)res->end_ns)
+                                : 0;
+out:
+    model_free(m);
+    mt_free(m);
+    return rc;
+}
+
+void
+sim_result_free(struct sim_result *res)
+{
+    if (res == NULL)
+        return;
+    mt_free(res->lat_ns);
+    res->lat_ns = NULL;
+    res->n = 0;
+}
+
+static int
+cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double
+rank_ms(const uint64_t *s, size_t n, double q)
+{
+    size_t k = (size_t)ceil(q * (double)n); /* nearest rank, 1-based */
+    if (k < 1)
+        k = 1;
+    if (k > n)
+        k = n;
+    return (double)s[k - 1] / 1e6;
+}
+
+int
+sim_stats_compute(const uint64_t *lat_ns, size_t n, struct sim_stats *st)
+{
+    uint64_t *s;
+    double sum = 0, ss = 0, mean;
+
+    memset(st, 0, sizeof(*st));
+    st->n = n;
+    if (n == 0)
+        return 0;
+    s = mt_malloc(n * sizeof(*s));
+    if (s == NULL)
+        return -ENOMEM;
+    memcpy(s, lat_ns, n * sizeof(*s));
+    qsort(s, n, sizeof(*s), cmp_u64);
+    for (size_t i = 0; i < n; i++)
+        sum += (double)s[i];
+    mean = sum / (double)n;
+    for (size_t i = 0; i < n; i++)
+        ss += ((double)s[i] - mean) * ((double)s[i] - mean);
+    st->mean_ms = mean / 1e6;
+    st->stdev_ms = n > 1 ? sqrt(ss / (double)(n - 1)) / 1e6 : 0;
+    st->stdev_pct = st->mean_ms > 0 ? 100.0 * st->stdev_ms / st->mean_ms : 0;
+    st->p50_ms = rank_ms(s, n, 0.50);
+    st->p90_ms = rank_ms(s, n, 0.90);
+    st->p99_ms = rank_ms(s, n, 0.99);
+    st->max_ms = (double)s[n - 1] / 1e6;
+    mt_free(s);
+    return 0;
+}

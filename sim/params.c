@@ -1,0 +1,315 @@
+/*
+ * params.c -- the parameter table, defaults and value parsing.  Sources of
+ * the defaults are in docs/sim-model.md ("Parameters").
+ */
+#include "params.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define P(key, type, field, lo, hi, unit, help)                                \
+    {                                                                          \
+        key, type, offsetof(struct sim_params, field), lo, hi, unit, help      \
+    }
+
+const struct sim_param_desc sim_param_table[] = {
+    P("name", SIM_P_STR, name, 0, 0, "", "scenario label"),
+    P("runtime", SIM_P_RUNTIME, runtime, 0, 1, "", "gil | free-threaded"),
+    P("threads", SIM_P_INT, threads, 1, 4096, "", "client threads"),
+    P("calls", SIM_P_INT, calls, 1, 10000000, "", "calls per thread"),
+    P("exclude_first", SIM_P_INT, exclude_first, 0, 1000000, "",
+      "first calls of each thread left out of the statistics"),
+    P("releases", SIM_P_INT, releases, 2, 16, "",
+      "GIL releases per call (pymongo 3.11: 3, pymongo 4.x: 5)"),
+    P("py_call_us", SIM_P_DBL, py_call_us, 0, 1e6, "us",
+      "Python CPU per call with the GIL held"),
+    P("py_cv", SIM_P_DBL, py_cv, 0, 10, "",
+      "coefficient of variation of a Python segment"),
+    P("py_pre_frac", SIM_P_DBL, py_pre_frac, 0, 1, "",
+      "share of py_call_us before the send"),
+    P("py_post_frac", SIM_P_DBL, py_post_frac, 0, 1, "",
+      "share after the last receive"),
+    P("py_loop_us", SIM_P_DBL, py_loop_us, 0, 1e6, "us",
+      "loop work between timed calls"),
+    P("think_us", SIM_P_DBL, think_us, 0, 1e9, "us",
+      "mean exponential pause between calls, GIL released (0: none)"),
+    P("ft_slowdown", SIM_P_DBL, ft_slowdown, 0.1, 10, "x",
+      "free-threaded: factor applied to Python CPU"),
+    P("sys_us", SIM_P_DBL, sys_us, 0, 1e6, "us",
+      "CPU of one GIL-released socket syscall"),
+    P("switch_interval_us", SIM_P_DBL, switch_interval_us, 1, 1e7, "us",
+      "GIL switch interval (sys.getswitchinterval)"),
+    P("gil_handoff_us", SIM_P_DBL, gil_handoff_us, 0, 1e6, "us",
+      "drop_gil signal to the woken waiter running"),
+    P("wake_us", SIM_P_DBL, wake_us, 0, 1e6, "us",
+      "wake-up latency of a blocked thread"),
+    P("wake_cv", SIM_P_DBL, wake_cv, 0, 10, "",
+      "coefficient of variation of wake-ups"),
+    P("ctx_cpu_us", SIM_P_DBL, ctx_cpu_us, 0, 1e6, "us",
+      "CPU cost of one wake-up"),
+    P("cores", SIM_P_INT, cores, 1, 4096, "",
+      "CPU cores shared by client, server, proxy"),
+    P("thread_start_us", SIM_P_DBL, thread_start_us, 0, 1e6, "us",
+      "interval between Thread.start() calls"),
+    P("pool_max", SIM_P_INT, pool_max, 1, 100000, "",
+      "connection pool maxPoolSize"),
+    P("pool_initial", SIM_P_INT, pool_initial, 0, 100000, "",
+      "connections open at start"),
+    P("connect_us", SIM_P_DBL, connect_us, 0, 1e6, "us",
+      "CPU of connect() for a new connection"),
+    P("server_us", SIM_P_DBL, server_us, 0, 1e7, "us",
+      "server service time mean (ignored when a trace gives samples)"),
+    P("server_cv", SIM_P_DBL, server_cv, 0, 10, "",
+      "coefficient of variation of service"),
+    P("server_cpu_frac", SIM_P_DBL, server_cpu_frac, 0, 1, "",
+      "share of the service time that uses a core"),
+    P("server_cpu_us", SIM_P_DBL, server_cpu_us, 0, 1e7, "us",
+      "if > 0: server CPU per request = min(service, this), the rest waits"),
+    P("server_shares_cores", SIM_P_INT, server_shares_cores, 0, 1, "",
+      "1: the server runs on the client's cores"),
+    P("net_us", SIM_P_DBL, net_us, 0, 1e6, "us",
+      "one-way transit between processes"),
+    P("proxy", SIM_P_PROXY, proxy, 0, 2, "", "none | deadline | serial-go"),
+    P("proxy_inline", SIM_P_INT, proxy_inline, 0, 1, "",
+      "1: deadline delay applied by the server itself (mtrace replay)"),
+    P("proxy_delay_ms", SIM_P_DBL, proxy_delay_ms, 0, 1e5, "ms",
+      "delay added to each reply"),
+    P("proxy_cpu_us", SIM_P_DBL, proxy_cpu_us, 0, 1e6, "us",
+      "proxy CPU per forwarded message"),
+    P("proxy_timer_us", SIM_P_DBL, proxy_timer_us, 0, 1e6, "us",
+      "deadline mode: extra latency of the release timer"),
+    P("go_timer_slack_us", SIM_P_DBL, go_timer_slack_us, 0, 1e6, "us",
+      "serial-go: slack of the netpoller's epoll_wait timeout"),
+    P("seed", SIM_P_INT, seed, 0, 9.2e18, "", "the one seed"),
+};
+const size_t sim_param_count =
+    sizeof(sim_param_table) / sizeof(sim_param_table[0]);
+
+static const char *const origin_names[SIM_OR__COUNT] = {
+    "constant",   "assumption", "measured", "trace",
+    "calibrated", "scenario",   "cli"};
+
+const char *
+sim_origin_name(int origin)
+{
+    return origin >= 0 && origin < SIM_OR__COUNT ? origin_names[origin] : "?";
+}
+
+int
+sim_origin_parse(const char *s)
+{
+    for (int i = 0; i < SIM_OR__COUNT; i++)
+        if (strcmp(s, origin_names[i]) == 0)
+            return i;
+    return -1;
+}
+
+const char *
+sim_runtime_name(int rt)
+{
+    return rt == SIM_RT_FREE ? "free-threaded" : "gil";
+}
+
+const char *
+sim_proxy_name(int proxy)
+{
+    return proxy == SIM_PROXY_DEADLINE    ? "deadline"
+           : proxy == SIM_PROXY_SERIAL_GO ? "serial-go"
+                                          : "none";
+}
+
+int
+sim_params_find(const char *key)
+{
+    for (size_t i = 0; i < sim_param_count; i++)
+        if (strcmp(sim_param_table[i].key, key) == 0)
+            return (int)i;
+    return -1;
+}
+
+static void
+set_default(struct sim_params *p, const char *key, const char *val, int origin,
+            const char *note)
+{
+    int rc = sim_params_set(p, key, val, origin, note, NULL);
+    MT_ASSERT(rc == 0);
+}
+
+void
+sim_params_default(struct sim_params *p)
+{
+    memset(p, 0, sizeof(*p));
+    MT_ASSERT(sim_param_count <= SIM_PARAMS_N);
+    set_default(p, "name", "scenario", SIM_OR_SCENARIO, "label");
+    set_default(p, "runtime", "gil", SIM_OR_SCENARIO, "setup");
+    set_default(p, "threads", "1", SIM_OR_SCENARIO, "setup");
+    set_default(p, "calls", "100", SIM_OR_SCENARIO, "setup");
+    set_default(p, "exclude_first", "0", SIM_OR_SCENARIO, "setup");
+    set_default(
+        p, "releases", "3", SIM_OR_CONSTANT,
+        "pymongo 3.11 network.py: sendall, recv_into(header), recv_into(body)");
+    set_default(p, "py_call_us", "150", SIM_OR_ASSUMPTION,
+                "placeholder until calibrated from a sequential run");
+    set_default(p, "py_cv", "0.05", SIM_OR_ASSUMPTION,
+                "placeholder until calibrated from the sequential stdev");
+    set_default(
+        p, "py_pre_frac", "0.5", SIM_OR_ASSUMPTION,
+        "find_one: cursor setup, command and BSON encode precede sendall");
+    set_default(
+        p, "py_post_frac", "0.4", SIM_OR_ASSUMPTION,
+        "reply unpack, BSON decode, cursor and pool check-in follow recv");
+    set_default(p, "py_loop_us", "1", SIM_OR_ASSUMPTION,
+                "perf_counter, list append, loop: ~1 us of bytecode");
+    set_default(p, "think_us", "0", SIM_OR_SCENARIO,
+                "seed 000's loop has no pause");
+    set_default(p, "ft_slowdown", "1", SIM_OR_ASSUMPTION,
+                "1 unless a free-threaded Python was measured");
+    set_default(p, "sys_us", "4", SIM_OR_ASSUMPTION,
+                "small loopback send/recv");
+    set_default(p, "switch_interval_us", "5000", SIM_OR_CONSTANT,
+                "CPython default sys.getswitchinterval() = 0.005 s");
+    set_default(p, "gil_handoff_us", "15", SIM_OR_ASSUMPTION,
+                "placeholder until measured by mtrace calibrate");
+    set_default(p, "wake_us", "10", SIM_OR_ASSUMPTION,
+                "placeholder until measured by mtrace calibrate");
+    set_default(p, "wake_cv", "0.5", SIM_OR_ASSUMPTION, "placeholder");
+    set_default(p, "ctx_cpu_us", "2", SIM_OR_ASSUMPTION,
+                "a Linux context switch costs a few microseconds of CPU");
+    set_default(p, "cores", "2", SIM_OR_ASSUMPTION,
+                "placeholder until measured");
+    set_default(p, "thread_start_us", "100", SIM_OR_ASSUMPTION,
+                "Thread.start() creates an OS thread and waits for its start");
+    set_default(p, "pool_max", "100", SIM_OR_CONSTANT,
+                "pymongo maxPoolSize default");
+    set_default(p, "pool_initial", "0", SIM_OR_SCENARIO, "setup");
+    set_default(p, "connect_us", "30", SIM_OR_ASSUMPTION,
+                "socket() + connect() on loopback");
+    set_default(p, "server_us", "50", SIM_OR_ASSUMPTION,
+                "placeholder without a trace");
+    set_default(p, "server_cv", "0.2", SIM_OR_ASSUMPTION,
+                "placeholder without a trace");
+    set_default(p, "server_cpu_frac", "0.7", SIM_OR_ASSUMPTION,
+                "most of a loopback service time is the server's own CPU");
+    set_default(p, "server_cpu_us", "0", SIM_OR_ASSUMPTION,
+                "0: use server_cpu_frac");
+    set_default(p, "server_shares_cores", "1", SIM_OR_SCENARIO,
+                "server on the same host");
+    set_default(p, "net_us", "2", SIM_OR_ASSUMPTION,
+                "loopback: the send syscall does the delivery; wake-up is "
+                "modelled apart");
+    set_default(p, "proxy", "none", SIM_OR_SCENARIO, "setup");
+    set_default(p, "proxy_inline", "0", SIM_OR_SCENARIO, "setup");
+    set_default(p, "proxy_delay_ms", "0", SIM_OR_SCENARIO, "setup");
+    set_default(p, "proxy_cpu_us", "10", SIM_OR_ASSUMPTION,
+                "read + write of a small message in a proxy");
+    set_default(p, "proxy_timer_us", "0", SIM_OR_ASSUMPTION,
+                "timerfd fires on time; its wake-up is wake_us");
+    set_default(
+        p, "go_timer_slack_us", "50", SIM_OR_CONSTANT,
+        "Linux default timer_slack_ns = 50000 (epoll_wait hrtimer range)");
+    set_default(p, "seed", "1", SIM_OR_SCENARIO, "setup");
+}
+
+static int
+parse_num(const char *v, double *out)
+{
+    char *end;
+
+    errno = 0;
+    *out = strtod(v, &end);
+    if (errno != 0 || end == v || *end != '\0' || !isfinite(*out))
+        return -1;
+    return 0;
+}
+
+static int
+parse_enum(int type, const char *v, int *out)
+{
+    if (type == SIM_P_RUNTIME) {
+        if (strcmp(v, "gil") == 0)
+            *out = SIM_RT_GIL;
+        else if (strcmp(v, "free-threaded") == 0 || strcmp(v, "ft") == 0)
+            *out = SIM_RT_FREE;
+        else
+            return -1;
+        return 0;
+    }
+    if (strcmp(v, "none") == 0)
+        *out = SIM_PROXY_NONE;
+    else if (strcmp(v, "deadline") == 0)
+        *out = SIM_PROXY_DEADLINE;
+    else if (strcmp(v, "serial-go") == 0 || strcmp(v, "serial") == 0)
+        *out = SIM_PROXY_SERIAL_GO;
+    else
+        return -1;
+    return 0;
+}
+
+int
+sim_params_set(struct sim_params *p, const char *key, const char *value,
+               int origin, const char *note, struct mt_err *err)
+{
+    int i = sim_params_find(key);
+    const struct sim_param_desc *d;
+    char *field;
+    double v;
+
+    if (i < 0)
+        return mt_err_set(err, MT_EUSAGE, 0, "unknown parameter '%s'", key);
+    d = &sim_param_table[i];
+    field = (char *)p + d->off;
+    if (d->type == SIM_P_STR) {
+        snprintf(field, sizeof(p->name), "%s", value);
+    } else if (d->type == SIM_P_RUNTIME || d->type == SIM_P_PROXY) {
+        if (parse_enum(d->type, value, (int *)(void *)field) < 0)
+            return mt_err_set(err, MT_EUSAGE, 0, "%s: bad value '%s' (%s)", key,
+                              value, d->help);
+    } else {
+        if (parse_num(value, &v) < 0 || v < d->min || v > d->max)
+            return mt_err_set(err, MT_EUSAGE, 0,
+                              "%s: '%s' is not a number in [%g, %g]", key,
+                              value, d->min, d->max);
+        if (d->type == SIM_P_INT) {
+            if (v != floor(v))
+                return mt_err_set(err, MT_EUSAGE, 0,
+                                  "%s: '%s' is not an integer", key, value);
+            *(int64_t *)(void *)field = (int64_t)v;
+        } else {
+            *(double *)(void *)field = v;
+        }
+    }
+    p->origin[i] = (uint8_t)origin;
+    snprintf(p->note[i], SIM_NOTE_MAX, "%s", note ? note : "");
+    return 0;
+}
+
+void
+sim_params_format(const struct sim_params *p, size_t i, char *buf, size_t cap)
+{
+    const struct sim_param_desc *d = &sim_param_table[i];
+    const char *field = (const char *)p + d->off;
+
+    switch (d->type) {
+    case SIM_P_STR:
+        snprintf(buf, cap, "%s", field);
+        break;
+    case SIM_P_RUNTIME:
+        snprintf(buf, cap, "%s",
+                 sim_runtime_name(*(const int *)(const void *)field));
+        break;
+    case SIM_P_PROXY:
+        snprintf(buf, cap, "%s",
+                 sim_proxy_name(*(const int *)(const void *)field));
+        break;
+    case SIM_P_INT:
+        snprintf(buf, cap, "%lld",
+                 (long long)*(const int64_t *)(const void *)field);
+        break;
+    default:
+        snprintf(buf, cap, "%.6g", *(const double *)(const void *)field);
+        break;
+    }
+}

@@ -1,0 +1,121 @@
+/*
+ * params.h -- every parameter of the contention model, with its unit, its
+ * default, and where its value came from.  One table (sim_param_table)
+ * drives the scenario parser, --set, --help and the "origins" block that
+ * every report prints, so a parameter cannot be used without being
+ * printed.  docs/sim-model.md gives the source of each default.
+ */
+#ifndef MT_SIM_PARAMS_H
+#define MT_SIM_PARAMS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/err.h"
+
+enum sim_runtime { SIM_RT_GIL = 0, SIM_RT_FREE = 1 };
+enum sim_proxy {
+    SIM_PROXY_NONE = 0,
+    SIM_PROXY_DEADLINE = 1,
+    SIM_PROXY_SERIAL_GO = 2
+};
+
+/* Where a value came from (printed beside it). */
+enum sim_origin {
+    SIM_OR_CONSTANT = 0, /* documented constant (source in docs/sim-model.md) */
+    SIM_OR_ASSUMPTION,   /* chosen and justified, not measured */
+    SIM_OR_MEASURED,     /* host facts file (mtrace calibrate) */
+    SIM_OR_TRACE,        /* from the trace of the sequential run */
+    SIM_OR_CALIBRATED,   /* solved from the sequential run's mean / stdev */
+    SIM_OR_SCENARIO,     /* set by the scenario (setup of the experiment) */
+    SIM_OR_CLI,          /* set on the command line */
+    SIM_OR__COUNT
+};
+
+#define SIM_PARAMS_N 40
+#define SIM_NOTE_MAX 160
+
+struct sim_params {
+    char name[64];         /* scenario label */
+    int runtime;           /* enum sim_runtime */
+    int64_t threads;       /* client threads */
+    int64_t calls;         /* calls per thread */
+    int64_t exclude_first; /* first calls of each thread not reported */
+    int64_t releases;      /* GIL releases per call (send, wait, recv...) */
+    double py_call_us;     /* Python CPU per call (GIL held) */
+    double py_cv;          /* coefficient of variation of a Python segment */
+    double py_pre_frac;    /* share of py_call_us before the send */
+    double py_post_frac;   /* share after the last receive */
+    double py_loop_us;     /* benchmark loop work outside the timed call */
+    double think_us;       /* mean exponential pause between calls (0: none) */
+    double ft_slowdown;    /* free-threaded: factor on Python CPU */
+    double sys_us;         /* CPU of one GIL-released socket syscall */
+    double switch_interval_us; /* sys.getswitchinterval() */
+    double gil_handoff_us;     /* drop_gil signal -> waiter running */
+    double wake_us;            /* blocked thread made runnable -> running */
+    double wake_cv;            /* its coefficient of variation */
+    double ctx_cpu_us;         /* CPU a wake-up costs (context switch) */
+    int64_t cores;             /* CPU cores shared by everything */
+    double thread_start_us;    /* main thread: Thread.start() to next start */
+    int64_t pool_max;          /* maxPoolSize */
+    int64_t pool_initial;      /* connections already open at the start */
+    double connect_us;         /* CPU of connect() for a new connection */
+    double server_us;          /* server service time mean (or from trace) */
+    double server_cv;          /* its coefficient of variation */
+    double server_cpu_frac;    /* share of the service time using a core */
+    double server_cpu_us; /* if > 0: CPU per request = min(S, this) instead */
+    int64_t server_shares_cores; /* 1: server runs on the client's cores */
+    double net_us;               /* one-way loopback transit */
+    int proxy;                   /* enum sim_proxy */
+    int64_t proxy_inline;     /* 1: the delay is applied by the server itself */
+    double proxy_delay_ms;    /* added delay */
+    double proxy_cpu_us;      /* proxy CPU per forwarded message */
+    double proxy_timer_us;    /* deadline mode: timer fire -> reply sent */
+    double go_timer_slack_us; /* epoll_wait timeout slack (timer_slack_ns) */
+    int64_t seed;             /* the one seed */
+    uint8_t origin[SIM_PARAMS_N];          /* enum sim_origin per table entry */
+    char note[SIM_PARAMS_N][SIM_NOTE_MAX]; /* justification per entry */
+    const double *server_samples_us; /* borrowed: trace latencies, or NULL */
+    size_t server_samples_n;
+};
+
+enum sim_ptype { SIM_P_INT, SIM_P_DBL, SIM_P_RUNTIME, SIM_P_PROXY, SIM_P_STR };
+
+struct sim_param_desc {
+    const char *key;
+    int type;   /* enum sim_ptype */
+    size_t off; /* offsetof(struct sim_params, field) */
+    double min, max;
+    const char *unit;
+    const char *help;
+};
+
+extern const struct sim_param_desc sim_param_table[];
+extern const size_t sim_param_count;
+
+/* Fills p with the defaults (origin and note of each set). */
+void sim_params_default(struct sim_params *p);
+
+/* Index of key in the table, or -1. */
+int sim_params_find(const char *key);
+
+/*
+ * Parses value for key and stores it with origin and note (note may be
+ * NULL).  Returns 0, or MT_EUSAGE with err saying which key and why.
+ */
+int sim_params_set(struct sim_params *p, const char *key, const char *value,
+                   int origin, const char *note, struct mt_err *err);
+
+/* Formats parameter i's value into buf (cap bytes). */
+void sim_params_format(const struct sim_params *p, size_t i, char *buf,
+                       size_t cap);
+
+/* "constant", "assumption", ... */
+const char *sim_origin_name(int origin);
+/* Inverse of sim_origin_name; -1 when unknown. */
+int sim_origin_parse(const char *s);
+
+const char *sim_runtime_name(int rt);
+const char *sim_proxy_name(int proxy);
+
+#endif

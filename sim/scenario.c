@@ -1,0 +1,223 @@
+/*
+ * scenario.c -- scenario and host-facts file parser (format in scenario.h).
+ */
+#include "scenario.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/mem.h"
+
+static void
+scenario_defaults(struct sim_scenario *sc)
+{
+    memset(sc, 0, sizeof(*sc));
+    sim_params_default(&sc->p);
+    herd_params_default(&sc->hp);
+    sc->cal_mean_ms = NAN;
+    sc->cal_stdev_pct = NAN;
+    sc->meas_mean_ms = NAN;
+    sc->meas_stdev_pct = NAN;
+    sc->meas_total_s = NAN;
+}
+
+void
+sim_scenario_set_init(struct sim_scenario_set *s)
+{
+    memset(s, 0, sizeof(*s));
+    scenario_defaults(&s->base);
+}
+
+void
+sim_scenario_set_free(struct sim_scenario_set *s)
+{
+    if (s == NULL)
+        return;
+    mt_free(s->v);
+    s->v = NULL;
+    s->n = 0;
+}
+
+int
+sim_scenario_add(struct sim_scenario_set *s, const struct sim_scenario *sc)
+{
+    struct sim_scenario *nv;
+
+    if (s->n >= SIM_SCN_MAX)
+        return MT_ELIMIT;
+    nv = mt_realloc(s->v, (s->n + 1) * sizeof(*nv));
+    if (nv == NULL)
+        return -ENOMEM;
+    s->v = nv;
+    s->v[s->n++] = *sc;
+    return 0;
+}
+
+static int
+parse_double(const char *key, const char *v, double *out, struct mt_err *err)
+{
+    char *end;
+
+    errno = 0;
+    *out = strtod(v, &end);
+    if (errno || end == v || *end || !isfinite(*out))
+        return mt_err_set(err, MT_EUSAGE, 0, "%s: '%s' is not a number", key,
+                          v);
+    return 0;
+}
+
+int
+sim_scenario_apply(struct sim_scenario *sc, const char *key, const char *val,
+                   int origin, const char *note, struct mt_err *err)
+{
+    if (strcmp(key, "model") == 0) {
+        if (strcmp(val, "contention") == 0)
+            sc->model = SIM_MODEL_CONTENTION;
+        else if (strcmp(val, "herd") == 0)
+            sc->model = SIM_MODEL_HERD;
+        else
+            return mt_err_set(err, MT_EUSAGE, 0,
+                              "model: '%s' is not contention or herd", val);
+        return 0;
+    }
+    if (strcmp(key, "calibrate.seq_mean_ms") == 0)
+        return parse_double(key, val, &sc->cal_mean_ms, err);
+    if (strcmp(key, "calibrate.seq_stdev_pct") == 0)
+        return parse_double(key, val, &sc->cal_stdev_pct, err);
+    if (strcmp(key, "measured.mean_ms") == 0)
+        return parse_double(key, val, &sc->meas_mean_ms, err);
+    if (strcmp(key, "measured.stdev_pct") == 0)
+        return parse_double(key, val, &sc->meas_stdev_pct, err);
+    if (strcmp(key, "measured.total_s") == 0)
+        return parse_double(key, val, &sc->meas_total_s, err);
+    if (strcmp(key, "calibrate_from") == 0) {
+        snprintf(sc->cal_from, sizeof(sc->cal_from), "%s", val);
+        return 0;
+    }
+    if (strcmp(key, "trace") == 0) {
+        snprintf(sc->trace, sizeof(sc->trace), "%s", val);
+        return 0;
+    }
+    if (strcmp(key, "delay") == 0) /* sweep alias */
+        key = "proxy_delay_ms";
+    if (strncmp(key, "herd.", 5) == 0)
+        return herd_params_set(&sc->hp, key + 5, val, origin, note, err);
+    if (strcmp(key, "seed") == 0) { /* shared by both models */
+        int rc = herd_params_set(&sc->hp, key, val, origin, note, err);
+        if (rc < 0)
+            return rc;
+    }
+    return sim_params_set(&sc->p, key, val, origin, note, err);
+}
+
+static char *
+trim(char *s)
+{
+    char *e;
+
+    while (isspace((unsigned char)*s))
+        s++;
+    e = s + strlen(s);
+    while (e > s && isspace((unsigned char)e[-1]))
+        *--e = '\0';
+    return s;
+}
+
+/* "value [origin] note" -> value, origin, note (in place). */
+static int
+split_value(char *rhs, char **val, int *origin, char **note, struct mt_err *err)
+{
+    char *p = rhs, *close;
+
+    *val = p;
+    while (*p && !isspace((unsigned char)*p))
+        p++;
+    if (*p)
+        *p++ = '\0';
+    p = trim(p);
+    *note = p;
+    if (*p == '[') {
+        close = strchr(p, ']');
+        if (close == NULL)
+            return mt_err_set(err, MT_EUSAGE, 0, "unclosed '[' in origin");
+        *close = '\0';
+        *origin = sim_origin_parse(p + 1);
+        if (*origin < 0)
+            return mt_err_set(err, MT_EUSAGE, 0, "unknown origin '%s'", p + 1);
+        *note = trim(close + 1);
+    }
+    if (**val == '\0')
+        return mt_err_set(err, MT_EUSAGE, 0, "missing value");
+    return 0;
+}
+
+static int
+load_line(struct sim_scenario_set *s, struct sim_scenario **cur, char *line,
+          bool host, struct mt_err *err)
+{
+    char *l = trim(line), *eq, *key, *val, *note;
+    int origin = host ? SIM_OR_MEASURED : SIM_OR_SCENARIO, rc;
+
+    if (*l == '\0' || *l == '#')
+        return 0;
+    if (*l == '[') {
+        char *close = strchr(l, ']');
+        if (host || close == NULL || close == l + 1)
+            return mt_err_set(err, MT_EUSAGE, 0, "bad section header '%s'", l);
+        *close = '\0';
+        if ((rc = sim_scenario_add(s, &s->base)) < 0)
+            return mt_err_set(err, rc, 0, "too many scenarios (max %d)",
+                              SIM_SCN_MAX);
+        *cur = &s->v[s->n - 1];
+        return sim_scenario_apply(*cur, "name", trim(l + 1), SIM_OR_SCENARIO,
+                                  "label", err);
+    }
+    eq = strchr(l, '=');
+    if (eq == NULL)
+        return mt_err_set(err, MT_EUSAGE, 0, "expected 'key = value', got '%s'",
+                          l);
+    *eq = '\0';
+    key = trim(l);
+    if ((rc = split_value(trim(eq + 1), &val, &origin, &note, err)) < 0)
+        return rc;
+    return sim_scenario_apply(*cur ? *cur : &s->base, key, val, origin, note,
+                              err);
+}
+
+int
+sim_scenario_load(struct sim_scenario_set *s, const char *path, bool host,
+                  struct mt_err *err)
+{
+    FILE *f = fopen(path, "r");
+    char line[1024];
+    struct sim_scenario *cur = NULL;
+    size_t lineno = 0;
+    int rc = 0;
+
+    if (f == NULL)
+        return mt_err_set(err, -errno, 0, "%s: %s", path, strerror(errno));
+    while (fgets(line, sizeof(line), f)) {
+        struct mt_err e = {0};
+        lineno++;
+        if (strchr(line, '\n') == NULL && !feof(f)) {
+            rc =
+                mt_err_set(err, MT_EUSAGE, lineno,
+                           "%s:%zu: line longer than 1023 bytes", path, lineno);
+            break;
+        }
+        if ((rc = load_line(s, &cur, line, host, &e)) < 0) {
+            mt_err_set(err, rc, lineno, "%s:%zu: %s", path, lineno, e.msg);
+            break;
+        }
+        if (cur != NULL)
+            cur = &s->v[s->n - 1]; /* v may have moved */
+    }
+    if (rc == 0 && ferror(f))
+        rc = mt_err_set(err, -EIO, 0, "%s: read error", path);
+    fclose(f);
+    return rc;
+}

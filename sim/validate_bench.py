@@ -1,0 +1,78 @@
+#!/usr/bin/python3
+"""validate_bench.py URI [--threads 2,4,10,20] [--calls 100] [--seq 1000]
+[--seq-only] [--dump FILE] [--label L]
+
+Seed 000's benchmark method (2-benchmark.py): one MongoClient; find_one
+{"_id": "test-doc-1"} timed with time.perf_counter(); sequential SEQ calls,
+first excluded; then, on the same client, for each T of --threads, T
+threads x CALLS calls started one after the other and joined (the pool keeps
+the connections of the previous rows).  Prints one JSON line per row:
+{"label", "mode", "threads", "n", "mean_ms", "stdev_pct"}.  --dump appends
+"LABEL-MODE LATENCY_MS" lines (for mtrace sim --plot --measured)."""
+import argparse
+import json
+import statistics
+import threading
+import time
+
+from pymongo import MongoClient
+
+
+def timings(col, n):
+    out = []
+    for _ in range(n):
+        start = time.perf_counter()
+        col.find_one({"_id": "test-doc-1"})
+        out.append((time.perf_counter() - start) * 1000)
+    return out
+
+
+def threaded(col, n_threads, calls):
+    allt = []
+    lock = threading.Lock()
+
+    def worker():
+        t = timings(col, calls)
+        with lock:
+            allt.extend(t)
+
+    ths = [threading.Thread(target=worker) for _ in range(n_threads)]
+    for th in ths:
+        th.start()
+    for th in ths:
+        th.join()
+    return allt
+
+
+def row(label, mode, nthreads, t, dump):
+    mean = statistics.mean(t)
+    print(json.dumps({"label": label, "mode": mode, "threads": nthreads, "n": len(t),
+                      "mean_ms": round(mean, 5),
+                      "stdev_pct": round(100 * statistics.stdev(t) / mean, 3)}), flush=True)
+    if dump:
+        with open(dump, "a") as f:
+            for x in t:
+                f.write("%s-%s %.5f\n" % (label, mode, x))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("uri")
+    ap.add_argument("--threads", default="2,4,10,20")
+    ap.add_argument("--calls", type=int, default=100)
+    ap.add_argument("--seq", type=int, default=1000)
+    ap.add_argument("--seq-only", action="store_true")
+    ap.add_argument("--dump")
+    ap.add_argument("--label", default="run")
+    a = ap.parse_args()
+    client = MongoClient(a.uri)
+    col = client["benchmark_db"]["test_col"]
+    row(a.label, "seq", 1, timings(col, a.seq)[1:], a.dump)
+    if not a.seq_only:
+        for n in [int(x) for x in a.threads.split(",") if x]:
+            row(a.label, "t%d" % n, n, threaded(col, n, a.calls), a.dump)
+    client.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# test_sim_cli.sh -- mtrace sim / mtrace calibrate end to end: help covers
+# every option, byte-identical output for the same seed, sweeps, formats,
+# scenario files with calibration, a real trace as service times, host facts
+# from mtrace calibrate, herd model, plots, and clear errors.
+. "$(dirname "$0")/lib.sh"
+S="$MTRACE sim"
+
+# --help documents every long option the parser accepts
+"$MTRACE" sim --help >"$TMP/help" || fail "sim --help exit $?"
+for o in scenario host trace seq-mean-ms seq-stdev-pct seq-calls set sweep only seed csv json \
+    no-params plot measured list-params help; do
+    grep -q -- "--$o" "$TMP/help" || fail "sim --help does not document --$o"
+done
+"$MTRACE" calibrate --help | grep -q -- "--python-ft" || fail "calibrate --help"
+$S --list-params | grep -q "gil_handoff_us" || fail "--list-params"
+
+# determinism: same inputs -> same bytes; another seed -> other numbers
+SCN=$TOP/sim/scenarios/seed000.scn
+$S --scenario "$SCN" --json >"$TMP/a.json" 2>"$TMP/a.params" || fail "seed000 run"
+$S --scenario "$SCN" --json >"$TMP/b.json" 2>"$TMP/b.params" || fail "seed000 rerun"
+cmp -s "$TMP/a.json" "$TMP/b.json" || fail "same seed, different output"
+cmp -s "$TMP/a.params" "$TMP/b.params" || fail "same seed, different parameter block"
+[ "$(wc -l <"$TMP/a.json")" = 8 ] || fail "seed000: expected 8 rows"
+$S --scenario "$SCN" --json --seed 2 >"$TMP/c.json" 2>/dev/null || fail "seed 2"
+cmp -s "$TMP/a.json" "$TMP/c.json" && fail "--seed 2 gave the same output as seed 1"
+grep -q '"seed":2' "$TMP/c.json" || fail "seed not in the JSON rows"
+for k in scenario runtime proxy_delay_ms threads calls mean_ms stdev_pct p50_ms p99_ms seed; do
+    grep -q "\"$k\":" "$TMP/a.json" || fail "JSON lacks $k"
+done
+grep -q 'py_call_us.*\[calibrated\] solved so the sequential mean is 0.2970 ms' "$TMP/a.params" ||
+    fail "calibrated origin not printed"
+grep -q 'cores .*\[assumption\]' "$TMP/a.params" || fail "assumption origin not printed"
+# predicted direction: GIL threaded far slower than free-threaded threaded
+gil=$(grep '"gil-direct-threaded"' "$TMP/a.json" | jq .mean_ms)
+ft=$(grep '"ft-direct-threaded"' "$TMP/a.json" | jq .mean_ms)
+awk -v g="$gil" -v f="$ft" 'BEGIN { exit !(g > 1.5 * f) }' || fail "GIL $gil not slower than FT $ft"
+
+# sweep and CSV; host facts from mtrace calibrate; a real trace
+"$MTRACE" calibrate -o "$TMP/host.txt" || fail "calibrate exit $?"
+grep -q '^gil_handoff_us = .* \[measured\]' "$TMP/host.txt" || fail "no GIL hand-off in host facts"
+$S --host "$TMP/host.txt" --seq-mean-ms 2 --sweep threads=1,2,4,10,20 delay=0,1 --csv >"$TMP/sweep.csv" 2>"$TMP/sweep.params" ||
+    fail "sweep exit $?: $(cat "$TMP/sweep.params")"
+[ "$(wc -l <"$TMP/sweep.csv")" = 11 ] || fail "sweep: expected header + 10 rows"
+head -1 "$TMP/sweep.csv" | grep -q '^scenario,runtime,proxy,proxy_delay_ms,threads' || fail "csv header"
+grep -q 'sim threads=20 delay=1,gil,deadline,1,20' "$TMP/sweep.csv" || fail "sweep row missing"
+grep -q 'gil_handoff_us .*\[measured\]' "$TMP/sweep.params" || fail "measured origin missing"
+$S --trace "$TOP/tests/data/traces/v1_scenario.zst" 2>&1 |
+    grep -q 'server_us .*\[trace\] [0-9]* request->reply latencies' || fail "trace origin missing"
+
+# herd model (small), plot
+cat >"$TMP/herd.scn" <<'X'
+model = herd
+herd.requests = 2000
+[few]
+herd.procs = 16
+[many]
+herd.procs = 512
+[many-lock]
+herd.procs = 512
+herd.lock = 1
+X
+$S --scenario "$TMP/herd.scn" --json 2>/dev/null >"$TMP/herd.json" || fail "herd run"
+few=$(grep '"few"' "$TMP/herd.json" | jq .total_s)
+many=$(grep '"many"' "$TMP/herd.json" | jq .total_s)
+lock=$(grep '"many-lock"' "$TMP/herd.json" | jq .total_s)
+awk -v a="$few" -v b="$many" -v c="$lock" 'BEGIN { exit !(b > 2 * a && c < b) }' ||
+    fail "herd: 16 procs $few s, 512 $many s, 512 locked $lock s"
+printf 'measured 0.5\nmeasured 0.7\n' >"$TMP/meas.txt"
+$S --set threads=4 --set calls=50 --plot "$TMP/cdf.png" --measured "$TMP/meas.txt" --no-params \
+    >/dev/null || fail "plot exit $?"
+[ "$(head -c 4 "$TMP/cdf.png" | od -An -c | tr -d ' ')" = "211PNG" ] || fail "plot is not a PNG"
+
+# errors: usage -> 2, runtime -> 1, with a message that says what
+$S --set threads=0 2>"$TMP/e1"; [ $? = 2 ] || fail "threads=0 not a usage error"
+grep -q 'threads' "$TMP/e1" || fail "no message for threads=0"
+$S --bogus 2>/dev/null; [ $? = 2 ] || fail "unknown option not exit 2"
+printf '[x]\ncores = many\n' >"$TMP/bad.scn"
+$S --scenario "$TMP/bad.scn" 2>"$TMP/e2"; [ $? = 2 ] || fail "bad scenario not exit 2"
+grep -q "bad.scn:2: cores" "$TMP/e2" || fail "bad scenario error lacks file:line: $(cat "$TMP/e2")"
+$S --trace "$TMP/nonexistent.zst" 2>"$TMP/e3"; [ $? = 1 ] || fail "missing trace not exit 1"
+grep -q "nonexistent.zst" "$TMP/e3" || fail "missing trace message"
+$S --seq-mean-ms 0.001 2>"$TMP/e4"; [ $? = 2 ] || fail "impossible calibration not exit 2"
+grep -q "without any Python CPU" "$TMP/e4" || fail "calibration error message"
+echo "ok"

@@ -1,0 +1,409 @@
+/*
+ * test_sim_model.c -- the contention model (sim/model.c, gil.c, client.c,
+ * net.c), calibration (fit.c), scenario files and the herd model, against
+ * hand-computable cases.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/err.h"
+#include "sim/fit.h"
+#include "sim/herd.h"
+#include "sim/model.h"
+#include "sim/params.h"
+#include "sim/scenario.h"
+
+static void
+set(struct sim_params *p, const char *k, const char *v)
+{
+    struct mt_err err = {0};
+    int rc = sim_params_set(p, k, v, SIM_OR_SCENARIO, NULL, &err);
+    if (rc != 0)
+        fail_msg("set %s=%s: %s", k, v, err.msg);
+}
+
+/* Everything deterministic: no variation, no context-switch CPU. */
+static void
+quiet_params(struct sim_params *p)
+{
+    sim_params_default(p);
+    set(p, "py_cv", "0");
+    set(p, "wake_cv", "0");
+    set(p, "server_cv", "0");
+    set(p, "ctx_cpu_us", "0");
+    set(p, "py_loop_us", "0");
+    set(p, "py_call_us", "100");
+    set(p, "sys_us", "5");
+    set(p, "net_us", "2");
+    set(p, "server_us", "50");
+    set(p, "wake_us", "10");
+    set(p, "gil_handoff_us", "10");
+    set(p, "cores", "4");
+}
+
+static struct sim_stats
+run(const struct sim_params *p, struct sim_result *keep)
+{
+    struct sim_result r;
+    struct sim_stats st;
+    struct mt_err err = {0};
+
+    if (sim_model_run(p, &r, &err) != 0)
+        fail_msg("sim_model_run: %s", err.msg);
+    assert_int_equal(sim_stats_compute(r.lat_ns, r.n, &st), 0);
+    if (keep)
+        *keep = r;
+    else
+        sim_result_free(&r);
+    return st;
+}
+
+/* One thread: py + 3 syscalls + 2 transits + service + 2 wake-ups, less the
+ * Python segment between send and wait (it overlaps the round trip). */
+static void
+test_sim_model_one_thread_is_the_sum_of_its_parts(void **state)
+{
+    struct sim_params p;
+    struct sim_stats st;
+
+    quiet_params(&p);
+    set(&p, "calls", "50");
+    set(&p, "exclude_first", "1");
+    st = run(&p, NULL);
+    assert_int_equal(st.n, 49);
+    assert_float_equal(st.mean_ms,
+                       (100 - 5 + 3 * 5 + 2 * 2 + 50 + 2 * 10) / 1e3, 1e-9);
+    assert_float_equal(st.stdev_ms, 0, 1e-12);
+    set(&p, "runtime", "free-threaded"); /* one thread: no GIL effect */
+    assert_float_equal(run(&p, NULL).mean_ms, 0.184, 1e-9);
+}
+
+/* One core, T threads whose replies arrive together: the core is a FIFO
+ * mutex, thread i finishes after (i + 1) Python segments. */
+static void
+test_sim_model_one_core_is_a_fifo_mutex(void **state)
+{
+    struct sim_params p;
+
+    quiet_params(&p);
+    set(&p, "runtime", "free-threaded");
+    set(&p, "threads", "4");
+    set(&p, "calls", "1");
+    set(&p, "pool_initial", "4");
+    set(&p, "cores", "1");
+    set(&p, "py_pre_frac", "0");
+    set(&p, "py_post_frac", "1");
+    set(&p, "sys_us", "0");
+    set(&p, "net_us", "0");
+    set(&p, "wake_us", "0");
+    set(&p, "thread_start_us", "0");
+    set(&p, "server_us", "1000");
+    set(&p, "server_cpu_frac", "0");
+    /* latencies 1100, 1200, 1300, 1400 */
+    assert_float_equal(run(&p, NULL).mean_ms, (1000 + 100 * 5 / 2.0) / 1e3,
+                       1e-9);
+}
+
+/* Same with the GIL and enough cores: the GIL serialises the Python
+ * segments and each hand-off costs gil_handoff_us. */
+static void
+test_sim_model_gil_serialises_with_handoff_cost(void **state)
+{
+    struct sim_params p;
+    struct sim_result r;
+
+    quiet_params(&p);
+    set(&p, "threads", "4");
+    set(&p, "calls", "1");
+    set(&p, "pool_initial", "4");
+    set(&p, "py_pre_frac", "0");
+    set(&p, "py_post_frac", "1");
+    set(&p, "sys_us", "0");
+    set(&p, "net_us", "0");
+    set(&p, "wake_us", "0");
+    set(&p, "thread_start_us", "20");
+    set(&p, "server_us", "1000");
+    set(&p, "server_cpu_frac", "0");
+    /* thread i starts at 20 i, its reply is in at 1000 + 20 i; the GIL is
+     * released at 1100, 1210, 1320 and each waiter runs 10 us later:
+     * latencies 1100, 1190, 1280, 1370 */
+    assert_float_equal(run(&p, &r).mean_ms, 1235 / 1e3, 1e-9);
+    assert_int_equal(r.gil_switches, 8); /* at each start, then at each reply */
+    sim_result_free(&r);
+}
+
+/* M/D/1: Poisson arrivals (many threads with exponential pauses), one core
+ * serving D = 100 us at rho = 0.5: mean response D + rho D / (2 (1 - rho)).
+ * Long runs keep the ramp-down at the end (threads finishing) small. */
+static void
+test_sim_model_md1_queue_mean(void **state)
+{
+    struct sim_params p;
+    double want = 100 + 0.5 * 100 / (2 * 0.5);
+
+    quiet_params(&p);
+    set(&p, "runtime", "free-threaded");
+    set(&p, "threads", "100");
+    set(&p, "calls", "500");
+    set(&p, "pool_initial", "100");
+    set(&p, "cores", "1");
+    set(&p, "py_call_us", "0");
+    set(&p, "sys_us", "0");
+    set(&p, "net_us", "0");
+    set(&p, "wake_us", "0");
+    set(&p, "thread_start_us", "0");
+    set(&p, "think_us", "20000"); /* lambda = 100 / 0.02 s = 5000/s */
+    set(&p, "server_us", "100");
+    set(&p, "server_cpu_frac", "1");
+    double got = run(&p, NULL).mean_ms * 1e3;
+    if (fabs(got - want) > 0.04 * want)
+        fail_msg("M/D/1 mean %.2f us, formula %.2f us", got, want);
+}
+
+/* Serial-go: 1 ms time.Sleep served by the netpoller: 1 ms epoll_wait
+ * timeout + 50 us slack, then the goroutine's wake-up and write. */
+static void
+test_sim_model_serial_go_sleep_overshoots(void **state)
+{
+    struct sim_params p;
+
+    quiet_params(&p);
+    set(&p, "calls", "20");
+    set(&p, "exclude_first", "1");
+    set(&p, "proxy", "serial-go");
+    set(&p, "proxy_delay_ms", "1");
+    set(&p, "proxy_cpu_us", "10");
+    /* direct 184 + 2 transits + up (10 + 10) + read (10 + 5) + 1050 + write (10
+     * + 5) */
+    assert_float_equal(run(&p, NULL).mean_ms,
+                       (184 + 4 + 20 + 15 + 1050 + 15) / 1e3, 1e-9);
+}
+
+/* Deadline inline (mtrace replay): the reply leaves request-read + delay. */
+static void
+test_sim_model_deadline_inline(void **state)
+{
+    struct sim_params p;
+
+    quiet_params(&p);
+    set(&p, "calls", "20");
+    set(&p, "exclude_first", "1");
+    set(&p, "proxy", "deadline");
+    set(&p, "proxy_inline", "1");
+    set(&p, "proxy_delay_ms", "1");
+    set(&p, "proxy_cpu_us", "10");
+    /* py 100 - 5 (overlap) + 3 sys + net + 1000 + timer wake 10 + write 10 +
+     * net
+     * + client wake 10 */
+    assert_float_equal(run(&p, NULL).mean_ms,
+                       (95 + 15 + 2 + 1000 + 10 + 10 + 2 + 10) / 1e3, 1e-9);
+}
+
+/* A 20 ms Python segment: the waiter times out after the 5 ms interval, sets
+ * gil_drop_request and the holder is forced to switch. */
+static void
+test_sim_model_gil_forced_switch(void **state)
+{
+    struct sim_params p;
+    struct sim_result r;
+
+    quiet_params(&p);
+    set(&p, "threads", "2");
+    set(&p, "calls", "3");
+    set(&p, "py_call_us", "20000");
+    run(&p, &r);
+    assert_true(r.gil_drop_requests >= 1);
+    assert_true(r.gil_forced >= 1);
+    sim_result_free(&r);
+    set(&p, "runtime", "free-threaded");
+    run(&p, &r);
+    assert_int_equal(r.gil_drop_requests, 0);
+    sim_result_free(&r);
+}
+
+static void
+test_sim_model_same_seed_same_output(void **state)
+{
+    struct sim_params p;
+    struct sim_result a, b, c;
+
+    sim_params_default(&p);
+    set(&p, "threads", "10");
+    set(&p, "calls", "100");
+    set(&p, "seed", "77");
+    run(&p, &a);
+    run(&p, &b);
+    set(&p, "seed", "78");
+    run(&p, &c);
+    assert_int_equal(a.n, b.n);
+    assert_memory_equal(a.lat_ns, b.lat_ns, a.n * sizeof(*a.lat_ns));
+    assert_int_equal(a.events, b.events);
+    assert_true(a.n != c.n ||
+                memcmp(a.lat_ns, c.lat_ns, a.n * sizeof(*a.lat_ns)) != 0);
+    sim_result_free(&a);
+    sim_result_free(&b);
+    sim_result_free(&c);
+}
+
+static void
+test_sim_model_gil_slower_than_free_threaded(void **state)
+{
+    struct sim_params p;
+    double gil, ft;
+
+    sim_params_default(&p);
+    set(&p, "threads", "10");
+    set(&p, "calls", "100");
+    set(&p, "cores", "8");
+    gil = run(&p, NULL).mean_ms;
+    set(&p, "runtime", "free-threaded");
+    ft = run(&p, NULL).mean_ms;
+    assert_true(gil > 2 * ft);
+}
+
+static void
+test_sim_fit_recovers_sequential_mean(void **state)
+{
+    struct sim_params p;
+    struct mt_err err = {0};
+
+    sim_params_default(&p);
+    set(&p, "calls", "1000");
+    set(&p, "exclude_first", "1");
+    assert_int_equal(sim_fit_seq(&p, 0.4, 4.0, &err), 0);
+    struct sim_stats st = run(&p, NULL);
+    assert_true(fabs(st.mean_ms - 0.4) < 0.4e-3);
+    assert_true(fabs(st.stdev_pct - 4.0) < 0.5);
+    assert_int_equal(p.origin[sim_params_find("py_call_us")],
+                     SIM_OR_CALIBRATED);
+    assert_int_equal(sim_fit_seq(&p, 0.01, NAN, &err),
+                     MT_EUSAGE); /* too fast */
+    assert_non_null(strstr(err.msg, "without any Python CPU"));
+    set(&p, "threads", "2");
+    assert_int_equal(sim_fit_seq(&p, 0.4, NAN, &err), MT_EUSAGE);
+}
+
+static char *
+write_tmp(const char *text)
+{
+    static char path[64];
+    snprintf(path, sizeof(path), "/tmp/test_sim_XXXXXX");
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+    return path;
+}
+
+static void
+test_sim_scenario_sections_and_origins(void **state)
+{
+    struct sim_scenario_set s;
+    struct mt_err err = {0};
+    char *path =
+        write_tmp("# common\n"
+                  "cores = 4 [assumption] EC2 size unknown\n"
+                  "releases = 5 [constant] pymongo 4\n"
+                  "\n[seq]\nthreads = 1\ncalibrate.seq_mean_ms = 0.297\n"
+                  "[thr]\nthreads = 10\ncalibrate_from = seq\nmeasured.mean_ms "
+                  "= 3.184\n");
+
+    sim_scenario_set_init(&s);
+    assert_int_equal(sim_scenario_load(&s, path, false, &err), 0);
+    unlink(path);
+    assert_int_equal(s.n, 2);
+    assert_string_equal(s.v[0].p.name, "seq");
+    assert_int_equal(s.v[1].p.threads, 10);
+    assert_int_equal(s.v[1].p.cores, 4);
+    assert_int_equal(s.v[1].p.origin[sim_params_find("cores")],
+                     SIM_OR_ASSUMPTION);
+    assert_string_equal(s.v[1].p.note[sim_params_find("cores")],
+                        "EC2 size unknown");
+    assert_float_equal(s.v[0].cal_mean_ms, 0.297, 1e-12);
+    assert_string_equal(s.v[1].cal_from, "seq");
+    assert_float_equal(s.v[1].meas_mean_ms, 3.184, 1e-12);
+    sim_scenario_set_free(&s);
+}
+
+static void
+test_sim_scenario_errors_say_where(void **state)
+{
+    static const char *bad[] = {"threads = -3\n",      "nosuchkey = 1\n",
+                                "cores = 2 [guess]\n", "[]\n",
+                                "threads\n",           "runtime = java\n"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        struct sim_scenario_set s;
+        struct mt_err err = {0};
+        char text[128];
+        snprintf(text, sizeof(text), "# x\n%s", bad[i]);
+        char *path = write_tmp(text);
+        sim_scenario_set_init(&s);
+        assert_int_equal(sim_scenario_load(&s, path, false, &err), MT_EUSAGE);
+        assert_non_null(strstr(err.msg, ":2:"));
+        unlink(path);
+        sim_scenario_set_free(&s);
+    }
+}
+
+static double
+herd_total(int64_t procs, int lock)
+{
+    struct herd_params hp;
+    struct herd_result hr;
+    struct mt_err err = {0};
+    char v[32];
+
+    herd_params_default(&hp);
+    snprintf(v, sizeof(v), "%lld", (long long)procs);
+    assert_int_equal(
+        herd_params_set(&hp, "procs", v, SIM_OR_SCENARIO, NULL, &err), 0);
+    assert_int_equal(herd_params_set(&hp, "lock", lock ? "1" : "0",
+                                     SIM_OR_SCENARIO, NULL, &err),
+                     0);
+    assert_int_equal(
+        herd_params_set(&hp, "requests", "2000", SIM_OR_SCENARIO, NULL, &err),
+        0);
+    assert_int_equal(herd_run(&hp, &hr, &err), 0);
+    return hr.total_s;
+}
+
+static void
+test_sim_herd_grows_with_procs_without_lock(void **state)
+{
+    double h16 = herd_total(16, 0), h512 = herd_total(512, 0);
+    double l16 = herd_total(16, 1), l512 = herd_total(512, 1);
+
+    assert_true(h512 > 3 * h16); /* every idle worker is woken per connection */
+    assert_true(l512 < 1.5 * l16); /* the lock wakes one */
+    assert_true(l512 < h512);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sim_model_one_thread_is_the_sum_of_its_parts),
+        cmocka_unit_test(test_sim_model_one_core_is_a_fifo_mutex),
+        cmocka_unit_test(test_sim_model_gil_serialises_with_handoff_cost),
+        cmocka_unit_test(test_sim_model_md1_queue_mean),
+        cmocka_unit_test(test_sim_model_serial_go_sleep_overshoots),
+        cmocka_unit_test(test_sim_model_deadline_inline),
+        cmocka_unit_test(test_sim_model_gil_forced_switch),
+        cmocka_unit_test(test_sim_model_same_seed_same_output),
+        cmocka_unit_test(test_sim_model_gil_slower_than_free_threaded),
+        cmocka_unit_test(test_sim_fit_recovers_sequential_mean),
+        cmocka_unit_test(test_sim_scenario_sections_and_origins),
+        cmocka_unit_test(test_sim_scenario_errors_say_where),
+        cmocka_unit_test(test_sim_herd_grows_with_procs_without_lock),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
