@@ -10,6 +10,7 @@
 #   make lint       clang-format check and banned functions
 #   make install    PREFIX=/usr/local DESTDIR=
 #   make deps       apt-get install what is missing (root)
+#   make whatif     deps + build + the what-if workflow on traces/sample.zst (report/)
 
 FLAVOUR ?= release
 BUILD := build/$(FLAVOUR)
@@ -68,7 +69,7 @@ BENCH_SRC := $(sort $(wildcard bench/*.c))
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
 .PHONY: all test unit integration asan ubsan tsan fuzz fuzz-build bench lint \
-        install clean deps check-deps regress helpers soak format
+        install clean deps check-deps regress helpers soak format whatif
 
 all: mtrace
 
@@ -146,6 +147,10 @@ bench: all $(BENCH_BIN) $(HELPER_BIN)
 
 soak: all $(HELPER_BIN)
 	@BUILD=$(BUILD) tests/soak/run.sh
+
+whatif: check-deps
+	$(MAKE) all
+	tools/whatif.sh $(WHATIF_ARGS)
 
 # ---- housekeeping ----
 

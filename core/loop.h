@@ -22,7 +22,8 @@
 
 #define LOOP_READ (1u << 0)
 #define LOOP_WRITE (1u << 1)
-#define LOOP_ERROR (1u << 2) /* passed to callbacks only (EPOLLERR/EPOLLHUP) */
+/* Passed to callbacks only (EPOLLERR/EPOLLHUP). */
+#define LOOP_ERROR (1u << 2)
 
 struct loop;
 struct loop_timer;
@@ -34,10 +35,10 @@ typedef void loop_hook_fn(struct loop *l, void *arg);
 /* Embedded by the caller; the loop only links it into its heap. */
 struct loop_timer {
     uint64_t deadline_ns;
-    uint64_t seq;     /* insertion order, for ties */
-    size_t heap_idx;  /* position in the heap; SIZE_MAX when not armed */
+    uint64_t seq;    /* insertion order, for ties */
+    size_t heap_idx; /* position in the heap; SIZE_MAX when not armed */
     loop_timer_fn *cb;
-    void *arg;        /* borrowed */
+    void *arg; /* borrowed */
 };
 
 /*
@@ -63,6 +64,15 @@ void loop_timer_start(struct loop *l, struct loop_timer *t,
                       uint64_t deadline_ns, loop_timer_fn *cb, void *arg);
 void loop_timer_stop(struct loop *l, struct loop_timer *t);
 bool loop_timer_active(const struct loop_timer *t);
+/* loop_now_ns(l) + delay_ns, saturating at UINT64_MAX (never fires). */
+uint64_t loop_deadline_after(const struct loop *l, uint64_t delay_ns);
+
+/*
+ * Sleep only until spin_ns before the first timer's deadline, then
+ * busy-poll (I/O still served) until it is due: trades CPU for timer
+ * precision (timerfd wake-ups are typically 5-60 us late).  0: never spin.
+ */
+void loop_set_timer_spin(struct loop *l, uint64_t spin_ns);
 
 /* Called once per iteration before the loop blocks. */
 void loop_set_before_sleep(struct loop *l, loop_hook_fn *fn, void *arg);
@@ -79,7 +89,13 @@ int loop_run_once(struct loop *l, uint64_t timeout_ns);
 
 /* Thread-safe: makes loop_run() return after the current iteration. */
 void loop_stop(struct loop *l);
-/* Thread-safe: interrupts a blocked epoll_wait. */
+/*
+ * Thread-safe and async-signal-safe: interrupts a blocked epoll_wait.
+ * Guarantee: after loop_wake returns, the before-sleep hook runs at least
+ * once before the loop blocks again, so state a thread published before
+ * calling it is seen by the hook.  Wakes are coalesced (one eventfd write
+ * while one is pending).
+ */
 void loop_wake(struct loop *l);
 
 #endif

@@ -1,0 +1,463 @@
+/*
+ * test_loop.c -- core/loop.c: timer heap order and ties, stop/restart,
+ * deadline overflow, fd readiness on socketpairs, stale events of deleted
+ * fds, loop_stop from another thread, allocation failure.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/clock.h"
+#include "core/err.h"
+#include "core/loop.h"
+#include "core/mem.h"
+
+struct fired {
+    int order[64];
+    size_t n;
+};
+
+struct tag {
+    struct fired *log;
+    int id;
+};
+
+static void
+on_timer_log(struct loop *l, struct loop_timer *t, void *arg)
+{
+    struct tag *tg = arg;
+    assert_false(loop_timer_active(t)); /* removed before the callback */
+    assert_true(tg->log->n < 64);
+    tg->log->order[tg->log->n++] = tg->id;
+}
+
+static struct loop *
+manual_loop(struct mt_clock *clk, uint64_t *now)
+{
+    struct mt_err err = {0};
+    struct loop *l;
+
+    mt_clock_manual(clk, now);
+    l = loop_new(clk, 64, &err);
+    assert_non_null(l);
+    return l;
+}
+
+static void
+test_loop_timer_order_and_ties(void **state)
+{
+    uint64_t now = 1000;
+    struct mt_clock clk;
+    struct loop *l = manual_loop(&clk, &now);
+    struct fired log = {{0}, 0};
+    struct loop_timer t[6];
+    struct tag tags[6];
+    /* deadlines: id -> ns; ids 1,2,4 tie at 1500 and must fire 1,2,4 */
+    static const uint64_t dl[6] = {1700, 1500, 1500, 1200, 1500, 3000};
+
+    for (int i = 0; i < 6; i++) {
+        tags[i].log = &log;
+        tags[i].id = i;
+        loop_timer_init(&t[i]);
+        assert_false(loop_timer_active(&t[i]));
+        loop_timer_start(l, &t[i], dl[i], on_timer_log, &tags[i]);
+        assert_true(loop_timer_active(&t[i]));
+    }
+    now = 1199;
+    assert_int_equal(loop_run_once(l, 0), 0);
+    assert_int_equal(log.n, 0); /* nothing due yet */
+    now = 2000;
+    assert_int_equal(loop_run_once(l, 0), 0);
+    assert_int_equal(log.n, 5);
+    assert_int_equal(log.order[0], 3); /* 1200 */
+    assert_int_equal(log.order[1], 1); /* 1500, started first */
+    assert_int_equal(log.order[2], 2); /* 1500 */
+    assert_int_equal(log.order[3], 4); /* 1500, started last */
+    assert_int_equal(log.order[4], 0); /* 1700 */
+    assert_true(loop_timer_active(&t[5]));
+    assert_int_equal(loop_now_ns(l), 2000);
+    loop_free(l);
+    assert_false(loop_timer_active(&t[5])); /* loop_free unlinks */
+}
+
+static void
+test_loop_timer_heap_many(void **state)
+{
+    /* 500 timers with pseudo-random deadlines fire sorted by (dl, seq). */
+    uint64_t now = 0;
+    struct mt_clock clk;
+    struct loop *l = manual_loop(&clk, &now);
+    static struct loop_timer t[500];
+    static struct tag tags[500];
+    struct fired log = {{0}, 0};
+    uint64_t x = 12345;
+
+    for (int i = 0; i < 500; i++) {
+        x = x * 6364136223846793005u + 1442695040888963407u;
+        tags[i].log = &log;
+        tags[i].id = i;
+        loop_timer_init(&t[i]);
+        loop_timer_start(l, &t[i], 1 + (x >> 58), on_timer_log, &tags[i]);
+    }
+    for (int i = 0; i < 500; i += 3) /* stop a third of them */
+        loop_timer_stop(l, &t[i]);
+    for (now = 1; now <= 64; now++) {
+        log.n = 0;
+        assert_int_equal(loop_run_once(l, 0), 0);
+        for (size_t k = 0; k < log.n; k++) {
+            assert_int_equal(t[log.order[k]].deadline_ns, now);
+            assert_true(log.order[k] % 3 != 0);
+            if (k > 0)
+                assert_true(log.order[k] > log.order[k - 1]); /* FIFO */
+        }
+    }
+    for (int i = 0; i < 500; i++)
+        assert_false(loop_timer_active(&t[i]));
+    loop_free(l);
+}
+
+struct rearm {
+    int count;
+};
+
+static void
+on_timer_rearm(struct loop *l, struct loop_timer *t, void *arg)
+{
+    struct rearm *r = arg;
+    r->count++;
+    /* re-arm at "now": must wait for the next tick, not loop forever */
+    loop_timer_start(l, t, loop_now_ns(l), on_timer_rearm, r);
+}
+
+static void
+test_loop_timer_stop_restart(void **state)
+{
+    uint64_t now = 10;
+    struct mt_clock clk;
+    struct loop *l = manual_loop(&clk, &now);
+    struct fired log = {{0}, 0};
+    struct tag a = {&log, 1}, b = {&log, 2};
+    struct loop_timer ta, tb, tr;
+    struct rearm r = {0};
+
+    loop_timer_init(&ta);
+    loop_timer_init(&tb);
+    loop_timer_start(l, &ta, 20, on_timer_log, &a);
+    loop_timer_start(l, &tb, 30, on_timer_log, &b);
+    loop_timer_stop(l, &ta);
+    loop_timer_stop(l, &ta); /* twice is harmless */
+    assert_false(loop_timer_active(&ta));
+    loop_timer_start(l, &tb, 15, on_timer_log, &b); /* restart earlier */
+    now = 25;
+    assert_int_equal(loop_run_once(l, 0), 0);
+    assert_int_equal(log.n, 1);
+    assert_int_equal(log.order[0], 2);
+    now = 100;
+    assert_int_equal(loop_run_once(l, 0), 0);
+    assert_int_equal(log.n, 1); /* ta stopped, tb fired once */
+
+    loop_timer_init(&tr);
+    loop_timer_start(l, &tr, 100, on_timer_rearm, &r);
+    assert_int_equal(loop_run_once(l, 0), 0);
+    assert_int_equal(r.count, 1);
+    assert_int_equal(loop_run_once(l, 0), 0);
+    assert_int_equal(r.count, 2);
+    loop_timer_stop(l, &tr);
+    loop_free(l);
+}
+
+static void
+test_loop_deadline_overflow_clamps(void **state)
+{
+    uint64_t now = UINT64_MAX - 10;
+    struct mt_clock clk;
+    struct loop *l = manual_loop(&clk, &now);
+    struct fired log = {{0}, 0};
+    struct tag a = {&log, 1};
+    struct loop_timer t;
+
+    assert_int_equal(loop_deadline_after(l, 5), UINT64_MAX - 5);
+    assert_int_equal(loop_deadline_after(l, 11), UINT64_MAX);
+    assert_int_equal(loop_deadline_after(l, UINT64_MAX), UINT64_MAX);
+    loop_timer_init(&t);
+    loop_timer_start(l, &t, loop_deadline_after(l, 1000), on_timer_log, &a);
+    now = UINT64_MAX;
+    assert_int_equal(loop_run_once(l, 0), 0);
+    assert_int_equal(log.n, 0); /* a clamped deadline never fires */
+    assert_true(loop_timer_active(&t));
+    loop_free(l);
+}
+
+struct io_state {
+    struct loop *l;
+    int fds[4];
+    int reads, writes, errors;
+    int del_other; /* fd to delete from the callback, -1 none */
+    char got[16];
+};
+
+static void
+on_io(struct loop *l, int fd, void *arg, unsigned ev)
+{
+    struct io_state *s = arg;
+    if (ev & LOOP_READ) {
+        ssize_t n = read(fd, s->got, sizeof(s->got) - 1);
+        if (n > 0)
+            s->got[n] = 0;
+        s->reads++;
+    }
+    if (ev & LOOP_WRITE)
+        s->writes++;
+    if (ev & LOOP_ERROR)
+        s->errors++;
+    if (s->del_other >= 0) {
+        loop_fd_del(l, s->del_other);
+        s->del_other = -1;
+    }
+}
+
+static void
+test_loop_fd_readiness_socketpair(void **state)
+{
+    struct mt_err err = {0};
+    struct loop *l = loop_new(NULL, 64, &err);
+    struct io_state s = {0};
+    int sp[2];
+
+    assert_non_null(l);
+    s.del_other = -1;
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sp), 0);
+    assert_int_equal(loop_fd_add(l, sp[0], LOOP_READ, on_io, &s), 0);
+    assert_int_equal(loop_fd_add(l, sp[0], LOOP_READ, on_io, &s), -EEXIST);
+    assert_int_equal(loop_fd_add(l, 64, LOOP_READ, on_io, &s), MT_ELIMIT);
+    assert_int_equal(loop_fd_mod(l, sp[1], LOOP_READ), -ENOENT);
+
+    assert_int_equal(loop_run_once(l, 0), 0);
+    assert_int_equal(s.reads, 0); /* nothing written yet */
+    assert_int_equal(write(sp[1], "ping", 4), 4);
+    assert_int_equal(loop_run_once(l, UINT64_MAX), 0); /* wakes on data */
+    assert_int_equal(s.reads, 1);
+    assert_string_equal(s.got, "ping");
+
+    assert_int_equal(loop_fd_mod(l, sp[0], LOOP_READ | LOOP_WRITE), 0);
+    assert_int_equal(loop_run_once(l, 0), 0);
+    assert_int_equal(s.writes, 1); /* socket buffer has room */
+    assert_int_equal(s.reads, 1);
+    assert_int_equal(loop_fd_mod(l, sp[0], 0), 0);
+    assert_int_equal(write(sp[1], "x", 1), 1);
+    assert_int_equal(loop_run_once(l, 0), 0);
+    assert_int_equal(s.reads + s.writes, 2); /* nothing watched */
+
+    assert_int_equal(loop_fd_mod(l, sp[0], LOOP_READ), 0);
+    close(sp[1]);
+    assert_int_equal(loop_run_once(l, UINT64_MAX), 0);
+    assert_int_equal(s.reads, 2); /* "x" then EOF on a later read */
+    loop_fd_del(l, sp[0]);
+    loop_fd_del(l, sp[0]); /* unknown: ignored */
+    assert_int_equal(loop_run_once(l, 0), 0);
+    assert_int_equal(s.reads, 2);
+    close(sp[0]);
+    loop_free(l);
+}
+
+static void
+test_loop_fd_deleted_in_batch_not_delivered(void **state)
+{
+    struct mt_err err = {0};
+    struct loop *l = loop_new(NULL, 64, &err);
+    struct io_state s1 = {0}, s2 = {0};
+    int a[2], b[2];
+
+    assert_non_null(l);
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, a), 0);
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, b), 0);
+    s1.del_other = b[0]; /* whichever runs first deletes the other */
+    s2.del_other = a[0];
+    assert_int_equal(loop_fd_add(l, a[0], LOOP_READ, on_io, &s1), 0);
+    assert_int_equal(loop_fd_add(l, b[0], LOOP_READ, on_io, &s2), 0);
+    assert_int_equal(write(a[1], "1", 1), 1);
+    assert_int_equal(write(b[1], "2", 1), 1);
+    assert_int_equal(loop_run_once(l, 0), 0);
+    assert_int_equal(s1.reads + s2.reads, 1);
+    loop_fd_del(l, a[0]);
+    loop_fd_del(l, b[0]);
+    for (int i = 0; i < 2; i++) {
+        close(a[i]);
+        close(b[i]);
+    }
+    loop_free(l);
+}
+
+static void
+on_timer_count(struct loop *l, struct loop_timer *t, void *arg)
+{
+    (*(int *)arg)++;
+}
+
+static void
+test_loop_real_timer_not_early(void **state)
+{
+    struct mt_err err = {0};
+    struct loop *l = loop_new(NULL, 16, &err);
+    struct loop_timer t;
+    uint64_t start, deadline;
+    int fired = 0;
+
+    assert_non_null(l);
+    loop_timer_init(&t);
+    start = loop_update_time(l);
+    deadline = loop_deadline_after(l, 2000000); /* 2 ms */
+    loop_timer_start(l, &t, deadline, on_timer_count, &fired);
+    while (!fired)
+        assert_int_equal(loop_run_once(l, UINT64_MAX), 0);
+    assert_true(mt_now_ns() >= deadline); /* direction only: never early */
+    assert_true(loop_now_ns(l) >= start + 2000000);
+    loop_free(l);
+}
+
+static void
+on_hook(struct loop *l, void *arg)
+{
+    (*(int *)arg)++;
+}
+
+static void *
+stopper(void *arg)
+{
+    struct timespec ts = {0, 20 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    loop_stop(arg);
+    return NULL;
+}
+
+static void
+test_loop_stop_from_thread_and_restart(void **state)
+{
+    struct mt_err err = {0};
+    struct loop *l = loop_new(NULL, 16, &err);
+    pthread_t th;
+    int hooks = 0;
+
+    assert_non_null(l);
+    loop_set_before_sleep(l, on_hook, &hooks);
+    for (int round = 0; round < 2; round++) {
+        int before = hooks;
+        assert_int_equal(pthread_create(&th, NULL, stopper, l), 0);
+        assert_int_equal(loop_run(l), 0); /* blocks: nothing else to do */
+        assert_int_equal(pthread_join(th, NULL), 0);
+        assert_true(hooks > before);
+    }
+    loop_stop(l); /* stop before run: run returns after one tick */
+    assert_int_equal(loop_run(l), 0);
+    loop_wake(l);
+    loop_wake(l);
+    assert_int_equal(loop_run_once(l, UINT64_MAX), 0); /* wake consumed */
+    loop_free(l);
+}
+
+struct wake_stress {
+    struct loop *l;
+    atomic_int pending;
+    atomic_int consumed;
+    int per_thread;
+};
+
+static void *
+waker(void *arg)
+{
+    struct wake_stress *w = arg;
+    for (int i = 0; i < w->per_thread; i++) {
+        atomic_fetch_add(&w->pending, 1);
+        loop_wake(w->l);
+    }
+    return NULL;
+}
+
+static void
+on_hook_consume(struct loop *l, void *arg)
+{
+    struct wake_stress *w = arg;
+    int n = atomic_fetch_add(&w->consumed, atomic_exchange(&w->pending, 0));
+    (void)n;
+    if (atomic_load(&w->consumed) == 2 * w->per_thread)
+        loop_stop(l); /* all seen: loop_run returns */
+}
+
+static void
+test_loop_wake_never_lost(void **state)
+{
+    /* Two threads wake the loop 100k times each; every wake is seen by
+     * the hook, and afterwards a wake (loop_stop) still interrupts a
+     * blocked wait.  A lost wake hangs: SIGALRM fails the test instead. */
+    struct mt_err err = {0};
+    struct wake_stress w;
+    pthread_t th[2];
+
+    w.l = loop_new(NULL, 16, &err);
+    assert_non_null(w.l);
+    atomic_init(&w.pending, 0);
+    atomic_init(&w.consumed, 0);
+    w.per_thread = 100000;
+    loop_set_before_sleep(w.l, on_hook_consume, &w);
+    alarm(30);
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, waker, &w), 0);
+    assert_int_equal(loop_run(w.l), 0); /* returns once all are seen */
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(pthread_join(th[i], NULL), 0);
+    assert_int_equal(atomic_load(&w.consumed), 2 * w.per_thread);
+    loop_set_before_sleep(w.l, NULL, NULL);
+    for (int round = 0; round < 3; round++) {
+        assert_int_equal(pthread_create(&th[0], NULL, stopper, w.l), 0);
+        assert_int_equal(loop_run(w.l), 0);
+        assert_int_equal(pthread_join(th[0], NULL), 0);
+    }
+    alarm(0);
+    loop_free(w.l);
+}
+
+static void
+test_loop_new_alloc_failure(void **state)
+{
+    struct mt_err err = {0};
+    struct loop *l;
+
+    for (uint64_t nth = 1; nth <= 2; nth++) {
+        mt_mem_fail_after(nth);
+        l = loop_new(NULL, 32, &err);
+        mt_mem_fail_after(0);
+        assert_null(l);
+        assert_int_equal(err.code, -ENOMEM);
+    }
+    l = loop_new(NULL, 1 << 30, &err);
+    assert_null(l);
+    assert_int_equal(err.code, MT_ELIMIT);
+    loop_free(NULL);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_loop_timer_order_and_ties),
+        cmocka_unit_test(test_loop_timer_heap_many),
+        cmocka_unit_test(test_loop_timer_stop_restart),
+        cmocka_unit_test(test_loop_deadline_overflow_clamps),
+        cmocka_unit_test(test_loop_fd_readiness_socketpair),
+        cmocka_unit_test(test_loop_fd_deleted_in_batch_not_delivered),
+        cmocka_unit_test(test_loop_real_timer_not_early),
+        cmocka_unit_test(test_loop_stop_from_thread_and_restart),
+        cmocka_unit_test(test_loop_wake_never_lost),
+        cmocka_unit_test(test_loop_new_alloc_failure),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
