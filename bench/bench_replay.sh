@@ -1,0 +1,177 @@
+#!/usr/bin/env bash
+# bench_replay.sh -- mtrace replay benchmarks (never part of `make test`).
+#
+#  1. seed 000's pymongo benchmark (sequential 1000 calls, 10 threads x 100)
+#     against the minimal C fixed-reply server (bench/fixed_server.c, the
+#     floor), mtrace replay --delay-ms 0, --delay-ms 1, and --delay-ms 1
+#     --delay-mode serial (seed 000's Go proxy behaviour): seed 000's table.
+#  2. delay precision with a C client (bench/replay_load.c): requested 0.1,
+#     1 and 5 ms at 1 and 64 connections; achieved (server: request read ->
+#     reply written) and client round trip minus the --delay-ms 0 one.
+#  3. throughput: replay_load at 16 and 256 connections against replay and
+#     against the fixed-reply server.
+#
+#     BUILD=build/release bench/bench_replay.sh [--quick] [--spin-us N]
+# The trace is recorded first through `mtrace capture` from MockupDB.
+# Prints markdown tables (docs/benchmarks.md keeps a run).
+set -u
+cd "$(dirname "$0")/.."
+TOP=$PWD
+BUILD=${BUILD:-build/release}
+MT=$TOP/mtrace
+PY=/usr/bin/python3
+SECS=3
+ROUNDS=3
+SPIN=()
+while [ $# -gt 0 ]; do
+    case $1 in
+    --quick) SECS=1; ROUNDS=1 ;;
+    --spin-us) SPIN=(--spin-us "$2"); shift ;;
+    esac
+    shift
+done
+TMP=$(mktemp -d /tmp/bench-replay.XXXXXX)
+PIDS=()
+cleanup() {
+    for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null; done
+    for p in "${PIDS[@]:-}"; do [ -n "$p" ] && wait "$p" 2>/dev/null; done
+    rm -rf "$TMP"
+}
+trap cleanup EXIT
+die() { echo "bench_replay: $*" >&2; exit 1; }
+free_port() { $PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_port() {
+    for _ in $(seq 200); do (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.05; done
+    die "nothing on port $1"
+}
+for b in "$BUILD/bench/fixed_server" "$BUILD/bench/replay_load" "$MT"; do
+    [ -x "$b" ] || die "$b missing (make all $BUILD/bench/fixed_server $BUILD/bench/replay_load)"
+done
+
+# ---- record the trace ----
+$PY tests/integration/mockmongo.py --port 0 >"$TMP/mock.out" 2>/dev/null &
+PIDS+=($!)
+for _ in $(seq 100); do grep -q READY "$TMP/mock.out" && break; sleep 0.05; done
+MOCK=$(awk '/READY/ {print $2}' "$TMP/mock.out")
+CAP=$(free_port)
+"$MT" capture --listen 127.0.0.1:$CAP --target 127.0.0.1:$MOCK -o "$TMP/seed.zst" 2>/dev/null &
+CPID=$!
+wait_port $CAP
+$PY bench/seed000_bench.py "mongodb://127.0.0.1:$CAP/" capture >/dev/null || die "capture run failed"
+kill $CPID; wait $CPID
+echo "trace: $("$MT" stats "$TMP/seed.zst" 2>/dev/null | head -3 | tr '\n' ' ')"
+
+start_replay() { # PORTVAR JSON args...
+    local var=$1 json=$2 port; shift 2
+    port=$(free_port)
+    "$MT" replay --listen 127.0.0.1:$port --summary-json "$json" "$@" "$TMP/seed.zst" 2>"$json.log" &
+    RPID=$!
+    wait_port $port
+    printf -v "$var" '%s' "$port"
+}
+stop_replay() { kill $RPID; wait $RPID; }
+start_fixed() {
+    "$BUILD/bench/fixed_server" 0 >"$TMP/fixed.out" &
+    FPID=$!
+    PIDS+=($FPID)
+    for _ in $(seq 100); do grep -q READY "$TMP/fixed.out" && break; sleep 0.05; done
+    FIXED=$(awk '/READY/ {print $2}' "$TMP/fixed.out")
+}
+
+echo
+echo "## 1. seed 000 benchmark (pymongo $($PY -c 'import pymongo; print(pymongo.version)'), $(nproc) cores)"
+echo
+# ROUNDS interleaved rounds (the machine may be shared): each scenario's
+# row is the round with its median sequential mean.
+start_fixed
+for round in $(seq $ROUNDS); do
+    $PY bench/seed000_bench.py "mongodb://127.0.0.1:$FIXED/" "fixed-reply server (floor)" |
+        sed "s/^{/{\"round\": $round, /" >>"$TMP/seed.rows"
+    for args in "0" "1" "1 --delay-mode serial"; do
+        # shellcheck disable=SC2086
+        start_replay P "$TMP/s.json" --delay-ms $args "${SPIN[@]}"
+        $PY bench/seed000_bench.py "mongodb://127.0.0.1:$P/" "replay --delay-ms $args" |
+            sed "s/^{/{\"round\": $round, /" >>"$TMP/seed.rows"
+        stop_replay
+    done
+done
+$PY - "$TMP/seed.rows" <<'PY'
+import json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+labels = list(dict.fromkeys(r["label"] for r in rows))
+pick = {}
+for lab in labels:
+    seq = sorted((r for r in rows if r["label"] == lab and r["mode"] == "sequential"),
+                 key=lambda r: r["mean_ms"])
+    rnd = seq[len(seq) // 2]["round"]
+    pick[lab] = {r["mode"]: r for r in rows if r["label"] == lab and r["round"] == rnd}
+print("| Scenario | n | Mean (ms) | Stdev (% of mean) |")
+print("|---|---|---|---|")
+for lab in labels:
+    for mode in ("sequential", "threaded"):
+        r = pick[lab][mode]
+        print(f"| {lab} — {mode} | {r['n']} | {r['mean_ms']:.3f} | {r['stdev_pct']:.1f}% |")
+allseq = lambda lab: [r["mean_ms"] for r in rows if r["label"] == lab and r["mode"] == "sequential"]
+floor = statistics.median(allseq("fixed-reply server (floor)"))
+rep = statistics.median(allseq("replay --delay-ms 0"))
+d1 = statistics.median(allseq("replay --delay-ms 1"))
+print()
+print(f"medians over {max(r['round'] for r in rows)} rounds: sequential mean floor {floor:.3f} ms, "
+      f"replay {rep:.3f} ms = {100 * rep / floor:.1f}% of the floor (target <= 105%); "
+      f"--delay-ms 1 adds {d1 - rep:.3f} ms (target 1 +- 0.02)")
+PY
+
+echo
+echo "## 2. delay precision (C client, replay_load, ${SECS}s each)"
+echo
+echo "| requested | conns | server achieved p50 | p99 | late p50 | late p99 | client RTT p50 - base | target p50 <= | target p99 <= |"
+echo "|---|---|---|---|---|---|---|---|---|"
+for c in 1 64; do
+    start_replay P "$TMP/b.json" --delay-ms 0 "${SPIN[@]}"
+    "$BUILD/bench/replay_load" $P $c $SECS >"$TMP/base.$c"
+    stop_replay
+    for d in 0.1 1 5; do
+        start_replay P "$TMP/d.json" --delay-ms $d "${SPIN[@]}"
+        "$BUILD/bench/replay_load" $P $c $SECS >"$TMP/load.json"
+        stop_replay
+        $PY - "$d" "$c" "$TMP/d.json" "$TMP/load.json" "$TMP/base.$c" <<'PY'
+import json, sys
+d, c = float(sys.argv[1]), int(sys.argv[2])
+s, l, b = (json.load(open(p)) for p in sys.argv[3:6])
+a, late = s["achieved"], s["late"]
+t50, t99 = d * 1.01 + 0.010, d * 1.05 + 0.050
+ok = lambda v, t: f"{v:.4f}" + ("" if v <= t else " (over)")
+print(f"| {d} ms | {c} | {ok(a['p50_ms'], t50)} | {ok(a['p99_ms'], t99)} | {late['p50_ms']*1000:.1f} us "
+      f"| {late['p99_ms']*1000:.1f} us | {(l['rtt_p50_us'] - b['rtt_p50_us'])/1000:.4f} ms | {t50:.4f} | {t99:.4f} |")
+PY
+    done
+done
+
+echo
+echo "## 3. throughput (replay_load, closed loop, ${SECS}s, ops/s)"
+echo
+echo "Server CPU per request (utime+stime from /proc over the run) is less"
+echo "sensitive to other load on the machine than ops/s."
+echo
+echo "| conns | fixed-reply server ops/s (CPU us/op) | replay --threads 1 | replay (one loop per core) | replay/fixed ops (best) |"
+echo "|---|---|---|---|---|"
+cpu_ticks() { awk '{print $14 + $15}' /proc/"$1"/stat; }
+measure() { # PID PORT CONNS -> "ops cpu_us_per_op"
+    local t0 t1 ops
+    t0=$(cpu_ticks "$1")
+    ops=$("$BUILD/bench/replay_load" "$2" "$3" $SECS | $PY -c 'import json,sys; print(json.load(sys.stdin)["ops_per_s"])')
+    t1=$(cpu_ticks "$1")
+    $PY -c "o=$ops; print(o, (($t1-$t0)/$(getconf CLK_TCK))*1e6/(o*($SECS+0.5)) if o else 0)"
+}
+for c in 16 256; do
+    read -r f fc <<<"$(measure $FPID $FIXED $c)"
+    start_replay P "$TMP/t.json" --threads 1
+    read -r r1 r1c <<<"$(measure $RPID $P $c)"
+    stop_replay
+    start_replay P "$TMP/t.json"
+    read -r rn rnc <<<"$(measure $RPID $P $c)"
+    stop_replay
+    $PY -c "f,a,b=$f,$r1,$rn; print(f'| $c | {f:.0f} ({$fc:.1f}) | {a:.0f} ({$r1c:.1f}) | {b:.0f} ({$rnc:.1f}) | {100*max(a,b)/f:.0f}% (target >= 80%) |')"
+done
+echo
+"$BUILD/bench/bench_replay_conn" 2>/dev/null || true

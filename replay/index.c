@@ -1,0 +1,524 @@
+/*
+ * index.c -- the index of recorded exchanges (see index.h).
+ *
+ * Loading pairs each server-to-client message with the pending request of
+ * the same connection whose requestID is its responseTo.  Replies that
+ * answer nothing pending (exhaust hello streams, replies whose request was
+ * lost) are counted as unpaired; requests with moreToCome expect no reply.
+ */
+#include "index.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "core/log.h"
+#include "core/mem.h"
+
+#define PENDING_MAX 65536
+
+void
+index_init(struct index *idx, const struct match_rules *r)
+{
+    memset(idx, 0, sizeof(*idx));
+    idx->rules = *r;
+}
+
+void
+index_free(struct index *idx)
+{
+    for (size_t i = 0; i < idx->nex; i++) {
+        mt_free(idx->ex[i].req);
+        mt_free(idx->ex[i].reply);
+        mt_free(idx->ex[i].more);
+    }
+    for (size_t i = 0; i < idx->ngroups; i++) {
+        mt_free(idx->groups[i]->key);
+        mt_free(idx->groups[i]->ex);
+        mt_free(idx->groups[i]);
+    }
+    mt_free(idx->ex);
+    mt_free(idx->groups);
+    mt_free(idx->buckets);
+    mt_free(idx->hello);
+    mt_free(idx->live);
+    memset(idx, 0, sizeof(*idx));
+}
+
+/* Grows *arr (elements of size sz) to hold one more; 0 or -ENOMEM. */
+static int
+grow(void **arr, size_t *cap, size_t n, size_t sz, size_t max)
+{
+    size_t c;
+    void *p;
+
+    if (n < *cap)
+        return 0;
+    if (n >= max)
+        return MT_ELIMIT;
+    c = *cap ? *cap * 2 : 16;
+    if (c > max)
+        c = max;
+    p = mt_realloc(*arr, c * sz);
+    if (p == NULL)
+        return -ENOMEM;
+    *arr = p;
+    *cap = c;
+    return 0;
+}
+
+static int
+rehash(struct index *idx)
+{
+    size_t nb = idx->nbuckets ? idx->nbuckets * 2 : 256;
+    struct index_group **b = mt_calloc(nb, sizeof(*b));
+
+    if (b == NULL)
+        return -ENOMEM;
+    for (size_t i = 0; i < idx->ngroups; i++) {
+        struct index_group *g = idx->groups[i];
+        g->chain = b[g->hash & (nb - 1)];
+        b[g->hash & (nb - 1)] = g;
+    }
+    mt_free(idx->buckets);
+    idx->buckets = b;
+    idx->nbuckets = nb;
+    return 0;
+}
+
+struct index_group *
+index_find(const struct index *idx, const char *key, size_t len)
+{
+    uint64_t h = match_key_hash(key, len);
+
+    if (idx->nbuckets == 0)
+        return NULL;
+    for (struct index_group *g = idx->buckets[h & (idx->nbuckets - 1)];
+         g != NULL; g = g->chain)
+        if (g->hash == h && g->key_len == len && memcmp(g->key, key, len) == 0)
+            return g;
+    return NULL;
+}
+
+static struct index_group *
+group_get(struct index *idx, const char *key, size_t len)
+{
+    struct index_group *g = index_find(idx, key, len);
+    size_t cap = idx->groups_cap;
+
+    if (g != NULL)
+        return g;
+    if (grow((void **)&idx->groups, &cap, idx->ngroups, sizeof(*idx->groups),
+             INDEX_EXCHANGES_MAX) < 0)
+        return NULL;
+    idx->groups_cap = cap;
+    if (idx->ngroups + 1 > idx->nbuckets && rehash(idx) < 0)
+        return NULL;
+    g = mt_calloc(1, sizeof(*g));
+    if (g == NULL || (g->key = mt_malloc(len + 1)) == NULL) {
+        mt_free(g);
+        return NULL;
+    }
+    memcpy(g->key, key, len);
+    g->key[len] = '\0';
+    g->key_len = len;
+    g->hash = match_key_hash(key, len);
+    atomic_init(&g->next, 0);
+    g->chain = idx->buckets[g->hash & (idx->nbuckets - 1)];
+    idx->buckets[g->hash & (idx->nbuckets - 1)] = g;
+    idx->groups[idx->ngroups++] = g;
+    idx->st.groups++;
+    return g;
+}
+
+static int
+group_push(struct index_group *g, uint32_t ex)
+{
+    size_t cap = g->ex_cap;
+    int rc = grow((void **)&g->ex, &cap, g->nex, sizeof(*g->ex),
+                  INDEX_EXCHANGES_MAX);
+    if (rc < 0)
+        return rc;
+    g->ex_cap = (uint32_t)cap;
+    g->ex[g->nex++] = ex;
+    return 0;
+}
+
+/* Appends a copy of the two messages as a new exchange; its index in *out. */
+static int
+ex_new(struct index *idx, const struct wire_msg *rq, const struct wire_msg *rp,
+       uint64_t latency_ns, uint32_t *out)
+{
+    struct index_exchange *e;
+    size_t cap = idx->ex_cap;
+    int rc = grow((void **)&idx->ex, &cap, idx->nex, sizeof(*idx->ex),
+                  INDEX_EXCHANGES_MAX);
+
+    if (rc < 0)
+        return rc;
+    idx->ex_cap = cap;
+    e = &idx->ex[idx->nex];
+    memset(e, 0, sizeof(*e));
+    e->req = mt_malloc(rq->raw_len);
+    e->reply = mt_malloc(rp->raw_len);
+    if (e->req == NULL || e->reply == NULL) {
+        mt_free(e->req);
+        mt_free(e->reply);
+        return -ENOMEM;
+    }
+    memcpy(e->req, rq->raw, rq->raw_len);
+    memcpy(e->reply, rp->raw, rp->raw_len);
+    e->req_len = (uint32_t)rq->raw_len;
+    e->reply_len = (uint32_t)rp->raw_len;
+    e->latency_ns = latency_ns;
+    e->cursor_id = match_reply_cursor_id(rp->body, rp->body_len);
+    *out = (uint32_t)idx->nex++;
+    idx->st.exchanges++;
+    return 0;
+}
+
+static int
+live_add(struct index *idx, int64_t id, uint32_t ex)
+{
+    size_t cap = idx->live_cap;
+    int rc;
+
+    for (size_t i = 0; i < idx->nlive; i++) {
+        if (idx->live[i].id == id) { /* id reused: the newer cursor wins */
+            idx->live[i].ex = ex;
+            return 0;
+        }
+    }
+    rc = grow((void **)&idx->live, &cap, idx->nlive, sizeof(*idx->live),
+              PENDING_MAX);
+    if (rc < 0)
+        return rc;
+    idx->live_cap = cap;
+    idx->live[idx->nlive].id = id;
+    idx->live[idx->nlive].ex = ex;
+    idx->nlive++;
+    return 0;
+}
+
+static struct index_live *
+live_find(struct index *idx, int64_t id)
+{
+    for (size_t i = 0; i < idx->nlive; i++)
+        if (idx->live[i].id == id)
+            return &idx->live[i];
+    return NULL;
+}
+
+static int64_t
+getmore_id(const struct match_req *req)
+{
+    bson_t b;
+    bson_iter_t it;
+
+    if (!bson_init_static(&b, req->cmd, req->cmd_len) ||
+        !bson_iter_init_find(&it, &b, "getMore"))
+        return 0;
+    if (BSON_ITER_HOLDS_INT64(&it) || BSON_ITER_HOLDS_INT32(&it))
+        return bson_iter_as_int64(&it);
+    return 0;
+}
+
+/* A recorded getMore: append its reply to the cursor it continues. */
+static int
+add_getmore(struct index *idx, const struct match_req *req,
+            const struct wire_msg *rq, const struct wire_msg *rp,
+            uint64_t latency_ns, struct mt_err *err)
+{
+    int64_t id = getmore_id(req);
+    struct index_live *lv = live_find(idx, id);
+    struct index_exchange *origin;
+    uint32_t ex;
+    size_t cap;
+    int rc;
+
+    idx->st.getmores++;
+    if (lv == NULL)
+        return mt_err_set(err, MT_ENOMATCH, 0,
+                          "getMore on cursor %lld opened before the trace "
+                          "started",
+                          (long long)id);
+    TRY(ex_new(idx, rq, rp, latency_ns, &ex));
+    origin = &idx->ex[lv->ex];
+    cap = origin->more_cap;
+    TRY(grow((void **)&origin->more, &cap, origin->nmore, sizeof(*origin->more),
+             INDEX_EXCHANGES_MAX));
+    origin->more_cap = (uint32_t)cap;
+    origin->more[origin->nmore++] = ex;
+    if (idx->ex[ex].cursor_id == 0)
+        *lv = idx->live[--idx->nlive];
+out:
+    return rc < 0 ? mt_err_set(err, rc, 0, "indexing a getMore: %s",
+                               mt_strerror(rc))
+                  : 0;
+}
+
+static int
+set_hello(struct index *idx, const struct wire_msg *rp)
+{
+    bool from_msg = rp->h.op_code == WIRE_OP_MSG;
+
+    if (rp->body == NULL)
+        return 0;
+    if (idx->hello != NULL && (idx->hello_from_msg || !from_msg))
+        return 0;
+    mt_free(idx->hello);
+    idx->hello = mt_malloc(rp->body_len);
+    if (idx->hello == NULL)
+        return -ENOMEM;
+    memcpy(idx->hello, rp->body, rp->body_len);
+    idx->hello_len = rp->body_len;
+    idx->hello_from_msg = from_msg;
+    return 0;
+}
+
+static int
+add_parsed(struct index *idx, const struct wire_msg *rq,
+           const struct wire_msg *rp, uint64_t latency_ns, struct mt_err *err)
+{
+    struct match_req req;
+    struct mt_buf key;
+    struct index_group *g;
+    uint32_t ex;
+    int rc;
+
+    TRY(match_req_from_msg(rq, &req, err));
+    if (strcmp(req.name, "hello") == 0 ||
+        strcasecmp(req.name, "isMaster") == 0) {
+        idx->st.hellos++;
+        return set_hello(idx, rp);
+    }
+    if (strcmp(req.name, "getMore") == 0)
+        return add_getmore(idx, &req, rq, rp, latency_ns, err);
+    if (strcmp(req.name, "killCursors") == 0)
+        return 0;
+    mt_buf_init(&key, MATCH_KEY_LEN_MAX);
+    rc = match_key_build(&idx->rules, &req, &key, err);
+    if (rc == 0 &&
+        (g = group_get(idx, (const char *)key.data, key.len)) == NULL)
+        rc = mt_err_set(err, -ENOMEM, 0, "out of memory indexing a key");
+    if (rc == 0)
+        rc = ex_new(idx, rq, rp, latency_ns, &ex);
+    if (rc == 0)
+        rc = group_push(g, ex);
+    if (rc == 0 && idx->ex[ex].cursor_id != 0)
+        rc = live_add(idx, idx->ex[ex].cursor_id, ex);
+    mt_buf_free(&key);
+out:
+    return rc;
+}
+
+int
+index_add(struct index *idx, const uint8_t *req, size_t req_len,
+          const uint8_t *reply, size_t reply_len, uint64_t latency_ns,
+          struct mt_err *err)
+{
+    struct wire_msg rq, rp;
+    size_t used;
+    int rc;
+
+    rc = wire_msg_parse(req, req_len, &rq, &used, err);
+    if (rc == MT_OK)
+        rc = wire_msg_parse(reply, reply_len, &rp, &used, err);
+    if (rc == MT_PARTIAL)
+        rc = mt_err_set(err, MT_ETRUNC, req_len, "truncated message");
+    if (rc != 0)
+        return rc;
+    return add_parsed(idx, &rq, &rp, latency_ns, err);
+}
+
+const struct index_exchange *
+index_group_pick(const struct index *idx, struct index_group *g)
+{
+    uint64_t n = atomic_fetch_add_explicit(&g->next, 1, memory_order_relaxed);
+    return &idx->ex[g->ex[n % g->nex]];
+}
+
+const struct index_group *
+index_closest(const struct index *idx, const char *key, size_t len)
+{
+    const struct index_group *best = NULL;
+    const char *sep = memchr(key, MATCH_SEP, len);
+    int best_score = -1;
+    char scratch[8];
+
+    for (size_t i = 0; i < idx->ngroups; i++) {
+        const struct index_group *g = idx->groups[i];
+        int score = 2 * match_key_diff(key, len, g->key, g->key_len, scratch,
+                                       sizeof(scratch));
+        const char *gsep = memchr(g->key, MATCH_SEP, g->key_len);
+        /* same command name: strongly preferred */
+        if (sep != NULL && gsep != NULL) {
+            const char *ce =
+                memchr(sep + 1, '=', len - (size_t)(sep + 1 - key));
+            size_t cn = ce ? (size_t)(ce - sep) : 0;
+            if (cn > 0 && (size_t)(g->key + g->key_len - gsep) > cn &&
+                memcmp(sep, gsep, cn + 1) == 0)
+                score += 1000;
+        }
+        if (score > best_score) {
+            best_score = score;
+            best = g;
+        }
+    }
+    return best;
+}
+
+/* ---- loading a trace ---- */
+
+struct pending {
+    uint64_t conn_id;
+    int32_t request_id;
+    uint64_t t_ns;
+    uint8_t *msg; /* owned copy of the request */
+    uint32_t len;
+};
+
+struct loader {
+    struct pending *p; /* owned */
+    size_t n, cap;
+};
+
+static void
+pending_drop(struct loader *ld, size_t i)
+{
+    mt_free(ld->p[i].msg);
+    ld->p[i] = ld->p[--ld->n];
+}
+
+static int
+on_request(struct index *idx, struct loader *ld, const struct trace_msg *m,
+           const uint8_t *bytes, uint32_t len)
+{
+    struct wire_msg w;
+    size_t used;
+    struct pending *pd;
+    int rc;
+
+    idx->st.requests++;
+    if (wire_msg_parse(bytes, len, &w, &used, NULL) != MT_OK) {
+        idx->st.malformed++;
+        return 0;
+    }
+    if (w.h.op_code == WIRE_OP_MSG && (w.flags & WIRE_MSG_MORE_TO_COME))
+        return 0;               /* unacknowledged: no reply will come */
+    if (ld->n >= PENDING_MAX) { /* a trace of requests without replies */
+        idx->st.unpaired++;
+        pending_drop(ld, 0);
+    }
+    rc = grow((void **)&ld->p, &ld->cap, ld->n, sizeof(*ld->p), PENDING_MAX);
+    if (rc < 0)
+        return rc;
+    pd = &ld->p[ld->n];
+    pd->msg = mt_malloc(len);
+    if (pd->msg == NULL)
+        return -ENOMEM;
+    memcpy(pd->msg, bytes, len);
+    pd->len = len;
+    pd->conn_id = m->conn_id;
+    pd->request_id = w.h.request_id;
+    pd->t_ns = m->t_ns;
+    ld->n++;
+    return 0;
+}
+
+static int
+on_reply(struct index *idx, struct loader *ld, const struct trace_msg *m,
+         const uint8_t *bytes, uint32_t len)
+{
+    struct wire_msg w;
+    size_t used, i;
+    struct mt_err e = {0};
+    int rc;
+
+    idx->st.replies++;
+    if (wire_msg_parse(bytes, len, &w, &used, NULL) != MT_OK) {
+        idx->st.malformed++;
+        return 0;
+    }
+    for (i = ld->n; i > 0; i--)
+        if (ld->p[i - 1].conn_id == m->conn_id &&
+            ld->p[i - 1].request_id == w.h.response_to)
+            break;
+    if (i == 0) {
+        idx->st.unpaired++; /* exhaust stream, or its request was lost */
+        return 0;
+    }
+    i--;
+    rc = index_add(idx, ld->p[i].msg, ld->p[i].len, bytes, len,
+                   m->t_ns >= ld->p[i].t_ns ? m->t_ns - ld->p[i].t_ns : 0, &e);
+    pending_drop(ld, i);
+    if (rc == -ENOMEM)
+        return rc;
+    if (rc < 0) {
+        idx->st.skipped++;
+        mt_debug("replay: trace exchange skipped: %s", e.msg);
+    }
+    return 0;
+}
+
+static void
+on_close(struct loader *ld, uint64_t conn_id)
+{
+    for (size_t i = ld->n; i > 0; i--)
+        if (ld->p[i - 1].conn_id == conn_id)
+            pending_drop(ld, i - 1);
+}
+
+static int
+on_record(struct index *idx, struct loader *ld, const struct trace_rec *rec)
+{
+    const struct trace_msg *m = &rec->u.msg;
+    const uint8_t *bytes;
+    uint32_t len;
+
+    idx->st.records++;
+    if (rec->type == TRACE_REC_CONN_CLOSE) {
+        on_close(ld, rec->u.close.conn_id);
+        return 0;
+    }
+    if (rec->type != TRACE_REC_MSG)
+        return 0;
+    if (m->flags & (TRACE_MSG_PARTIAL | TRACE_MSG_MALFORMED)) {
+        idx->st.malformed++;
+        return 0;
+    }
+    bytes = m->plain != NULL ? m->plain : m->wire;
+    len = m->plain != NULL ? m->plain_len : m->wire_len;
+    if (m->dir == TRACE_DIR_C2S)
+        return on_request(idx, ld, m, bytes, len);
+    return on_reply(idx, ld, m, bytes, len);
+}
+
+int
+index_load(struct index *idx, struct trace_reader *tr, struct mt_err *err)
+{
+    struct loader ld = {0};
+    struct trace_rec rec;
+    struct mt_err e = {0};
+    int rc;
+
+    for (;;) {
+        rc = trace_reader_next(tr, &rec, &e);
+        if (rc == MT_END)
+            break;
+        if (rc < 0) {
+            mt_warn("replay: trace damaged (%s); using the %llu records "
+                    "before it",
+                    e.msg, (unsigned long long)idx->st.records);
+            break;
+        }
+        rc = on_record(idx, &ld, &rec);
+        if (rc < 0)
+            break;
+    }
+    while (ld.n > 0)
+        pending_drop(&ld, ld.n - 1);
+    mt_free(ld.p);
+    if (rc < 0 && rc != MT_END && e.code == 0)
+        return mt_err_set(err, rc, 0, "loading the trace: %s", mt_strerror(rc));
+    return 0;
+}

@@ -1,0 +1,110 @@
+/*
+ * index.h -- the index of recorded exchanges a replay answers from.
+ *
+ * The index maps request keys (match.h) to the recorded exchanges in
+ * recorded order, and remembers the getMore batches that continue each
+ * recorded cursor and the first recorded hello reply.  It is read-only once
+ * loaded, except for each group's atomic round-robin counter, so every loop
+ * thread may share it.
+ */
+#ifndef MT_REPLAY_INDEX_H
+#define MT_REPLAY_INDEX_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/err.h"
+#include "core/trace.h"
+#include "match.h"
+
+#define INDEX_EXCHANGES_MAX (16u << 20)
+
+/* One recorded request and its reply. */
+struct index_exchange {
+    uint8_t *req; /* owned: the request message (decompressed) */
+    uint32_t req_len;
+    uint8_t *reply; /* owned: the reply message (decompressed) */
+    uint32_t reply_len;
+    uint64_t latency_ns; /* reply last byte - request last byte */
+    int64_t cursor_id;   /* cursor.id of the recorded reply, 0 if none */
+    uint32_t *more;      /* owned: getMore exchanges continuing the cursor */
+    uint32_t nmore, more_cap;
+};
+
+struct index_group {
+    char *key; /* owned, NUL-terminated */
+    size_t key_len;
+    uint64_t hash;
+    uint32_t *ex; /* owned: exchange indices in recorded order */
+    uint32_t nex, ex_cap;
+    _Atomic uint64_t next;     /* round-robin position */
+    struct index_group *chain; /* borrowed: next in the hash bucket */
+};
+
+struct index_load_stats {
+    uint64_t records, requests, replies, exchanges, groups;
+    uint64_t hellos, getmores, unpaired, skipped, malformed;
+};
+
+/* A recorded cursor still open at this point of the loading. */
+struct index_live {
+    int64_t id;
+    uint32_t ex; /* the exchange that opened it */
+};
+
+struct index {
+    struct match_rules rules;
+    struct index_exchange *ex; /* owned */
+    size_t nex, ex_cap;
+    struct index_group **groups; /* owned: in order of first appearance */
+    size_t ngroups, groups_cap;
+    struct index_group **buckets; /* owned table; groups owned by groups[] */
+    size_t nbuckets;
+    uint8_t *hello; /* owned: body of the first recorded hello reply */
+    size_t hello_len;
+    bool hello_from_msg;     /* hello came from an OP_MSG reply */
+    struct index_live *live; /* owned: recorded cursors open while loading */
+    size_t nlive, live_cap;
+    struct index_load_stats st;
+};
+
+void index_init(struct index *idx, const struct match_rules *r);
+void index_free(struct index *idx);
+
+/*
+ * Loads every complete request/reply exchange from a trace reader.  A
+ * truncated trace keeps what was read before the damage and returns 0 with
+ * a warning logged; err is filled only on failure to use the trace at all.
+ * Returns 0 or a negative code.
+ */
+int index_load(struct index *idx, struct trace_reader *tr, struct mt_err *err);
+
+/*
+ * Adds one exchange from two complete messages (used by the loader and
+ * by tests; both are parsed and copied).  A hello reply becomes the hello
+ * template (the first one; an OP_MSG one replaces an OP_QUERY one); a
+ * getMore continues the recorded cursor its request names; killCursors is
+ * not indexed; anything else goes to the group of its key.  Returns 0, or
+ * a negative code with err filled (the exchange is then skipped).
+ */
+int index_add(struct index *idx, const uint8_t *req, size_t req_len,
+              const uint8_t *reply, size_t reply_len, uint64_t latency_ns,
+              struct mt_err *err);
+
+/* The group with this key, or NULL.  Thread-safe (the group is returned
+ * mutable only for its atomic round-robin counter). */
+struct index_group *index_find(const struct index *idx, const char *key,
+                               size_t len);
+
+/* The next exchange of g in recorded order, cycling.  Thread-safe. */
+const struct index_exchange *index_group_pick(const struct index *idx,
+                                              struct index_group *g);
+
+/* The recorded group closest to key (most equal fields, same command
+ * preferred), or NULL if the index is empty. */
+const struct index_group *index_closest(const struct index *idx,
+                                        const char *key, size_t len);
+
+#endif

@@ -1,0 +1,671 @@
+/*
+ * match.c -- request keys: rules, the key walk, diffs for diagnostics (see
+ * match.h and docs/replay.md).
+ *
+ * The command document is walked at the top level only: field names are
+ * collected (bson_iter_t copies, no decoding), the ignored ones dropped,
+ * the rest sorted by name, and only then is each kept value expanded into
+ * compact relaxed JSON.  Strings escape every control character, so the
+ * field separator MATCH_SEP (0x1f) never occurs inside a value.
+ */
+#include "match.h"
+
+#include <bson/bson.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/rd.h"
+
+static const char *const default_ignore[] = {
+    "lsid",
+    "$clusterTime",
+    "txnNumber",
+    "$readPreference",
+    "apiVersion",
+    "apiStrict",
+    "apiDeprecationErrors",
+    "client",
+    "autocommit",
+    "startTransaction",
+    "$db",
+};
+
+void
+match_rules_default(struct match_rules *r)
+{
+    memset(r, 0, sizeof(*r));
+    for (size_t i = 0; i < sizeof(default_ignore) / sizeof(default_ignore[0]);
+         i++)
+        (void)match_rules_ignore(r, default_ignore[i]);
+    r->mask_insert_oids = true;
+}
+
+int
+match_rules_ignore(struct match_rules *r, const char *field)
+{
+    size_t n = strlen(field);
+
+    if (n == 0 || n >= sizeof(r->ignore[0]))
+        return MT_EUSAGE;
+    if (match_rules_ignored(r, field))
+        return 0;
+    if (r->nignore >= MATCH_IGNORE_MAX)
+        return MT_ELIMIT;
+    memcpy(r->ignore[r->nignore], field, n + 1);
+    r->ignore_len[r->nignore++] = (uint8_t)n;
+    return 0;
+}
+
+int
+match_rules_keep(struct match_rules *r, const char *field)
+{
+    for (size_t i = 0; i < r->nignore; i++) {
+        if (strcmp(r->ignore[i], field) == 0) {
+            memmove(r->ignore[i], r->ignore[i + 1],
+                    (r->nignore - i - 1) * sizeof(r->ignore[0]));
+            memmove(&r->ignore_len[i], &r->ignore_len[i + 1],
+                    r->nignore - i - 1);
+            r->nignore--;
+            return 0;
+        }
+    }
+    return MT_ENOMATCH;
+}
+
+bool
+match_rules_ignored_n(const struct match_rules *r, const char *field, size_t n)
+{
+    for (size_t i = 0; i < r->nignore; i++)
+        if (r->ignore_len[i] == n && r->ignore[i][0] == field[0] &&
+            memcmp(r->ignore[i], field, n) == 0)
+            return true;
+    return false;
+}
+
+bool
+match_rules_ignored(const struct match_rules *r, const char *field)
+{
+    return match_rules_ignored_n(r, field, strlen(field));
+}
+
+static void
+copy_str(char *dst, size_t n, const char *src, size_t len)
+{
+    if (len >= n)
+        len = n - 1;
+    memcpy(dst, src, len);
+    dst[len] = '\0';
+}
+
+/* First key of the document and its $db, by a top-level walk. */
+static int
+cmd_scan(struct match_req *req, struct mt_err *err)
+{
+    bson_t b;
+    bson_iter_t it;
+    bool first = true;
+
+    if (!bson_init_static(&b, req->cmd, req->cmd_len) ||
+        !bson_iter_init(&it, &b))
+        return mt_err_set(err, MT_EBSON, 0, "command document is not BSON");
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (first) {
+            copy_str(req->name, sizeof(req->name), k, strlen(k));
+            first = false;
+        }
+        if (k[0] == '$' && strcmp(k, "$db") == 0 && BSON_ITER_HOLDS_UTF8(&it)) {
+            uint32_t l;
+            const char *v = bson_iter_utf8(&it, &l);
+            copy_str(req->db, sizeof(req->db), v, l);
+        }
+    }
+    if (first)
+        return mt_err_set(err, MT_EBSON, 0, "empty command document");
+    return 0;
+}
+
+/* OP_QUERY on <db>.$cmd: the query, unwrapped from {$query: ...}. */
+static int
+req_from_query(const struct wire_msg *m, struct match_req *req,
+               struct mt_err *err)
+{
+    const char *fc = m->full_collection, *dot;
+    bson_t b;
+    bson_iter_t it;
+
+    if (fc == NULL || (dot = strchr(fc, '.')) == NULL ||
+        strcmp(dot, ".$cmd") != 0)
+        return mt_err_set(err, MT_EUNSUPPORTED, 0,
+                          "legacy OP_QUERY on '%s' (only <db>.$cmd commands)",
+                          fc ? fc : "");
+    copy_str(req->db, sizeof(req->db), fc, (size_t)(dot - fc));
+    req->cmd = m->body;
+    req->cmd_len = m->body_len;
+    req->legacy = true;
+    if (bson_init_static(&b, m->body, m->body_len) &&
+        bson_iter_init_find(&it, &b, "$query") &&
+        BSON_ITER_HOLDS_DOCUMENT(&it)) {
+        uint32_t l;
+        const uint8_t *d;
+        bson_iter_document(&it, &l, &d);
+        req->cmd = d;
+        req->cmd_len = l;
+    }
+    return cmd_scan(req, err);
+}
+
+int
+match_req_from_msg(const struct wire_msg *m, struct match_req *req,
+                   struct mt_err *err)
+{
+    memset(req, 0, sizeof(*req));
+    if (m->body == NULL || m->body_len < 5)
+        return mt_err_set(err, MT_EBSON, 0, "message has no command document");
+    if (m->h.op_code == WIRE_OP_QUERY)
+        return req_from_query(m, req, err);
+    if (m->h.op_code != WIRE_OP_MSG)
+        return mt_err_set(err, MT_EUNSUPPORTED, 0, "%s requests are not served",
+                          wire_opcode_name(m->h.op_code));
+    req->cmd = m->body;
+    req->cmd_len = m->body_len;
+    req->seq = m->seq;
+    req->nseq = m->nseq;
+    req->more_to_come = (m->flags & WIRE_MSG_MORE_TO_COME) != 0;
+    req->exhaust_allowed = (m->flags & WIRE_MSG_EXHAUST_ALLOWED) != 0;
+    req->checksum = (m->flags & WIRE_MSG_CHECKSUM_PRESENT) != 0;
+    return cmd_scan(req, err);
+}
+
+/* ---- value text ---- */
+
+struct kw {
+    struct mt_buf *b;
+    int rc;
+};
+
+static void
+kw_put(struct kw *w, const void *p, size_t n)
+{
+    if (w->rc == 0)
+        w->rc = mt_buf_append(w->b, p, n);
+}
+
+static void
+kw_str(struct kw *w, const char *s)
+{
+    kw_put(w, s, strlen(s));
+}
+
+static void kw_fmt(struct kw *w, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void
+kw_fmt(struct kw *w, const char *fmt, ...)
+{
+    char tmp[96];
+    va_list ap;
+    int n;
+
+    va_start(ap, fmt);
+    n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        kw_put(w, tmp, (size_t)n < sizeof(tmp) ? (size_t)n : sizeof(tmp) - 1);
+}
+
+/* Decimal without printf (keys are built for every request). */
+static void
+kw_int(struct kw *w, int64_t v)
+{
+    char tmp[24];
+    size_t i = sizeof(tmp);
+    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+
+    do {
+        tmp[--i] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u != 0);
+    if (v < 0)
+        tmp[--i] = '-';
+    kw_put(w, tmp + i, sizeof(tmp) - i);
+}
+
+static void
+kw_quoted(struct kw *w, const char *s, size_t len)
+{
+    size_t run = 0;
+
+    kw_put(w, "\"", 1);
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 0x20 && c != '"' && c != '\\')
+            continue;
+        kw_put(w, s + run, i - run);
+        if (c == '"' || c == '\\') {
+            char e[2] = {'\\', (char)c};
+            kw_put(w, e, 2);
+        } else {
+            kw_fmt(w, "\\u%04x", c);
+        }
+        run = i + 1;
+    }
+    kw_put(w, s + run, len - run);
+    kw_put(w, "\"", 1);
+}
+
+static void kw_doc(struct kw *w, bson_iter_t *it, bool array, int depth,
+                   bool mask_id);
+
+static void
+kw_binary(struct kw *w, const bson_iter_t *it)
+{
+    bson_subtype_t st;
+    uint32_t l;
+    const uint8_t *d;
+
+    bson_iter_binary(it, &st, &l, &d);
+    kw_fmt(w, "{\"$binary\":%d:\"", (int)st);
+    for (uint32_t i = 0; i < l && w->rc == 0; i++)
+        kw_fmt(w, "%02x", d[i]);
+    kw_str(w, "\"}");
+}
+
+/* The less common scalar types; false for anything else. */
+static bool
+kw_scalar_rare(struct kw *w, const bson_iter_t *it)
+{
+    char tmp[BSON_DECIMAL128_STRING];
+    uint32_t l, t, i;
+    const char *s, *opt;
+    bson_decimal128_t d;
+
+    switch ((int)bson_iter_type(it)) { /* int: the rest go to default */
+    case BSON_TYPE_REGEX:
+        s = bson_iter_regex(it, &opt);
+        kw_str(w, "{\"$regex\":");
+        kw_quoted(w, s, strlen(s));
+        kw_str(w, ",\"$options\":");
+        kw_quoted(w, opt, strlen(opt));
+        kw_str(w, "}");
+        return true;
+    case BSON_TYPE_TIMESTAMP:
+        bson_iter_timestamp(it, &t, &i);
+        kw_fmt(w, "{\"$ts\":[%" PRIu32 ",%" PRIu32 "]}", t, i);
+        return true;
+    case BSON_TYPE_DECIMAL128:
+        bson_iter_decimal128(it, &d);
+        bson_decimal128_to_string(&d, tmp);
+        kw_fmt(w, "{\"$numberDecimal\":\"%s\"}", tmp);
+        return true;
+    case BSON_TYPE_CODE:
+    case BSON_TYPE_CODEWSCOPE:
+        s = BSON_ITER_HOLDS_CODE(it)
+                ? bson_iter_code(it, &l)
+                : bson_iter_codewscope(it, &l, &t, (const uint8_t **)&opt);
+        kw_str(w, "{\"$code\":");
+        kw_quoted(w, s, l);
+        kw_str(w, BSON_ITER_HOLDS_CODE(it) ? "}" : ",\"$scope\":1}");
+        return true;
+    case BSON_TYPE_SYMBOL:
+        s = bson_iter_symbol(it, &l);
+        kw_quoted(w, s, l);
+        return true;
+    case BSON_TYPE_MAXKEY:
+        kw_str(w, "{\"$maxKey\":1}");
+        return true;
+    case BSON_TYPE_MINKEY:
+        kw_str(w, "{\"$minKey\":1}");
+        return true;
+    case BSON_TYPE_DBPOINTER:
+        kw_str(w, "{\"$dbPointer\":1}");
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* The scalar types; returns false for the container types. */
+static bool
+kw_scalar(struct kw *w, const bson_iter_t *it)
+{
+    char tmp[25];
+    uint32_t l;
+    const char *s;
+
+    switch ((int)bson_iter_type(it)) { /* int: the rest go to default */
+    case BSON_TYPE_DOUBLE:
+        kw_fmt(w, "%.17g", bson_iter_double(it));
+        return true;
+    case BSON_TYPE_UTF8:
+        s = bson_iter_utf8(it, &l);
+        kw_quoted(w, s, l);
+        return true;
+    case BSON_TYPE_BINARY:
+        kw_binary(w, it);
+        return true;
+    case BSON_TYPE_OID:
+        bson_oid_to_string(bson_iter_oid(it), tmp);
+        kw_fmt(w, "{\"$oid\":\"%s\"}", tmp);
+        return true;
+    case BSON_TYPE_BOOL:
+        kw_str(w, bson_iter_bool(it) ? "true" : "false");
+        return true;
+    case BSON_TYPE_DATE_TIME:
+        kw_str(w, "{\"$date\":");
+        kw_int(w, bson_iter_date_time(it));
+        kw_put(w, "}", 1);
+        return true;
+    case BSON_TYPE_NULL:
+        kw_str(w, "null");
+        return true;
+    case BSON_TYPE_UNDEFINED:
+        kw_str(w, "undefined");
+        return true;
+    case BSON_TYPE_INT32:
+        kw_int(w, bson_iter_int32(it));
+        return true;
+    case BSON_TYPE_INT64:
+        kw_str(w, "{\"$long\":");
+        kw_int(w, bson_iter_int64(it));
+        kw_put(w, "}", 1);
+        return true;
+    default:
+        return kw_scalar_rare(w, it);
+    }
+}
+
+static void
+kw_value(struct kw *w, bson_iter_t *it, int depth, bool mask_children_id)
+{
+    bson_iter_t child;
+
+    if (kw_scalar(w, it))
+        return;
+    if (depth >= WIRE_BSON_DEPTH_MAX) {
+        if (w->rc == 0)
+            w->rc = MT_ELIMIT;
+        return;
+    }
+    if (!bson_iter_recurse(it, &child)) {
+        if (w->rc == 0)
+            w->rc = MT_EBSON;
+        return;
+    }
+    kw_doc(w, &child, BSON_ITER_HOLDS_ARRAY(it), depth + 1, mask_children_id);
+}
+
+/* mask_id: the elements are inserted documents; mask their ObjectId _id. */
+static void
+kw_doc(struct kw *w, bson_iter_t *it, bool array, int depth, bool mask_id)
+{
+    bool first = true;
+
+    kw_put(w, array ? "[" : "{", 1);
+    while (w->rc == 0 && bson_iter_next(it)) {
+        if (!first)
+            kw_put(w, ",", 1);
+        first = false;
+        if (!array) {
+            const char *k = bson_iter_key(it);
+            kw_quoted(w, k, strlen(k));
+            kw_put(w, ":", 1);
+        }
+        if (mask_id && !array && strcmp(bson_iter_key(it), "_id") == 0 &&
+            BSON_ITER_HOLDS_OID(it)) {
+            kw_str(w, "{\"$oid\":\"*\"}");
+            continue;
+        }
+        /* elements of a masked array are documents whose _id is masked */
+        if (mask_id && array && BSON_ITER_HOLDS_DOCUMENT(it)) {
+            bson_iter_t child;
+            if (bson_iter_recurse(it, &child))
+                kw_doc(w, &child, false, depth + 1, true);
+            else if (w->rc == 0)
+                w->rc = MT_EBSON;
+            continue;
+        }
+        kw_value(w, it, depth, false);
+    }
+    kw_put(w, array ? "]" : "}", 1);
+}
+
+/* A top-level field found by the walk: where to resume iterating. */
+struct field {
+    const char *key; /* borrowed from the document */
+    uint32_t off;    /* bson_iter_offset() of the element */
+    uint32_t keylen;
+};
+
+static int
+cmp_field(const void *a, const void *b)
+{
+    return strcmp(((const struct field *)a)->key,
+                  ((const struct field *)b)->key);
+}
+
+static bool
+masks_oids(const struct match_rules *r, const struct match_req *req,
+           const char *field)
+{
+    return r->mask_insert_oids && strcmp(req->name, "insert") == 0 &&
+           strcmp(field, "documents") == 0;
+}
+
+/* The kind-1 sequences, as "id=[doc,doc,...]" fields. */
+static void
+kw_sequences(struct kw *w, const struct match_rules *r,
+             const struct match_req *req)
+{
+    for (size_t i = 0; i < req->nseq && w->rc == 0; i++) {
+        const struct wire_seq *s = &req->seq[i];
+        bool mask = masks_oids(r, req, s->identifier);
+        struct rd d = rd_init(s->docs, s->docs_len);
+        bool first = true;
+
+        if (match_rules_ignored(r, s->identifier))
+            continue;
+        kw_put(w, (const char[]){MATCH_SEP}, 1);
+        kw_str(w, s->identifier);
+        kw_str(w, "=[");
+        while (d.left > 0 && w->rc == 0) {
+            uint32_t l;
+            const uint8_t *doc;
+            struct rd peek = d;
+            bson_t b;
+            bson_iter_t it;
+            if (!rd_le32(&peek, &l) || l < 5 || !rd_bytes(&d, l, &doc) ||
+                !bson_init_static(&b, doc, l) || !bson_iter_init(&it, &b)) {
+                w->rc = MT_EBSON;
+                break;
+            }
+            if (!first)
+                kw_put(w, ",", 1);
+            first = false;
+            kw_doc(w, &it, false, 1, mask);
+        }
+        kw_str(w, "]");
+    }
+}
+
+int
+match_key_build(const struct match_rules *r, const struct match_req *req,
+                struct mt_buf *key, struct mt_err *err)
+{
+    struct field f[MATCH_FIELDS_MAX];
+    bson_iter_t it;
+    size_t nf = 0;
+    bson_t b;
+    struct kw w = {key, 0};
+
+    mt_buf_reset(key);
+    if (!bson_init_static(&b, req->cmd, req->cmd_len) ||
+        !bson_iter_init(&it, &b))
+        return mt_err_set(err, MT_EBSON, 0, "command document is not BSON");
+    while (bson_iter_next(&it)) {
+        if (nf > 0 && match_rules_ignored_n(r, bson_iter_key(&it),
+                                            bson_iter_key_len(&it)))
+            continue;
+        if (nf == MATCH_FIELDS_MAX)
+            return mt_err_set(err, MT_ELIMIT, 0,
+                              "more than %d fields in a '%s' command",
+                              MATCH_FIELDS_MAX, req->name);
+        f[nf].key = bson_iter_key(&it);
+        f[nf].off = bson_iter_offset(&it);
+        f[nf].keylen = bson_iter_key_len(&it);
+        nf++;
+    }
+    if (nf > 2)
+        qsort(f + 1, nf - 1, sizeof(f[0]), cmp_field);
+    kw_str(&w, req->db);
+    for (size_t i = 0; i < nf && w.rc == 0; i++) {
+        if (!bson_iter_init_from_data_at_offset(&it, req->cmd, req->cmd_len,
+                                                f[i].off, f[i].keylen))
+            return mt_err_set(err, MT_EBSON, f[i].off, "bad field in '%s'",
+                              req->name);
+        kw_put(&w, (const char[]){MATCH_SEP}, 1);
+        kw_str(&w, f[i].key);
+        kw_put(&w, "=", 1);
+        kw_value(&w, &it, 1, masks_oids(r, req, f[i].key));
+    }
+    kw_sequences(&w, r, req);
+    if (w.rc != 0)
+        return mt_err_set(err, w.rc, 0, "cannot build the key of '%s': %s",
+                          req->name, mt_strerror(w.rc));
+    return 0;
+}
+
+uint64_t
+match_key_hash(const void *key, size_t len)
+{
+    const uint8_t *p = key;
+    uint64_t h = 0xcbf29ce484222325ull ^ len;
+    size_t i = 0;
+
+    /* 8 bytes per step (memcpy: no unaligned loads), then the tail */
+    for (; len - i >= 8; i += 8) {
+        uint64_t v;
+        memcpy(&v, p + i, 8);
+        h = (h ^ v) * 0x9e3779b97f4a7c15ull;
+        h ^= h >> 29;
+    }
+    for (; i < len; i++)
+        h = (h ^ p[i]) * 0x100000001b3ull;
+    return h ^ (h >> 32);
+}
+
+/* ---- diagnostics ---- */
+
+struct seg {
+    const char *p;
+    size_t len;  /* whole "name=value" */
+    size_t nlen; /* name part */
+};
+
+#define DIFF_SEGS 64
+
+static size_t
+split(const char *k, size_t len, struct seg *s, size_t max)
+{
+    size_t n = 0, start = 0;
+
+    if (k == NULL || len == 0)
+        return 0;
+    for (size_t i = 0; i <= len && n < max; i++) {
+        if (i < len && k[i] != MATCH_SEP)
+            continue;
+        s[n].p = k + start;
+        s[n].len = i - start;
+        s[n].nlen = s[n].len;
+        const char *eq = memchr(s[n].p, '=', s[n].len);
+        if (eq != NULL)
+            s[n].nlen = (size_t)(eq - s[n].p);
+        n++;
+        start = i + 1;
+    }
+    return n;
+}
+
+static const struct seg *
+find_seg(const struct seg *s, size_t n, const struct seg *want)
+{
+    for (size_t i = 0; i < n; i++)
+        if (s[i].nlen == want->nlen && memcmp(s[i].p, want->p, want->nlen) == 0)
+            return &s[i];
+    return NULL;
+}
+
+static void
+note(char *out, size_t n, size_t *pos, const struct seg *s, const char *what)
+{
+    int w;
+
+    if (*pos >= n)
+        return;
+    w = snprintf(out + *pos, n - *pos, "%s%.*s %s", *pos ? "; " : "",
+                 (int)(s->nlen > 60 ? 60 : s->nlen), s->p, what);
+    if (w > 0)
+        *pos += (size_t)w < n - *pos ? (size_t)w : n - *pos - 1;
+}
+
+int
+match_key_diff(const char *a, size_t a_len, const char *b, size_t b_len,
+               char *out, size_t n)
+{
+    struct seg sa[DIFF_SEGS], sb[DIFF_SEGS];
+    size_t na = split(a, a_len, sa, DIFF_SEGS),
+           nb = split(b, b_len, sb, DIFF_SEGS);
+    size_t pos = 0;
+    int equal = 0;
+
+    out[0] = '\0';
+    /* segment 0 is the database */
+    if (na > 0 && nb > 0 &&
+        (sa[0].len != sb[0].len || memcmp(sa[0].p, sb[0].p, sa[0].len) != 0))
+        note(out, n, &pos, &(struct seg){"database", 8, 8}, "differs");
+    else
+        equal++;
+    for (size_t i = 1; i < na; i++) {
+        const struct seg *o = find_seg(sb + 1, nb > 0 ? nb - 1 : 0, &sa[i]);
+        if (o == NULL)
+            note(out, n, &pos, &sa[i], "only in the request");
+        else if (o->len != sa[i].len || memcmp(o->p, sa[i].p, o->len) != 0)
+            note(out, n, &pos, &sa[i], "differs");
+        else
+            equal++;
+    }
+    for (size_t i = 1; i < nb; i++)
+        if (find_seg(sa + 1, na > 0 ? na - 1 : 0, &sb[i]) == NULL)
+            note(out, n, &pos, &sb[i], "only in the recording");
+    return equal;
+}
+
+void
+match_key_display(const char *key, size_t len, char *out, size_t n)
+{
+    size_t m = len < n - 1 ? len : n - 1;
+
+    for (size_t i = 0; i < m; i++)
+        out[i] = key[i] == MATCH_SEP ? ' ' : key[i];
+    out[m] = '\0';
+    if (len > n - 1 && n > 4)
+        memcpy(out + n - 4, "...", 4);
+}
+
+int64_t
+match_reply_cursor_id(const uint8_t *body, size_t len)
+{
+    bson_t b;
+    bson_iter_t it, c;
+
+    if (body == NULL || !bson_init_static(&b, body, len) ||
+        !bson_iter_init_find(&it, &b, "cursor") ||
+        !BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &c) ||
+        !bson_iter_find(&c, "id"))
+        return 0;
+    if (BSON_ITER_HOLDS_INT64(&c) || BSON_ITER_HOLDS_INT32(&c))
+        return bson_iter_as_int64(&c);
+    return 0;
+}

@@ -1,0 +1,103 @@
+/*
+ * match.h -- request keys and the index of recorded exchanges.
+ *
+ * A request is reduced to a key that keeps what determines the answer and
+ * drops what changes from run to run (docs/replay.md, "Matching"):
+ *
+ *     <db>\x1f<cmd>=<value>\x1f<field>=<value>...
+ *
+ * The command field comes first, the other top-level fields follow sorted
+ * by name, minus the ignored ones (lsid, $clusterTime, txnNumber, ... by
+ * default; changeable).  OP_MSG kind-1 sequences count as fields.  Values
+ * are written as compact relaxed JSON by walking that one value with
+ * libbson's iterator; ObjectId _id fields of inserted documents are masked
+ * (drivers generate them).  Only the top level is walked to find fields
+ * (seed 004); a value is expanded only when it is part of the key.
+ */
+#ifndef MT_REPLAY_MATCH_H
+#define MT_REPLAY_MATCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/buf.h"
+#include "core/err.h"
+#include "core/wire.h"
+
+#define MATCH_IGNORE_MAX 64
+#define MATCH_FIELDS_MAX 128         /* top-level fields per command */
+#define MATCH_KEY_LEN_MAX (4u << 20) /* a longer key is refused */
+#define MATCH_SEP '\x1f'             /* between key fields; never in a value */
+
+/* Which top-level fields the key ignores. */
+struct match_rules {
+    size_t nignore;
+    char ignore[MATCH_IGNORE_MAX][64];
+    uint8_t ignore_len[MATCH_IGNORE_MAX]; /* strlen of each, for a fast check */
+    bool mask_insert_oids; /* mask ObjectId _id of inserted documents */
+};
+
+/* A request as matching sees it; every pointer borrowed from the message. */
+struct match_req {
+    char name[64];      /* command name: first key of the command document */
+    char db[128];       /* $db, or the db of OP_QUERY's "<db>.$cmd" */
+    const uint8_t *cmd; /* the command document (OP_QUERY $query unwrapped) */
+    size_t cmd_len;
+    const struct wire_seq *seq; /* OP_MSG kind-1 sections */
+    size_t nseq;
+    bool legacy;       /* OP_QUERY: the reply must be OP_REPLY */
+    bool more_to_come; /* unacknowledged: no reply is sent */
+    bool exhaust_allowed;
+    bool checksum; /* the client sent a checksum: reply with one */
+};
+
+/* Default rules: ignore lsid, $clusterTime, txnNumber, $readPreference,
+ * apiVersion, apiStrict, apiDeprecationErrors, client, autocommit,
+ * startTransaction, $db (the db is part of the key by itself). */
+void match_rules_default(struct match_rules *r);
+/* Adds a field to ignore. 0 or MT_ELIMIT / MT_EUSAGE (name too long). */
+int match_rules_ignore(struct match_rules *r, const char *field);
+/* Stops ignoring a field (so it becomes part of the key). 0 or MT_ENOMATCH. */
+int match_rules_keep(struct match_rules *r, const char *field);
+bool match_rules_ignored(const struct match_rules *r, const char *field);
+/* The same for a name of n bytes (not NUL-terminated); the hot path. */
+bool match_rules_ignored_n(const struct match_rules *r, const char *field,
+                           size_t n);
+
+/*
+ * Fills req from a parsed request: OP_MSG, or OP_QUERY on "<db>.$cmd".
+ * MT_EUNSUPPORTED for other opcodes and legacy queries on a collection,
+ * MT_EBSON for an unusable command document; err says which.
+ */
+int match_req_from_msg(const struct wire_msg *m, struct match_req *req,
+                       struct mt_err *err);
+
+/*
+ * Appends req's key to key (reset first).  0, MT_ELIMIT (more than
+ * MATCH_FIELDS_MAX fields or nesting deeper than WIRE_BSON_DEPTH_MAX),
+ * MT_ETOOBIG (key over key->len_max) or MT_EBSON.  Cost: O(size of the
+ * fields that are part of the key).
+ */
+int match_key_build(const struct match_rules *r, const struct match_req *req,
+                    struct mt_buf *key, struct mt_err *err);
+
+/* A 64-bit hash of the key bytes (8 bytes per multiply-xorshift step). */
+uint64_t match_key_hash(const void *key, size_t len);
+
+/*
+ * Writes a one-line description of how key a differs from key b ("filter
+ * differs; limit only in the request") into out (size n, NUL-terminated).
+ * Returns the number of fields that are equal in both.
+ */
+int match_key_diff(const char *a, size_t a_len, const char *b, size_t b_len,
+                   char *out, size_t n);
+
+/* Copies key into out (size n) for display: separators become spaces,
+ * truncated with "..." when longer. */
+void match_key_display(const char *key, size_t len, char *out, size_t n);
+
+/* cursor.id of a reply body (top-level "cursor" document), 0 if none. */
+int64_t match_reply_cursor_id(const uint8_t *body, size_t len);
+
+#endif

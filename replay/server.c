@@ -1,0 +1,551 @@
+/*
+ * server.c -- loops, listeners, connections and reply release (see
+ * server.h).
+ */
+#include "server.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "core/clock.h"
+#include "core/log.h"
+#include "core/mem.h"
+
+#define READ_CHUNK (64u * 1024)
+#define IN_MAX ((size_t)WIRE_MSG_LEN_MAX + READ_CHUNK)
+#define OUT_MAX ((size_t)64 << 20)
+
+struct sloop;
+
+struct sconn {
+    struct replay_conn core;
+    struct sloop *sl; /* borrowed: its loop */
+    int fd;
+    struct mt_buf in, out; /* owned */
+    size_t out_off;        /* bytes of out already written */
+    unsigned watching;     /* LOOP_READ / LOOP_WRITE */
+    bool dead;             /* close once the current callback returns */
+    bool in_input;         /* inside replay_conn_input */
+    char peer[64];
+    struct sconn *prev, *next; /* the loop's list */
+};
+
+struct sloop {
+    struct server *srv; /* borrowed */
+    struct loop *l;     /* owned */
+    int lfd;            /* owned: this loop's listener */
+    pthread_t th;
+    bool started;
+    struct replay_worker w;
+    struct sconn *conns; /* owned list */
+    size_t nconns;
+};
+
+struct server {
+    struct server_opts o;
+    struct replay_shared sh;
+    struct cursor_table cursors;
+    struct sloop *loops; /* owned */
+    int nloops;
+    uint16_t port;
+    _Atomic size_t nconns;
+};
+
+static void sconn_close(struct sconn *c, const char *why);
+
+/* ---- writing ---- */
+
+static void
+sconn_watch(struct sconn *c, unsigned ev)
+{
+    if (ev == c->watching || c->dead)
+        return;
+    if (loop_fd_mod(c->sl->l, c->fd, ev) == 0)
+        c->watching = ev;
+}
+
+static void
+sconn_flush(struct sconn *c)
+{
+    while (c->out_off < c->out.len) {
+        ssize_t n =
+            write(c->fd, c->out.data + c->out_off, c->out.len - c->out_off);
+        if (n > 0) {
+            c->out_off += (size_t)n;
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            break;
+        c->dead = true;
+        return;
+    }
+    if (c->out_off == c->out.len) {
+        mt_buf_reset(&c->out);
+        c->out_off = 0;
+    }
+    sconn_watch(c,
+                (c->out.len - c->out_off > SERVER_OUT_PAUSE ? 0 : LOOP_READ) |
+                    (c->out_off < c->out.len ? LOOP_WRITE : 0));
+}
+
+static void on_timer(struct loop *l, struct loop_timer *t, void *arg);
+
+/* Waits out the last spin_ns before r's deadline (opt-in precision). */
+static uint64_t
+spin_until(const struct server *s, uint64_t ready_ns)
+{
+    uint64_t now = mt_now_ns();
+
+    if (s->o.spin_ns == 0)
+        return now;
+    while (now < ready_ns && ready_ns - now <= s->o.spin_ns)
+        now = mt_now_ns();
+    return now;
+}
+
+/* Writes r now (appending to the output), or re-arms a streamed hello. */
+static void
+release(struct sconn *c, struct replay_reply *r, uint64_t now)
+{
+    int rc = mt_buf_append(&c->out, r->bytes, r->len);
+
+    if (rc < 0) {
+        replay_conn_release(&c->core, r, now);
+        replay_reply_free(r);
+        c->dead = true;
+        return;
+    }
+    if (replay_conn_release(&c->core, r, now))
+        loop_timer_start(c->sl->l, &r->timer, r->ready_at_ns, on_timer, r);
+    else
+        replay_reply_free(r);
+}
+
+static void
+on_timer(struct loop *l, struct loop_timer *t, void *arg)
+{
+    struct replay_reply *r = arg;
+    struct sconn *c = (struct sconn *)r->conn;
+    uint64_t now = spin_until(c->sl->srv, r->ready_at_ns);
+
+    (void)t;
+    release(c, r, now);
+    sconn_flush(c);
+    if (c->dead)
+        sconn_close(c, "write failed");
+}
+
+static void
+on_emit(struct replay_conn *core, struct replay_reply *r, void *arg)
+{
+    struct sconn *c = arg;
+    const struct server *s = c->sl->srv;
+    uint64_t now = mt_now_ns();
+
+    (void)core;
+    if (r->ready_at_ns > now + s->o.spin_ns) {
+        uint64_t at = r->ready_at_ns - s->o.spin_ns;
+        loop_timer_start(c->sl->l, &r->timer, at, on_timer, r);
+        return;
+    }
+    now = spin_until(s, r->ready_at_ns);
+    release(c, r, now); /* flushed when the input is processed */
+}
+
+/* ---- reading ---- */
+
+static void
+cancel_timer(struct replay_reply *r, void *arg)
+{
+    loop_timer_stop(arg, &r->timer);
+}
+
+static void
+sconn_close(struct sconn *c, const char *why)
+{
+    struct sloop *sl = c->sl;
+
+    if (why != NULL)
+        mt_info("replay: conn %lld from %s closed: %s", (long long)c->core.id,
+                c->peer, why);
+    loop_fd_del(sl->l, c->fd);
+    close(c->fd);
+    replay_conn_close(&c->core, cancel_timer, sl->l);
+    mt_buf_free(&c->in);
+    mt_buf_free(&c->out);
+    if (c->prev != NULL)
+        c->prev->next = c->next;
+    else
+        sl->conns = c->next;
+    if (c->next != NULL)
+        c->next->prev = c->prev;
+    sl->nconns--;
+    atomic_fetch_sub(&sl->srv->nconns, 1);
+    mt_free(c);
+}
+
+/* Reads once; false when the connection must close (reason in *why). */
+static bool
+sconn_read(struct sconn *c, const char **why, char *tmp, size_t tmp_n)
+{
+    struct mt_err err = {0};
+    size_t used;
+    ssize_t n;
+    int rc;
+
+    if (mt_buf_reserve(&c->in, READ_CHUNK) < 0) {
+        *why = "request larger than maxMessageSizeBytes";
+        return false;
+    }
+    n = read(c->fd, c->in.data + c->in.len, c->in.cap - c->in.len);
+    if (n < 0) {
+        if (errno == EAGAIN || errno == EINTR)
+            return true;
+        if (errno != ECONNRESET) /* a driver's close: not worth a line */
+            *why = strerror(errno);
+        return false;
+    }
+    if (n == 0) {
+        if (c->in.len > 0) {
+            snprintf(tmp, tmp_n,
+                     "peer closed mid-message (%zu bytes of an "
+                     "incomplete message dropped)",
+                     c->in.len);
+            *why = tmp;
+        }
+        return false;
+    }
+    c->in.len += (size_t)n;
+    rc = replay_conn_input(&c->core, c->in.data, c->in.len,
+                           loop_update_time(c->sl->l), &used, &err);
+    mt_buf_consume(&c->in, used);
+    if (rc < 0) {
+        snprintf(tmp, tmp_n, "bad input: %s (%s, at byte %zu)",
+                 err.msg[0] ? err.msg : mt_strerror(rc), mt_strerror(rc),
+                 err.offset);
+        *why = tmp;
+        return false;
+    }
+    return true;
+}
+
+static void
+on_conn_io(struct loop *l, int fd, void *arg, unsigned events)
+{
+    struct sconn *c = arg;
+    const char *why = NULL;
+    char tmp[256];
+    bool keep = true;
+
+    (void)l;
+    (void)fd;
+    if (events & (LOOP_READ | LOOP_ERROR))
+        keep = sconn_read(c, &why, tmp, sizeof(tmp));
+    if (c->out.len > c->out_off)
+        sconn_flush(c);
+    else if (keep)
+        sconn_watch(c, LOOP_READ);
+    if (!keep || c->dead)
+        sconn_close(c, why ? why : (c->dead ? "write failed" : NULL));
+}
+
+static void
+addr_text(const struct sockaddr_storage *ss, char *out, size_t n)
+{
+    char host[INET6_ADDRSTRLEN] = "?";
+    unsigned port = 0;
+
+    if (ss->ss_family == AF_INET) {
+        const struct sockaddr_in *a = (const struct sockaddr_in *)ss;
+        inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
+        port = ntohs(a->sin_port);
+        snprintf(out, n, "%s:%u", host, port);
+    } else {
+        const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)ss;
+        inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
+        port = ntohs(a->sin6_port);
+        snprintf(out, n, "[%s]:%u", host, port);
+    }
+}
+
+static void
+accept_one(struct sloop *sl, int fd, const struct sockaddr_storage *ss)
+{
+    struct sconn *c;
+    int one = 1;
+
+    if (atomic_fetch_add(&sl->srv->nconns, 1) >= sl->srv->o.conns_max ||
+        (c = mt_calloc(1, sizeof(*c))) == NULL) {
+        atomic_fetch_sub(&sl->srv->nconns, 1);
+        mt_warn("replay: connection refused: %zu connections open (limit)",
+                sl->srv->o.conns_max);
+        close(fd);
+        return;
+    }
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    c->sl = sl;
+    c->fd = fd;
+    mt_buf_init(&c->in, IN_MAX);
+    mt_buf_init(&c->out, OUT_MAX);
+    addr_text(ss, c->peer, sizeof(c->peer));
+    replay_conn_init(&c->core, &sl->w, on_emit, c);
+    if (loop_fd_add(sl->l, fd, LOOP_READ, on_conn_io, c) < 0) {
+        atomic_fetch_sub(&sl->srv->nconns, 1);
+        mt_warn("replay: cannot watch connection fd %d; closed", fd);
+        close(fd);
+        mt_free(c);
+        return;
+    }
+    c->watching = LOOP_READ;
+    c->next = sl->conns;
+    if (sl->conns != NULL)
+        sl->conns->prev = c;
+    sl->conns = c;
+    sl->nconns++;
+}
+
+static void
+on_accept(struct loop *l, int lfd, void *arg, unsigned events)
+{
+    struct sloop *sl = arg;
+
+    (void)l;
+    (void)events;
+    for (int i = 0; i < 64; i++) {
+        struct sockaddr_storage ss;
+        socklen_t sl_len = sizeof(ss);
+        int fd = accept4(lfd, (struct sockaddr *)&ss, &sl_len,
+                         SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
+                mt_warn("replay: accept: %s", strerror(errno));
+            return;
+        }
+        accept_one(sl, fd, &ss);
+    }
+}
+
+/* ---- listeners and threads ---- */
+
+/*
+ * Opens one listener; reuseport: with SO_REUSEPORT (every loop's), else a
+ * plain probe that fails if anything (even another SO_REUSEPORT process)
+ * holds the port, so two replays never silently share one.
+ */
+static int
+listener_open(const struct server_opts *o, uint16_t port, bool reuseport,
+              uint16_t *bound, struct mt_err *err)
+{
+    struct sockaddr_storage ss;
+    socklen_t len;
+    int fd, one = 1;
+
+    memset(&ss, 0, sizeof(ss));
+    if (inet_pton(AF_INET, o->host, &((struct sockaddr_in *)&ss)->sin_addr) ==
+        1) {
+        ss.ss_family = AF_INET;
+        ((struct sockaddr_in *)&ss)->sin_port = htons(port);
+        len = sizeof(struct sockaddr_in);
+    } else if (inet_pton(AF_INET6, o->host,
+                         &((struct sockaddr_in6 *)&ss)->sin6_addr) == 1) {
+        ss.ss_family = AF_INET6;
+        ((struct sockaddr_in6 *)&ss)->sin6_port = htons(port);
+        len = sizeof(struct sockaddr_in6);
+    } else {
+        return mt_err_set(err, MT_EUSAGE, 0,
+                          "--listen host '%s' is not a numeric IP address",
+                          o->host);
+    }
+    fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return mt_err_set(err, -errno, 0, "socket: %s", strerror(errno));
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if ((reuseport &&
+         setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) < 0) ||
+        bind(fd, (struct sockaddr *)&ss, len) < 0 ||
+        (reuseport && listen(fd, 4096) < 0)) {
+        int e = errno;
+        close(fd);
+        return mt_err_set(err, -e, 0, "cannot listen on %s:%u: %s", o->host,
+                          port, strerror(e));
+    }
+    len = sizeof(ss);
+    getsockname(fd, (struct sockaddr *)&ss, &len);
+    *bound = ntohs(ss.ss_family == AF_INET
+                       ? ((struct sockaddr_in *)&ss)->sin_port
+                       : ((struct sockaddr_in6 *)&ss)->sin6_port);
+    return fd;
+}
+
+static void *
+loop_thread(void *arg)
+{
+    struct sloop *sl = arg;
+    int rc;
+
+    prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0); /* ns wake-ups, not 50 us */
+    rc = loop_run(sl->l);
+    if (rc < 0)
+        mt_error("replay: event loop failed: %s", mt_strerror(rc));
+    return NULL;
+}
+
+static int
+sloop_init(struct server *s, struct sloop *sl, uint64_t seed,
+           struct mt_err *err)
+{
+    uint16_t bound = 0;
+
+    sl->srv = s;
+    sl->lfd = -1;
+    if (replay_worker_init(&sl->w, &s->sh, seed) < 0)
+        return mt_err_set(err, -ENOMEM, 0, "out of memory");
+    sl->l = loop_new(NULL, 0, err);
+    if (sl->l == NULL)
+        return err->code ? err->code : -ENOMEM;
+    if (s->port != 0 && sl == &s->loops[0]) {
+        int probe = listener_open(&s->o, s->port, false, &bound, err);
+        if (probe < 0)
+            return probe;
+        close(probe);
+    }
+    sl->lfd = listener_open(&s->o, s->port, true, &bound, err);
+    if (sl->lfd < 0)
+        return sl->lfd;
+    s->port = bound; /* the first listener picks the port; the rest share it */
+    return loop_fd_add(sl->l, sl->lfd, LOOP_READ, on_accept, sl);
+}
+
+static int
+threads_start(struct server *s, struct mt_err *err)
+{
+    sigset_t all, old;
+    int rc = 0;
+
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    for (int i = 0; i < s->nloops; i++) {
+        rc = pthread_create(&s->loops[i].th, NULL, loop_thread, &s->loops[i]);
+        if (rc != 0) {
+            rc = mt_err_set(err, -rc, 0, "pthread_create: %s", strerror(rc));
+            break;
+        }
+        s->loops[i].started = true;
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return rc;
+}
+
+struct server *
+server_start(const struct server_opts *o, struct index *idx, struct mt_err *err)
+{
+    struct server *s = mt_calloc(1, sizeof(*s));
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    int rc;
+
+    if (s == NULL) {
+        mt_err_set(err, -ENOMEM, 0, "out of memory");
+        return NULL;
+    }
+    s->o = *o;
+    s->port = o->port;
+    s->nloops = o->threads > 0 ? o->threads : (ncpu > 0 ? (int)ncpu : 1);
+    if (s->nloops > SERVER_THREADS_MAX)
+        s->nloops = SERVER_THREADS_MAX;
+    if (s->o.conns_max == 0)
+        s->o.conns_max = SERVER_CONNS_DEFAULT;
+    s->sh.idx = idx;
+    s->sh.cursors = &s->cursors;
+    s->sh.delay = o->delay;
+    atomic_init(&s->sh.next_conn_id, 1);
+    handshake_init(&s->sh.hs, idx->hello, idx->hello_len);
+    rc = cursor_table_init(&s->cursors, CURSOR_MAX_DEFAULT, o->delay.seed);
+    s->loops = mt_calloc((size_t)s->nloops, sizeof(*s->loops));
+    if (rc < 0 || s->loops == NULL) {
+        mt_err_set(err, -ENOMEM, 0, "out of memory");
+        goto fail;
+    }
+    for (int i = 0; i < s->nloops; i++)
+        s->loops[i].lfd = -1;
+    for (int i = 0; i < s->nloops; i++) {
+        rc = sloop_init(s, &s->loops[i], o->delay.seed + 7919u * (uint64_t)i,
+                        err);
+        if (rc < 0)
+            goto fail;
+    }
+    if (threads_start(s, err) < 0)
+        goto fail;
+    return s;
+fail:
+    server_stop(s);
+    server_free(s);
+    return NULL;
+}
+
+uint16_t
+server_port(const struct server *s)
+{
+    return s->port;
+}
+
+int
+server_threads(const struct server *s)
+{
+    return s->nloops;
+}
+
+void
+server_stop(struct server *s)
+{
+    if (s == NULL || s->loops == NULL)
+        return;
+    for (int i = 0; i < s->nloops; i++)
+        if (s->loops[i].started)
+            loop_stop(s->loops[i].l);
+    for (int i = 0; i < s->nloops; i++) {
+        struct sloop *sl = &s->loops[i];
+        if (sl->started)
+            pthread_join(sl->th, NULL);
+        sl->started = false;
+        while (sl->conns != NULL)
+            sconn_close(sl->conns, NULL);
+    }
+}
+
+void
+server_stats(const struct server *s, struct replay_stats *out)
+{
+    replay_stats_init(out);
+    for (int i = 0; i < s->nloops; i++)
+        replay_stats_merge(out, &s->loops[i].w.st);
+}
+
+void
+server_free(struct server *s)
+{
+    if (s == NULL)
+        return;
+    for (int i = 0; s->loops != NULL && i < s->nloops; i++) {
+        struct sloop *sl = &s->loops[i];
+        if (sl->l != NULL && sl->lfd >= 0)
+            loop_fd_del(sl->l, sl->lfd);
+        if (sl->lfd >= 0)
+            close(sl->lfd);
+        loop_free(sl->l);
+        replay_worker_free(&sl->w);
+    }
+    mt_free(s->loops);
+    cursor_table_free(&s->cursors);
+    mt_free(s);
+}

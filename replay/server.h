@@ -1,0 +1,56 @@
+/*
+ * server.h -- the replay server: N event loops, one thread each, each with
+ * its own SO_REUSEPORT listener on the same address (DESIGN.md rule 4: the
+ * kernel spreads connections; no loop is woken for another's work), and
+ * the socket side of connections (read, write, timers).  Each reply is
+ * released by its loop's timer heap at its ready time (rule 3); replies
+ * that are due when emitted are written at once.
+ */
+#ifndef MT_REPLAY_SERVER_H
+#define MT_REPLAY_SERVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "conn.h"
+#include "delay.h"
+#include "index.h"
+
+#define SERVER_THREADS_MAX 256
+#define SERVER_CONNS_DEFAULT 16384
+#define SERVER_OUT_PAUSE (8u << 20) /* stop reading a conn above this */
+
+struct server_opts {
+    char host[64]; /* numeric IPv4 or IPv6 address */
+    uint16_t port; /* 0: any free port (all loops share it) */
+    int threads;   /* loops; <= 0: one per online core */
+    size_t conns_max;
+    struct delay_cfg delay;
+    uint64_t spin_ns; /* busy-wait the last spin_ns before a release */
+};
+
+struct server;
+
+/*
+ * Binds the listeners and starts the loop threads (signals are blocked in
+ * them).  The index is borrowed and must outlive the server.  NULL with err
+ * filled on failure (nothing left running).
+ */
+struct server *server_start(const struct server_opts *o, struct index *idx,
+                            struct mt_err *err);
+
+/* The port the listeners are bound to. */
+uint16_t server_port(const struct server *s);
+int server_threads(const struct server *s);
+
+/* Stops every loop, joins the threads, closes every connection. */
+void server_stop(struct server *s);
+
+/* Sum of every loop's statistics (after server_stop). */
+void server_stats(const struct server *s, struct replay_stats *out);
+
+/* After server_stop. NULL is a no-op. */
+void server_free(struct server *s);
+
+#endif

@@ -1,0 +1,114 @@
+/*
+ * test_cursor.c -- replay/cursor.c: per-client cursor table and reply
+ * rewriting.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <string.h>
+
+#include "replay/cursor.h"
+
+/* An index with one recorded cursor of two getMore batches (ex 0 opens). */
+static void
+fake_index(struct index *idx, uint32_t *more)
+{
+    static struct index_exchange ex[3];
+
+    memset(idx, 0, sizeof(*idx));
+    memset(ex, 0, sizeof(ex));
+    ex[0].cursor_id = 77;
+    ex[0].more = more;
+    ex[0].nmore = 2;
+    more[0] = 1;
+    more[1] = 2;
+    ex[1].cursor_id = 77;
+    ex[2].cursor_id = 0;
+    idx->ex = ex;
+    idx->nex = 3;
+}
+
+static void
+test_cursor_batches_in_order_then_closed(void **state)
+{
+    struct cursor_table t;
+    struct index idx;
+    uint32_t more[2];
+    const struct index_exchange *b;
+    int64_t id, id2;
+    bool last;
+
+    fake_index(&idx, more);
+    assert_int_equal(cursor_table_init(&t, 10, 1), 0);
+    assert_int_equal(cursor_open(&t, 0, &id), 0);
+    assert_int_equal(cursor_open(&t, 0, &id2), 0);
+    assert_true(id > 0 && id2 > 0 && id != id2);
+    assert_int_equal(cursor_next(&t, &idx, id, &b, &last), 0);
+    assert_ptr_equal(b, &idx.ex[1]);
+    assert_false(last);
+    assert_int_equal(cursor_next(&t, &idx, id, &b, &last), 0);
+    assert_ptr_equal(b, &idx.ex[2]);
+    assert_true(last);
+    assert_int_equal(cursor_next(&t, &idx, id, &b, &last), MT_ENOMATCH);
+    /* the other client cursor is independent */
+    assert_int_equal(cursor_next(&t, &idx, id2, &b, &last), 0);
+    assert_ptr_equal(b, &idx.ex[1]);
+    assert_true(cursor_kill(&t, id2));
+    assert_false(cursor_kill(&t, id2));
+    assert_int_equal(cursor_next(&t, &idx, id2, &b, &last), MT_ENOMATCH);
+    assert_int_equal(cursor_count(&t), 0);
+    cursor_table_free(&t);
+}
+
+static void
+test_cursor_table_is_bounded(void **state)
+{
+    struct cursor_table t;
+    int64_t id;
+
+    assert_int_equal(cursor_table_init(&t, 3000, 9), 0);
+    for (int i = 0; i < 3000; i++) /* grows past the first 1024 buckets */
+        assert_int_equal(cursor_open(&t, 0, &id), 0);
+    assert_int_equal(cursor_open(&t, 0, &id), MT_ELIMIT);
+    assert_int_equal(cursor_count(&t), 3000);
+    cursor_table_free(&t);
+}
+
+static void
+test_cursor_rewrite_reply(void **state)
+{
+    bson_t *in =
+        BCON_NEW("cursor", "{", "firstBatch", "[", "]", "id", BCON_INT64(77),
+                 "ns", BCON_UTF8("d.c"), "}", "ok", BCON_DOUBLE(1));
+    bson_t out = BSON_INITIALIZER;
+    bson_iter_t it;
+
+    assert_int_equal(
+        cursor_rewrite_reply(bson_get_data(in), in->len, 12345, &out), 0);
+    assert_true(bson_iter_init(&it, &out));
+    assert_true(bson_iter_find_descendant(&it, "cursor.id", &it));
+    assert_true(BSON_ITER_HOLDS_INT64(&it)); /* the Node driver needs Int64 */
+    assert_int_equal(bson_iter_int64(&it), 12345);
+    assert_true(bson_iter_init(&it, &out));
+    assert_true(bson_iter_find_descendant(&it, "cursor.ns", &it));
+    assert_string_equal(bson_iter_utf8(&it, NULL), "d.c");
+    assert_int_equal(
+        cursor_rewrite_reply((const uint8_t *)"\x05\0\0\0", 3, 1, &out),
+        MT_EBSON);
+    bson_destroy(&out);
+    bson_destroy(in);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_cursor_batches_in_order_then_closed),
+        cmocka_unit_test(test_cursor_table_is_bounded),
+        cmocka_unit_test(test_cursor_rewrite_reply),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

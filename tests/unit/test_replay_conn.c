@@ -1,0 +1,498 @@
+/*
+ * test_replay_conn.c -- replay/conn.c, the socket-free connection core,
+ * with replay/handshake.c and replay/index.c: bytes in, replies out.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <string.h>
+
+#include "core/rd.h"
+#include "replay/conn.h"
+
+#define OUT_MAX 16
+
+struct fixture {
+    struct index idx;
+    struct cursor_table cursors;
+    struct replay_shared sh;
+    struct replay_worker w;
+    struct replay_conn c;
+    struct replay_reply *out[OUT_MAX];
+    size_t nout;
+};
+
+static void
+on_emit(struct replay_conn *c, struct replay_reply *r, void *arg)
+{
+    struct fixture *f = arg;
+
+    (void)c;
+    assert_true(f->nout < OUT_MAX);
+    f->out[f->nout++] = r;
+}
+
+static bson_t *
+json(const char *s)
+{
+    bson_error_t e;
+    bson_t *b = bson_new_from_json((const uint8_t *)s, -1, &e);
+
+    if (b == NULL)
+        fail_msg("bad JSON in test: %s: %s", s, e.message);
+    return b;
+}
+
+static void
+encode(struct mt_buf *m, int32_t rid, int32_t to, uint32_t flags,
+       const char *js)
+{
+    bson_t *b = json(js);
+
+    mt_buf_init(m, WIRE_MSG_LEN_MAX);
+    assert_int_equal(wire_encode_msg(m, rid, to, flags, b, NULL, 0), 0);
+    bson_destroy(b);
+}
+
+static void
+record(struct index *idx, int32_t rid, const char *req, const char *reply)
+{
+    struct mt_buf q, p;
+    struct mt_err err;
+
+    encode(&q, rid, 0, 0, req);
+    encode(&p, 500 + rid, rid, 0, reply);
+    assert_int_equal(index_add(idx, q.data, q.len, p.data, p.len, 250000, &err),
+                     0);
+    mt_buf_free(&q);
+    mt_buf_free(&p);
+}
+
+static int
+setup(void **state)
+{
+    struct fixture *f = calloc(1, sizeof(*f));
+    struct match_rules r;
+
+    match_rules_default(&r);
+    index_init(&f->idx, &r);
+    record(&f->idx, 1, "{\"hello\": 1, \"$db\": \"admin\"}",
+           "{\"isWritablePrimary\": true, \"topologyVersion\": {\"processId\": "
+           "{\"$oid\": \"650000000000000000000001\"}, \"counter\": "
+           "{\"$numberLong\": "
+           "\"0\"}}, \"maxWireVersion\": 21, \"compression\": [\"zstd\"], "
+           "\"connectionId\": 99, \"ok\": 1}");
+    record(&f->idx, 2,
+           "{\"find\": \"c\", \"filter\": {\"_id\": 1}, \"$db\": \"d\"}",
+           "{\"cursor\": {\"id\": {\"$numberLong\": \"0\"}, \"firstBatch\": "
+           "[{\"_id\": 1}]}, \"ok\": 1}");
+    record(&f->idx, 3, "{\"find\": \"m\", \"$db\": \"d\"}",
+           "{\"cursor\": {\"id\": {\"$numberLong\": \"88\"}, \"firstBatch\": "
+           "[{\"b\": 1}]}, \"ok\": 1}");
+    record(&f->idx, 4,
+           "{\"getMore\": {\"$numberLong\": \"88\"}, \"collection\": \"m\", "
+           "\"$db\": \"d\"}",
+           "{\"cursor\": {\"id\": {\"$numberLong\": \"88\"}, \"nextBatch\": "
+           "[{\"b\": 2}]}, \"ok\": 1}");
+    record(&f->idx, 5,
+           "{\"getMore\": {\"$numberLong\": \"88\"}, \"collection\": \"m\", "
+           "\"$db\": \"d\"}",
+           "{\"cursor\": {\"id\": {\"$numberLong\": \"0\"}, \"nextBatch\": "
+           "[{\"b\": 3}]}, \"ok\": 1}");
+    assert_int_equal(cursor_table_init(&f->cursors, 100, 1), 0);
+    f->sh.idx = &f->idx;
+    f->sh.cursors = &f->cursors;
+    handshake_init(&f->sh.hs, f->idx.hello, f->idx.hello_len);
+    delay_cfg_init(&f->sh.delay);
+    f->sh.delay.delay_ns = 1000000;
+    atomic_init(&f->sh.next_conn_id, 7);
+    replay_worker_init(&f->w, &f->sh, 1);
+    replay_conn_init(&f->c, &f->w, on_emit, f);
+    *state = f;
+    return 0;
+}
+
+static int
+teardown(void **state)
+{
+    struct fixture *f = *state;
+
+    for (size_t i = 0; i < f->nout; i++)
+        if (f->out[i] != NULL &&
+            !replay_conn_release(&f->c, f->out[i], f->out[i]->ready_at_ns))
+            replay_reply_free(f->out[i]); /* a stream stays with the conn */
+    replay_conn_close(&f->c, NULL, NULL);
+    replay_worker_free(&f->w);
+    cursor_table_free(&f->cursors);
+    index_free(&f->idx);
+    free(f);
+    return 0;
+}
+
+/* Feeds one JSON command as OP_MSG; returns the number of new replies. */
+static size_t
+send_cmd(struct fixture *f, int32_t rid, uint32_t flags, const char *js,
+         uint64_t t)
+{
+    struct mt_buf m;
+    size_t used, before = f->nout;
+
+    encode(&m, rid, 0, flags, js);
+    assert_int_equal(replay_conn_input(&f->c, m.data, m.len, t, &used, NULL),
+                     0);
+    assert_int_equal(used, m.len);
+    mt_buf_free(&m);
+    return f->nout - before;
+}
+
+/* The reply's parsed message and body. */
+static void
+reply_of(struct replay_reply *r, struct wire_msg *w, bson_t *body)
+{
+    size_t used;
+
+    assert_int_equal(wire_msg_parse(r->bytes, r->len, w, &used, NULL), MT_OK);
+    assert_true(bson_init_static(body, w->body, w->body_len));
+}
+
+static int64_t
+i64_at(const bson_t *b, const char *path)
+{
+    bson_iter_t it;
+
+    assert_true(bson_iter_init(&it, b));
+    if (!bson_iter_find_descendant(&it, path, &it))
+        fail_msg("no %s", path);
+    return bson_iter_as_int64(&it);
+}
+
+static bool
+has(const bson_t *b, const char *key)
+{
+    return bson_has_field(b, key);
+}
+
+static void
+test_conn_legacy_ismaster(void **state)
+{
+    struct fixture *f = *state;
+    bson_t *q = json("{\"isMaster\": 1, \"helloOk\": true, \"client\": {}}");
+    struct mt_buf m;
+    struct wire_msg w;
+    bson_t body;
+    size_t used;
+
+    mt_buf_init(&m, WIRE_MSG_LEN_MAX);
+    assert_int_equal(wire_encode_query(&m, 41, 0, "admin.$cmd", 0, -1, q), 0);
+    assert_int_equal(replay_conn_input(&f->c, m.data, m.len, 1000, &used, NULL),
+                     0);
+    assert_int_equal(f->nout, 1);
+    reply_of(f->out[0], &w, &body);
+    assert_int_equal(w.h.op_code, WIRE_OP_REPLY);
+    assert_int_equal(w.h.response_to, 41);
+    assert_true(has(&body, "ismaster"));
+    assert_false(has(&body, "isWritablePrimary"));
+    assert_false(has(&body, "compression")); /* replay does not compress */
+    assert_true(has(&body, "helloOk"));
+    assert_true(has(&body, "localTime"));
+    assert_int_equal(i64_at(&body, "connectionId"), 7);
+    assert_int_equal(i64_at(&body, "maxWireVersion"), 21);
+    assert_int_equal(f->out[0]->ready_at_ns, 1000 + 1000000);
+    mt_buf_free(&m);
+    bson_destroy(q);
+}
+
+static void
+test_conn_matched_reply_and_header(void **state)
+{
+    struct fixture *f = *state;
+    struct wire_msg w;
+    bson_t body;
+    bson_iter_t it;
+
+    assert_int_equal(send_cmd(f, 9, 0,
+                              "{\"find\": \"c\", \"filter\": {\"_id\": 1}, "
+                              "\"lsid\": {\"id\": 5}, \"$db\": \"d\"}",
+                              50),
+                     1);
+    reply_of(f->out[0], &w, &body);
+    assert_int_equal(w.h.op_code, WIRE_OP_MSG);
+    assert_int_equal(w.h.response_to, 9);
+    assert_int_not_equal(w.h.request_id, 502); /* a new requestID */
+    assert_true(bson_iter_init(&it, &body));
+    assert_true(bson_iter_find_descendant(&it, "cursor.firstBatch.0._id", &it));
+    assert_int_equal(bson_iter_as_int64(&it), 1);
+    assert_int_equal(f->out[0]->ready_at_ns, 50 + 1000000);
+    assert_int_equal(f->w.st.matched, 1);
+}
+
+static void
+test_conn_keycache_hits_only_equal_requests(void **state)
+{
+    struct fixture *f = *state;
+    struct wire_msg w;
+    bson_t body;
+
+    send_cmd(f, 1, 0,
+             "{\"find\": \"c\", \"filter\": {\"_id\": 1}, \"lsid\": {\"id\": "
+             "1}, \"$db\": \"d\"}",
+             0);
+    send_cmd(f, 2, 0,
+             "{\"find\": \"c\", \"filter\": {\"_id\": 1}, \"lsid\": {\"id\": "
+             "2}, \"$db\": \"d\"}",
+             0);
+    assert_int_equal(f->w.kc.hits, 1); /* lsid is ignored: same raw bytes */
+    assert_int_equal(f->w.st.matched, 2);
+    /* same bytes, other database: not a hit, and a miss */
+    send_cmd(f, 3, 0,
+             "{\"find\": \"c\", \"filter\": {\"_id\": 1}, \"lsid\": {\"id\": "
+             "2}, \"$db\": \"e\"}",
+             0);
+    assert_int_equal(f->w.kc.hits, 1);
+    reply_of(f->out[2], &w, &body);
+    assert_int_equal(i64_at(&body, "code"), REPLAY_MISS_CODE);
+    /* a different filter value of the same length: not a hit */
+    send_cmd(f, 4, 0,
+             "{\"find\": \"c\", \"filter\": {\"_id\": 2}, \"$db\": \"d\"}", 0);
+    reply_of(f->out[3], &w, &body);
+    assert_int_equal(i64_at(&body, "code"), REPLAY_MISS_CODE);
+    assert_int_equal(f->w.kc.hits, 1);
+}
+
+static void
+test_conn_cursor_served_per_client(void **state)
+{
+    struct fixture *f = *state;
+    struct wire_msg w;
+    bson_t body;
+    int64_t id;
+    char cmd[160];
+
+    send_cmd(f, 1, 0, "{\"find\": \"m\", \"$db\": \"d\"}", 0);
+    reply_of(f->out[0], &w, &body);
+    id = i64_at(&body, "cursor.id");
+    assert_true(id != 0 && id != 88);
+    snprintf(cmd, sizeof(cmd),
+             "{\"getMore\": {\"$numberLong\": \"%lld\"}, "
+             "\"collection\": \"m\", \"$db\": \"d\"}",
+             (long long)id);
+    send_cmd(f, 2, 0, cmd, 0);
+    reply_of(f->out[1], &w, &body);
+    assert_int_equal(i64_at(&body, "cursor.id"), id);
+    assert_int_equal(i64_at(&body, "cursor.nextBatch.0.b"), 2);
+    send_cmd(f, 3, 0, cmd, 0);
+    reply_of(f->out[2], &w, &body);
+    assert_int_equal(i64_at(&body, "cursor.id"), 0);
+    assert_int_equal(i64_at(&body, "cursor.nextBatch.0.b"), 3);
+    send_cmd(f, 4, 0, cmd, 0);
+    reply_of(f->out[3], &w, &body);
+    assert_int_equal(i64_at(&body, "ok"), 0);
+    assert_int_equal(i64_at(&body, "code"), 43);
+    /* killCursors */
+    send_cmd(f, 5, 0, "{\"find\": \"m\", \"$db\": \"d\"}", 0);
+    reply_of(f->out[4], &w, &body);
+    id = i64_at(&body, "cursor.id");
+    snprintf(cmd, sizeof(cmd),
+             "{\"killCursors\": \"m\", \"cursors\": "
+             "[{\"$numberLong\": \"%lld\"}, {\"$numberLong\": \"5\"}], "
+             "\"$db\": \"d\"}",
+             (long long)id);
+    send_cmd(f, 6, 0, cmd, 0);
+    reply_of(f->out[5], &w, &body);
+    assert_int_equal(i64_at(&body, "cursorsKilled.0"), id);
+    assert_int_equal(i64_at(&body, "cursorsNotFound.0"), 5);
+    assert_int_equal(cursor_count(&f->cursors), 0);
+}
+
+static void
+test_conn_miss_error_names_keys(void **state)
+{
+    struct fixture *f = *state;
+    struct wire_msg w;
+    bson_t body;
+    bson_iter_t it;
+    const char *msg;
+
+    send_cmd(f, 1, 0,
+             "{\"find\": \"c\", \"filter\": {\"_id\": 2}, \"$db\": \"d\"}", 0);
+    reply_of(f->out[0], &w, &body);
+    assert_int_equal(i64_at(&body, "ok"), 0);
+    assert_int_equal(i64_at(&body, "code"), REPLAY_MISS_CODE);
+    assert_true(bson_iter_init_find(&it, &body, "errmsg"));
+    msg = bson_iter_utf8(&it, NULL);
+    assert_non_null(strstr(msg, "filter={\"_id\":2}"));
+    assert_non_null(
+        strstr(msg, "closest recorded key [d find=\"c\" filter={\"_id\":1}]"));
+    assert_non_null(strstr(msg, "(filter differs)"));
+    assert_int_equal(f->w.st.missed, 1);
+    /* a built-in command the trace lacks */
+    send_cmd(f, 2, 0, "{\"ping\": 1, \"$db\": \"admin\"}", 0);
+    reply_of(f->out[1], &w, &body);
+    assert_int_equal(i64_at(&body, "ok"), 1);
+    assert_int_equal(f->w.st.builtin, 1);
+}
+
+static void
+test_conn_unacknowledged_gets_no_reply(void **state)
+{
+    struct fixture *f = *state;
+
+    assert_int_equal(
+        send_cmd(
+            f, 1, WIRE_MSG_MORE_TO_COME,
+            "{\"insert\": \"c\", \"$db\": \"d\", \"writeConcern\": {\"w\": 0}}",
+            0),
+        0);
+    assert_int_equal(f->w.st.unacked, 1);
+}
+
+static void
+test_conn_awaitable_and_exhaust_hello(void **state)
+{
+    struct fixture *f = *state;
+    const char *hello =
+        "{\"hello\": 1, \"topologyVersion\": {\"processId\": {\"$oid\": "
+        "\"650000000000000000000001\"}, \"counter\": {\"$numberLong\": "
+        "\"0\"}}, "
+        "\"maxAwaitTimeMS\": 500, \"$db\": \"admin\"}";
+    struct wire_msg w;
+    bson_t body;
+    int32_t rid;
+
+    /* held for maxAwaitTimeMS (plus the delay) */
+    send_cmd(f, 1, 0, hello, 100);
+    assert_int_equal(f->out[0]->ready_at_ns, 100 + 500000000ull + 1000000);
+    reply_of(f->out[0], &w, &body);
+    assert_int_equal(w.flags & WIRE_MSG_MORE_TO_COME, 0);
+    assert_true(has(&body, "topologyVersion"));
+    /* exhaustAllowed: moreToCome, and the stream continues */
+    send_cmd(f, 2, WIRE_MSG_EXHAUST_ALLOWED, hello, 100);
+    reply_of(f->out[1], &w, &body);
+    assert_int_not_equal(w.flags & WIRE_MSG_MORE_TO_COME, 0);
+    assert_int_equal(w.h.response_to, 2);
+    rid = w.h.request_id;
+    assert_true(replay_conn_release(&f->c, f->out[1], 7000));
+    assert_int_equal(f->out[1]->ready_at_ns, 7000 + 500000000ull);
+    reply_of(f->out[1], &w, &body);
+    assert_int_equal(w.h.response_to, rid); /* previous reply's requestID */
+    assert_int_not_equal(w.flags & WIRE_MSG_MORE_TO_COME, 0);
+    /* a stale topologyVersion: answered at once */
+    send_cmd(f, 3, 0,
+             "{\"hello\": 1, \"topologyVersion\": {\"processId\": {\"$oid\": "
+             "\"650000000000000000000002\"}, \"counter\": 0}, "
+             "\"maxAwaitTimeMS\": 500, "
+             "\"$db\": \"admin\"}",
+             100);
+    assert_int_equal(f->out[2]->ready_at_ns, 100 + 1000000);
+}
+
+static void
+test_conn_serial_mode_queues(void **state)
+{
+    struct fixture *f = *state;
+    const char *q =
+        "{\"find\": \"c\", \"filter\": {\"_id\": 1}, \"$db\": \"d\"}";
+
+    f->sh.delay.mode = DELAY_MODE_SERIAL;
+    send_cmd(f, 1, 0, q, 1000);
+    send_cmd(f, 2, 0, q, 1000);
+    assert_int_equal(f->out[0]->ready_at_ns, 1000 + 1000000);
+    assert_int_equal(f->out[1]->ready_at_ns, 1000 + 2000000);
+    f->sh.delay.mode = DELAY_MODE_DEADLINE;
+    send_cmd(f, 3, 0, q, 1000);
+    assert_int_equal(f->out[2]->ready_at_ns, 1000 + 1000000);
+}
+
+static void
+test_conn_checksum_recomputed(void **state)
+{
+    struct fixture *f = *state;
+    struct wire_msg w;
+    bson_t body;
+
+    send_cmd(f, 1, WIRE_MSG_CHECKSUM_PRESENT,
+             "{\"find\": \"c\", \"filter\": {\"_id\": 1}, \"$db\": \"d\"}", 0);
+    reply_of(f->out[0], &w, &body); /* parse verifies the CRC-32C */
+    assert_true(w.has_checksum);
+    send_cmd(f, 2, 0,
+             "{\"find\": \"c\", \"filter\": {\"_id\": 1}, \"$db\": \"d\"}", 0);
+    reply_of(f->out[1], &w, &body);
+    assert_false(w.has_checksum);
+}
+
+static void
+test_conn_every_prefix_waits(void **state)
+{
+    struct fixture *f = *state;
+    struct mt_buf m;
+    size_t used;
+
+    encode(&m, 1, 0, 0,
+           "{\"find\": \"c\", \"filter\": {\"_id\": 1}, \"$db\": \"d\"}");
+    for (size_t n = 0; n < m.len; n++) {
+        uint8_t *copy = malloc(n ? n : 1);
+        memcpy(copy, m.data, n);
+        assert_int_equal(replay_conn_input(&f->c, copy, n, 0, &used, NULL), 0);
+        assert_int_equal(used, 0);
+        free(copy);
+    }
+    assert_int_equal(f->nout, 0);
+    mt_buf_free(&m);
+}
+
+static void
+test_conn_garbage_is_an_error(void **state)
+{
+    struct fixture *f = *state;
+    static const uint8_t bad[] = {
+        0x20, 0,    0, 0, /* messageLength 32 */
+        1,    0,    0, 0, /* requestID */
+        0,    0,    0, 0, /* responseTo */
+        0xdd, 0x07, 0, 0, /* OP_MSG */
+        0,    0,    0, 0, /* flagBits */
+        0,                /* kind 0 */
+        0x40, 0,    0, 0, /* BSON length 64 > what is left */
+        0,    0,    0, 0, 0, 0, 0,
+    };
+    struct mt_err err = {0};
+    size_t used;
+
+    assert_true(replay_conn_input(&f->c, bad, sizeof(bad), 0, &used, &err) < 0);
+    assert_int_equal(used, 0);
+    assert_true(err.msg[0] != '\0');
+    assert_int_equal(f->nout, 0);
+    assert_int_equal(f->w.st.bad_input, 1);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_conn_legacy_ismaster, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_conn_matched_reply_and_header,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_conn_keycache_hits_only_equal_requests, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_conn_cursor_served_per_client,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_conn_miss_error_names_keys, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_conn_unacknowledged_gets_no_reply,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_conn_awaitable_and_exhaust_hello,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_conn_serial_mode_queues, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_conn_checksum_recomputed, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_conn_every_prefix_waits, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_conn_garbage_is_an_error, setup,
+                                        teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
