@@ -20,6 +20,15 @@
  *                  next holder's start.  The cold 2-thread lock hand-off
  *                  (a thread blocked 200 us is released by another) is
  *                  printed as a comment.
+ *   gil_switch_stretch  gil_pingpong.py: mean wall time of a fixed Python
+ *                  burst when 3 threads take turns on the GIL (time.sleep
+ *                  between bursts) over the same with 1 thread, minus 1
+ *                  (median of 7 alternating phases; never below 0)
+ *   (comment)      bg_load, other processes' CPU: /proc/stat busy (user, nice,
+ *                  system, irq, softirq, steal) of all CPUs over 2 s while
+ *                  calibrate sleeps, in cores (a snapshot: the load of a
+ *                  shared host changes)
+ *   (comment)      /proc/loadavg when calibrating
  *   ft_slowdown    ratio of gil_pingpong.py's cpu_loop_us under python3.13t
  *                  and under python3.13, when both exist
  * Output: a host facts file (scenario format, origin [measured]).
@@ -246,7 +255,7 @@ pipe_cost(double *ns)
 /* Runs script under python; fills the values of the keys it prints. */
 struct pyfacts {
     double handoff, handoff_cv, cold, cold_cv, cpu_loop, switch_cpu, pp_switch,
-        contended, switch_base;
+        contended, switch_base, stretch, stretch_lo, stretch_hi;
     char ver[64];
 };
 
@@ -280,6 +289,12 @@ run_py(const char *python, const char *script, struct pyfacts *f_out)
             f_out->contended = strtod(val, NULL);
         else if (strcmp(key, "switch_base_us") == 0)
             f_out->switch_base = strtod(val, NULL);
+        else if (strcmp(key, "switch_stretch") == 0)
+            f_out->stretch = strtod(val, NULL);
+        else if (strcmp(key, "switch_stretch_min") == 0)
+            f_out->stretch_lo = strtod(val, NULL);
+        else if (strcmp(key, "switch_stretch_max") == 0)
+            f_out->stretch_hi = strtod(val, NULL);
         else if (strcmp(key, "cpu_loop_us") == 0)
             f_out->cpu_loop = strtod(val, NULL);
         else if (strcmp(key, "py_version") == 0)
@@ -331,13 +346,14 @@ static const char cal_usage[] =
     "Measures the host facts mtrace sim needs and writes them as a host facts\n"
     "file (read with mtrace sim --host FILE): cores, wake-up latency and its "
     "CPU,\n"
-    "loopback syscall CPU, and CPython's GIL hand-off by a Python ping-pong.\n"
+    "loopback syscall CPU, CPython's GIL hand-off and take-over cost by Python\n"
+    "microbenchmarks, and the CPU other processes take.\n"
     "  -o FILE          write there (default: stdout)\n"
     "  --python PATH    the GIL CPython to measure (default /usr/bin/python3)\n"
     "  --python-ft PATH a free-threaded CPython (default: python3.13t if on "
     "PATH)\n"
     "  --scripts DIR    where gil_pingpong.py is (default: beside the binary)\n"
-    "Takes about 5 seconds.  Exit status: 0 ok, 1 measurement failed, 2 bad "
+    "Takes about 8 seconds.  Exit status: 0 ok, 1 measurement failed, 2 bad "
     "usage.\n";
 
 struct cal_opts {
@@ -345,7 +361,7 @@ struct cal_opts {
 };
 
 struct facts {
-    double half, cv, cpu, sys_ns, pipe_ns, cold_ns, cold_cv;
+    double half, cv, cpu, sys_ns, pipe_ns, cold_ns, cold_cv, bg_load;
     struct pyfacts py, ft;
 };
 
@@ -385,6 +401,85 @@ cal_parse(int argc, char **argv, struct cal_opts *o)
     return -1;
 }
 
+/* busy and total jiffies of all CPUs, and their count, from /proc/stat */
+static int
+cpu_jiffies(double *busy, double *total, int *ncpu)
+{
+    char line[512];
+    unsigned long long v[8] = {0};
+    FILE *f = fopen("/proc/stat", "r");
+
+    if (f == NULL)
+        return -1;
+    *ncpu = 0;
+    *busy = *total = 0;
+    while (fgets(line, sizeof(line), f)) {
+        if (strncmp(line, "cpu ", 4) == 0 &&
+            sscanf(line + 4, "%llu %llu %llu %llu %llu %llu %llu %llu", &v[0],
+                   &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]) == 8) {
+            /* user nice system idle iowait irq softirq steal */
+            *busy = (double)(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]);
+            *total = *busy + (double)(v[3] + v[4]);
+        } else if (strncmp(line, "cpu", 3) == 0 && line[3] >= '0' &&
+                   line[3] <= '9') {
+            (*ncpu)++;
+        }
+    }
+    fclose(f);
+    return *total > 0 && *ncpu > 0 ? 0 : -1;
+}
+
+/* Cores' worth of CPU other processes used over 2 s (we sleep): NAN when
+ * /proc/stat cannot be read. */
+static double
+bg_load_now(void)
+{
+    double b0, t0, b1, t1;
+    int n0, n1;
+    struct timespec ts = {2, 0};
+
+    if (cpu_jiffies(&b0, &t0, &n0) < 0)
+        return NAN;
+    nanosleep(&ts, NULL);
+    if (cpu_jiffies(&b1, &t1, &n1) < 0 || t1 <= t0)
+        return NAN;
+    return (b1 - b0) / (t1 - t0) * (double)n1;
+}
+
+/* gil_switch_stretch and the host's load average (comment). */
+static void
+cal_write_stretch(FILE *out, const struct facts *f, const struct cal_opts *o)
+{
+    char la[128] = "";
+    FILE *lf = fopen("/proc/loadavg", "r");
+
+    if (lf) {
+        if (fgets(la, sizeof(la), lf) == NULL)
+            la[0] = '\0';
+        la[strcspn(la, "\n")] = '\0';
+        fclose(lf);
+    }
+    if (!isnan(f->py.stretch))
+        fprintf(out,
+                "gil_switch_stretch = %.4f [measured] %s %s: a ~%.0f us Python "
+                "burst between time.sleep(0.0003) calls takes (1 + this) "
+                "times as long (wall, mean less top 1%%) when 3 threads take "
+                "turns on the GIL as when one runs alone; median of 7 "
+                "alternating phases (range %+.3f..%+.3f)%s\n",
+                fmax(f->py.stretch, 0.0), o->python, f->py.ver,
+                f->py.switch_base, f->py.stretch_lo, f->py.stretch_hi,
+                f->py.stretch < 0 ? "; measured below 0, written as 0" : "");
+    if (!isnan(f->bg_load))
+        fprintf(out,
+                "# bg_load %.3f: cores' worth of CPU other processes used "
+                "(/proc/stat busy incl. steal, all CPUs, 2 s while calibrate "
+                "slept); not applied (docs/sim-model.md: with FIFO cores the "
+                "term delays the sequential run too much); --set bg_load=X\n",
+                fmin(f->bg_load, (double)cores_online() * 0.95));
+    fprintf(out, "# load while calibrating (/proc/loadavg): %s\n",
+            la[0] ? la : "unknown");
+}
+
 static void
 cal_write(FILE *out, const struct facts *f, const struct cal_opts *o)
 {
@@ -417,6 +512,7 @@ cal_write(FILE *out, const struct facts *f, const struct cal_opts *o)
             "workload + time.sleep(0.0002)): median GIL idle gap from one "
             "holder's end of work to the next holder's start\n",
             f->py.contended, o->python, f->py.ver);
+    cal_write_stretch(out, f, o);
     fprintf(out,
             "# cold 2-thread GIL hand-off: lock.release() -> the other thread "
             "running Python after 200 us blocked: %.3f us (mean less the top "
@@ -449,7 +545,8 @@ int
 sim_calibrate_main(int argc, char **argv)
 {
     struct cal_opts o = {0};
-    struct facts f = {.py = {.cpu_loop = NAN}, .ft = {.cpu_loop = NAN}};
+    struct facts f = {.py = {.cpu_loop = NAN, .stretch = NAN},
+                      .ft = {.cpu_loop = NAN, .stretch = NAN}};
     char sbuf[600];
     const char *script;
     FILE *out = stdout;
@@ -458,6 +555,7 @@ sim_calibrate_main(int argc, char **argv)
     if (rc >= 0)
         return rc;
     script = find_script(o.dir, sbuf, sizeof(sbuf));
+    f.bg_load = bg_load_now();
     if (syscall_cost(&f.sys_ns) < 0 || pipe_cost(&f.pipe_ns) < 0 ||
         pingpong(&f.half, &f.cv, &f.cpu) < 0 ||
         cold_wake(&f.cold_ns, &f.cold_cv) < 0) {

@@ -85,16 +85,33 @@ sim__client_init(struct sim_model *m)
     return 0;
 }
 
-/* One Python segment of thread t (lognormal, cv py_cv). */
+/*
+ * One Python segment of thread t (lognormal, cv py_cv).  Under the GIL a
+ * segment that runs after another thread has held the GIL since t's
+ * previous segment ended (gil.switch_number moved) takes
+ * (1 + gil_switch_stretch) times as long: the measured cost of taking over
+ * from another thread (caches refilled after the other thread's work, the
+ * holder preempted by threads woken meanwhile; mtrace calibrate).
+ */
 static uint64_t
 py_ns(struct sim_model *m, uint32_t t, double frac)
 {
+    struct sim__thread *th = &m->th[t];
     double us = m->p.py_call_us * frac;
 
-    (void)t;
     if (m->p.runtime == SIM_RT_FREE)
         us *= m->p.ft_slowdown;
+    else if (th->ran_py && th->seen_switch != m->gil.switch_number)
+        us *= 1.0 + m->p.gil_switch_stretch;
     return sim__us(sim_rng_lognormal(&m->rng_py, us, m->p.py_cv));
+}
+
+/* A Python segment of t ended: remember the GIL's switch count. */
+static void
+py_ended(struct sim_model *m, uint32_t t)
+{
+    m->th[t].ran_py = true;
+    m->th[t].seen_switch = m->gil.switch_number;
 }
 
 static void advance(struct sim_model *m, uint32_t t);
@@ -298,10 +315,12 @@ sim__client_job_done(struct sim_model *m, uint32_t t, uint32_t what)
         take_then(m, t, AT_BEGIN_CALL);
         break;
     case W_PY_DONE:
+        py_ended(m, t);
         th->op++;
         advance(m, t);
         break;
     case W_LOOP_DONE:
+        py_ended(m, t);
         call_begin(m, t);
         break;
     case W_SEND_DONE:

@@ -83,6 +83,45 @@ fit_cv(struct sim_params *p, double target_pct, struct mt_err *err)
 }
 
 int
+sim_fit_seq_cpu(struct sim_params *p, double cpu_us, double stdev_pct,
+                struct mt_err *err)
+{
+    char note[SIM_NOTE_MAX];
+    int i_call = sim_params_find("py_call_us"), i_cv = sim_params_find("py_cv");
+    double other =
+        (double)p->releases * p->sys_us + p->ctx_cpu_us + p->py_loop_us;
+    int rc;
+
+    if (p->threads != 1)
+        return mt_err_set(
+            err, MT_EUSAGE, 0,
+            "calibration needs a sequential scenario (threads = 1), not %lld",
+            (long long)p->threads);
+    if (cpu_us <= other)
+        return mt_err_set(err, MT_EUSAGE, 0,
+                          "calibration: client CPU %.2f us per call does not "
+                          "cover the model's own %.2f us (syscalls, wake-up)",
+                          cpu_us, other);
+    p->py_call_us = (cpu_us - other) /
+                    (p->runtime == SIM_RT_FREE ? p->ft_slowdown : 1.0);
+    if (!isnan(stdev_pct)) {
+        if ((rc = fit_cv(p, stdev_pct, err)) < 0)
+            return rc;
+        snprintf(note, sizeof(note), "solved so the sequential stdev is %.2f%%",
+                 stdev_pct);
+        p->origin[i_cv] = SIM_OR_CALIBRATED;
+        snprintf(p->note[i_cv], SIM_NOTE_MAX, "%s", note);
+    }
+    snprintf(note, sizeof(note),
+             "sequential client CPU %.2f us/call less %.2f us of syscall and "
+             "wake-up CPU",
+             cpu_us, other);
+    p->origin[i_call] = SIM_OR_CALIBRATED;
+    snprintf(p->note[i_call], SIM_NOTE_MAX, "%s", note);
+    return 0;
+}
+
+int
 sim_fit_seq(struct sim_params *p, double mean_ms, double stdev_pct,
             struct mt_err *err)
 {

@@ -23,4 +23,18 @@
 int sim_fit_seq(struct sim_params *p, double mean_ms, double stdev_pct,
                 struct mt_err *err);
 
+/*
+ * Calibration from the sequential run's client CPU instead of its mean:
+ * cpu_us is the calling thread's CPU time per call (time.thread_time()
+ * around each call).  py_call_us = (cpu_us - the CPU the model itself
+ * charges the client thread per call: releases * sys_us for the socket
+ * syscalls, ctx_cpu_us for the one wake-up per call, py_loop_us) /
+ * ft_slowdown when free-threaded; py_cv is then solved for stdev_pct (unless
+ * NaN).  The sequential mean is left to the model (a prediction).  Returns
+ * 0, MT_EUSAGE when cpu_us does not cover the model's syscall CPU, or a
+ * sim_model_run error.
+ */
+int sim_fit_seq_cpu(struct sim_params *p, double cpu_us, double stdev_pct,
+                    struct mt_err *err);
+
 #endif

@@ -8,6 +8,11 @@
  * preempted (CFS's minimum granularity, 0.75 ms and more, is far longer than
  * the 1..300 us jobs here).  An entity that was blocked becomes runnable
  * only after a wake-up latency, and its first job pays ctx_cpu_us.
+ *
+ * Background load (bg_load > 0): other processes on the same cores, as one
+ * on/off source per core: exponential bursts of mean bg_job_us separated by
+ * exponential pauses, so that the sources keep bg_load cores busy on
+ * average.  Their bursts queue for cores like everything else.
  */
 #include "model.h"
 
@@ -130,6 +135,27 @@ sim__cpu_preempt(struct sim_model *m, uint32_t e)
     return rem;
 }
 
+/* Next burst of background source e, after a pause. */
+static void
+bg_schedule(struct sim_model *m, uint32_t e)
+{
+    sim__push(m, sim__us(sim_rng_exp(&m->rng_bg, m->bg_off_us)), SIM_EV_BG, e,
+              0);
+}
+
+static void
+bg_init(struct sim_model *m)
+{
+    double rho;
+
+    if (m->nbg == 0)
+        return;
+    rho = m->p.bg_load / (double)m->nbg; /* per source, < 1 */
+    m->bg_off_us = m->p.bg_job_us * (1.0 - rho) / rho;
+    for (size_t i = 0; i < m->nbg; i++)
+        bg_schedule(m, (uint32_t)(m->bg_base + i));
+}
+
 static void
 on_cpu_done(struct sim_model *m, uint32_t e)
 {
@@ -142,6 +168,8 @@ on_cpu_done(struct sim_model *m, uint32_t e)
     x->on_core = false;
     if (e < m->nth)
         sim__client_job_done(m, e, x->what);
+    else if (m->nbg > 0 && e >= m->bg_base)
+        bg_schedule(m, e);
     else
         sim__net_job_done(m, e, x->what);
     if (m->holding == (int32_t)e) {
@@ -169,6 +197,11 @@ model_dispatch(struct sim_model *m, const struct sim_ev *ev)
     case SIM_EV_THREAD_START:
         sim__client_thread_start(m, ev->id);
         break;
+    case SIM_EV_BG:
+        sim__cpu_submit(m, ev->id,
+                        sim__us(sim_rng_exp(&m->rng_bg, m->p.bg_job_us)), W_BG,
+                        0);
+        break;
     default:
         sim__net_event(m, ev);
         break;
@@ -182,7 +215,15 @@ model_alloc(struct sim_model *m)
     m->nconn = m->nth < (size_t)m->p.pool_max ? m->nth : (size_t)m->p.pool_max;
     if ((size_t)m->p.pool_initial > m->nconn)
         m->nconn = (size_t)m->p.pool_initial;
-    m->nent = m->nth + 3 * m->nconn;
+    m->bg_base = m->nth + 3 * m->nconn;
+    /* one source per core, each busy bg_load / cores of the time (< 1) */
+    m->nbg = 0;
+    if (m->p.bg_load > 0) {
+        m->nbg = (size_t)m->p.cores;
+        while ((double)m->nbg <= m->p.bg_load)
+            m->nbg++;
+    }
+    m->nent = m->bg_base + m->nbg;
     m->ent = mt_calloc(m->nent, sizeof(*m->ent));
     m->runq = mt_calloc(m->nent, sizeof(*m->runq));
     if (m->ent == NULL || m->runq == NULL)
@@ -250,6 +291,7 @@ sim_model_run(const struct sim_params *p, struct sim_result *res,
     sim_rng_split(&m->rng_py, (uint64_t)p->seed, 1);
     sim_rng_split(&m->rng_wake, (uint64_t)p->seed, 2);
     sim_rng_split(&m->rng_srv, (uint64_t)p->seed, 3);
+    sim_rng_split(&m->rng_bg, (uint64_t)p->seed, 4);
     rc = sim_engine_init(&m->eng, 1u << 24);
     if (rc == 0)
         rc = model_alloc(m);
@@ -257,6 +299,8 @@ sim_model_run(const struct sim_params *p, struct sim_result *res,
         rc = sim__gil_init(m);
     if (rc == 0)
         rc = sim__client_init(m);
+    if (rc == 0)
+        bg_init(m);
     if (rc < 0) {
         mt_err_set(err, rc, 0, "sim: out of memory");
         goto out;

@@ -69,6 +69,7 @@ enum sim__kind {
     SIM_EV_PROXY_RELEASE,
     SIM_EV_GO_POLL,
     SIM_EV_AT_CLIENT,
+    SIM_EV_BG, /* a background burst arrives */
 };
 
 /* Continuations: what an entity does when its CPU job completes. */
@@ -86,6 +87,7 @@ enum sim__what {
     W_UP_SENT,   /* proxy forwarded a request */
     W_DOWN_READ, /* serial-go: reply read, now sleep */
     W_DOWN_SENT, /* proxy wrote a reply to the client */
+    W_BG,        /* background burst done */
 };
 
 enum sim__estate { ES_IDLE = 0, ES_WAKING, ES_QUEUED, ES_RUNNING };
@@ -130,6 +132,8 @@ struct sim__thread {
     uint64_t gil_gen;      /* cancels GIL_TIMEOUT events */
     uint64_t saved_switch; /* switch_number when the wait began */
     bool in_cond;          /* in the gil->cond wait queue */
+    bool ran_py;           /* has run a Python segment */
+    uint64_t seen_switch;  /* switch_number when its last segment ended */
     uint8_t after_take;    /* enum sim__after */
     uint8_t after_switch;  /* enum sim__after */
 };
@@ -161,7 +165,9 @@ struct sim__gil {
 struct sim_model {
     struct sim_params p; /* copy */
     struct sim_engine eng;
-    struct sim_rng rng_py, rng_wake, rng_srv;
+    struct sim_rng rng_py, rng_wake, rng_srv, rng_bg;
+    size_t bg_base, nbg; /* background sources: entities bg_base.. */
+    double bg_off_us;    /* mean pause between a source's bursts */
     struct sim__ent *ent; /* owned: threads, servers, proxy up, proxy down */
     size_t nent;
     struct sim__thread *th; /* owned */

@@ -44,6 +44,9 @@ const struct sim_param_desc sim_param_table[] = {
       "GIL switch interval (sys.getswitchinterval)"),
     P("gil_handoff_us", SIM_P_DBL, gil_handoff_us, 0, 1e6, "us",
       "drop_gil signal to the woken waiter running"),
+    P("gil_switch_stretch", SIM_P_DBL, gil_switch_stretch, 0, 10, "x",
+      "a Python segment run after another thread held the GIL takes "
+      "(1 + this) times its CPU"),
     P("wake_us", SIM_P_DBL, wake_us, 0, 1e6, "us",
       "wake-up latency of a blocked thread"),
     P("wake_cv", SIM_P_DBL, wake_cv, 0, 10, "",
@@ -52,6 +55,10 @@ const struct sim_param_desc sim_param_table[] = {
       "CPU cost of one wake-up"),
     P("cores", SIM_P_INT, cores, 1, 4096, "",
       "CPU cores shared by client, server, proxy"),
+    P("bg_load", SIM_P_DBL, bg_load, 0, 4096, "cores",
+      "other processes: mean number of the cores they keep busy (0: none)"),
+    P("bg_job_us", SIM_P_DBL, bg_job_us, 1, 1e7, "us",
+      "other processes: mean length of one CPU burst on a core"),
     P("thread_start_us", SIM_P_DBL, thread_start_us, 0, 1e6, "us",
       "interval between Thread.start() calls"),
     P("pool_max", SIM_P_INT, pool_max, 1, 100000, "",
@@ -173,6 +180,8 @@ sim_params_default(struct sim_params *p)
                 "CPython default sys.getswitchinterval() = 0.005 s");
     set_default(p, "gil_handoff_us", "15", SIM_OR_ASSUMPTION,
                 "placeholder until measured by mtrace calibrate");
+    set_default(p, "gil_switch_stretch", "0", SIM_OR_ASSUMPTION,
+                "0 until measured by mtrace calibrate");
     set_default(p, "wake_us", "10", SIM_OR_ASSUMPTION,
                 "placeholder until measured by mtrace calibrate");
     set_default(p, "wake_cv", "0.5", SIM_OR_ASSUMPTION, "placeholder");
@@ -180,6 +189,12 @@ sim_params_default(struct sim_params *p)
                 "a Linux context switch costs a few microseconds of CPU");
     set_default(p, "cores", "2", SIM_OR_ASSUMPTION,
                 "placeholder until measured");
+    set_default(p, "bg_load", "0", SIM_OR_ASSUMPTION,
+                "0: no other process competes for the cores");
+    set_default(p, "bg_job_us", "750", SIM_OR_ASSUMPTION,
+                "Linux EEVDF base slice 0.75 ms (sysctl_sched_base_slice): "
+                "how long a CPU-bound task keeps a core before a waiting one "
+                "is picked");
     set_default(p, "thread_start_us", "100", SIM_OR_ASSUMPTION,
                 "Thread.start() creates an OS thread and waits for its start");
     set_default(p, "pool_max", "100", SIM_OR_CONSTANT,

@@ -32,7 +32,7 @@ enum sim_origin {
     SIM_OR__COUNT
 };
 
-#define SIM_PARAMS_N 40
+#define SIM_PARAMS_N 48
 #define SIM_NOTE_MAX 160
 
 struct sim_params {
@@ -52,10 +52,14 @@ struct sim_params {
     double sys_us;         /* CPU of one GIL-released socket syscall */
     double switch_interval_us; /* sys.getswitchinterval() */
     double gil_handoff_us;     /* drop_gil signal -> waiter running */
+    double gil_switch_stretch; /* extra share of a Python segment run after
+                                  another thread held the GIL */
     double wake_us;            /* blocked thread made runnable -> running */
     double wake_cv;            /* its coefficient of variation */
     double ctx_cpu_us;         /* CPU a wake-up costs (context switch) */
     int64_t cores;             /* CPU cores shared by everything */
+    double bg_load;   /* cores' worth of CPU other processes take (mean) */
+    double bg_job_us; /* mean length of one of their CPU bursts */
     double thread_start_us;    /* main thread: Thread.start() to next start */
     int64_t pool_max;          /* maxPoolSize */
     int64_t pool_initial;      /* connections already open at the start */

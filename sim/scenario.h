@@ -14,6 +14,8 @@
  *     model = contention | herd
  *     calibrate.seq_mean_ms = X     this is a sequential run measured at X:
  *     calibrate.seq_stdev_pct = Y   solve py_call_us (and py_cv) from it
+ *     calibrate.seq_cpu_us = Z      and its client CPU per call: py_call_us
+ *                                   from Z instead of from X (fit.h)
  *     calibrate_from = NAME         take py_call_us/py_cv from scenario NAME
  *     measured.mean_ms = X          the measured result, printed beside the
  *     measured.stdev_pct = Y        prediction (never used by the model)
@@ -44,6 +46,7 @@ struct sim_scenario {
     struct herd_params hp;
     double cal_mean_ms;   /* NaN unless a calibration source */
     double cal_stdev_pct; /* NaN unless given */
+    double cal_cpu_us;    /* NaN unless given: client CPU per call */
     char cal_from[64];    /* "" or a scenario name */
     double meas_mean_ms;  /* NaN unless given */
     double meas_stdev_pct;

@@ -47,6 +47,9 @@ static const char sim_usage[] =
     "excluded)\n"
     "  --seq-stdev-pct Y   measured stdev% of that run: solve py_cv from it\n"
     "  --seq-calls N       calls of the sequential run (default 1000)\n"
+    "  --seq-cpu-us Z      with --seq-mean-ms: the calling thread's CPU per\n"
+    "                      call in that run (time.thread_time); py_call_us\n"
+    "                      comes from it, not from the mean\n"
     "  --set KEY=VALUE     set a parameter for every scenario (repeatable;\n"
     "                      --list-params shows them)\n"
     "  --sweep KEY=V1,V2   what-if grid over KEY (repeatable, up to 4 axes; "
@@ -77,7 +80,7 @@ struct sim_opts {
     const char *scenario[8];
     size_t nscenario;
     const char *host, *trace, *plot, *measured, *only;
-    double seq_mean_ms, seq_stdev_pct;
+    double seq_mean_ms, seq_stdev_pct, seq_cpu_us;
     int64_t seq_calls;
     const char *sets[SETS_MAX];
     size_t nsets;
@@ -116,6 +119,7 @@ enum sim_opt {
     O_SEQM,
     O_SEQS,
     O_SEQC,
+    O_SEQCPU,
     O_SET,
     O_SWEEP,
     O_ONLY,
@@ -155,11 +159,14 @@ handle_opt(int c, struct sim_opts *o, int argc, char **argv)
         o->trace = optarg;
         break;
     case O_SEQM:
-    case O_SEQS: {
+    case O_SEQS:
+    case O_SEQCPU: {
         double v = strtod(optarg, &end);
         if (*end || end == optarg || !(v > 0) || !isfinite(v))
             return usage_err("expected a positive number", optarg);
-        *(c == O_SEQM ? &o->seq_mean_ms : &o->seq_stdev_pct) = v;
+        *(c == O_SEQM   ? &o->seq_mean_ms
+          : c == O_SEQS ? &o->seq_stdev_pct
+                        : &o->seq_cpu_us) = v;
         break;
     }
     case O_SEQC:
@@ -220,6 +227,7 @@ parse_args(int argc, char **argv, struct sim_opts *o)
                                        {"seq-mean-ms", 1, 0, O_SEQM},
                                        {"seq-stdev-pct", 1, 0, O_SEQS},
                                        {"seq-calls", 1, 0, O_SEQC},
+                                       {"seq-cpu-us", 1, 0, O_SEQCPU},
                                        {"set", 1, 0, O_SET},
                                        {"sweep", 1, 0, O_SWEEP},
                                        {"only", 1, 0, O_ONLY},
@@ -237,6 +245,7 @@ parse_args(int argc, char **argv, struct sim_opts *o)
     memset(o, 0, sizeof(*o));
     o->seq_mean_ms = NAN;
     o->seq_stdev_pct = NAN;
+    o->seq_cpu_us = NAN;
     o->seq_calls = 1000;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
@@ -364,8 +373,12 @@ calibrate_all(struct sim_scenario_set *set, const struct sim_opts *o,
             seq.p.calls = o->seq_calls;
             seq.p.exclude_first = 1;
             seq.p.pool_initial = 0;
-            if ((rc = sim_fit_seq(&seq.p, o->seq_mean_ms, o->seq_stdev_pct,
-                                  err)) < 0)
+            rc = isnan(o->seq_cpu_us)
+                     ? sim_fit_seq(&seq.p, o->seq_mean_ms, o->seq_stdev_pct,
+                                   err)
+                     : sim_fit_seq_cpu(&seq.p, o->seq_cpu_us,
+                                       o->seq_stdev_pct, err);
+            if (rc < 0)
                 return rc;
             copy_calibration(&set->v[i].p, &seq.p, "--seq-mean-ms");
         }
@@ -375,8 +388,10 @@ calibrate_all(struct sim_scenario_set *set, const struct sim_opts *o,
         struct sim_params cp = sc->cal_p; /* the measured run's setup */
         if (isnan(sc->cal_mean_ms))
             continue;
-        if ((rc = sim_fit_seq(&cp, sc->cal_mean_ms, sc->cal_stdev_pct, err)) <
-            0) {
+        rc = isnan(sc->cal_cpu_us)
+                 ? sim_fit_seq(&cp, sc->cal_mean_ms, sc->cal_stdev_pct, err)
+                 : sim_fit_seq_cpu(&cp, sc->cal_cpu_us, sc->cal_stdev_pct, err);
+        if (rc < 0) {
             char msg[sizeof(err->msg)];
             snprintf(msg, sizeof(msg), "%s", err->msg);
             return mt_err_set(err, rc, 0, "scenario '%s': %s", sc->p.name, msg);

@@ -16,8 +16,11 @@
 #  3b. A synthetic GIL workload (sim/validate_synth.py: Python work +
 #     time.sleep, 1, 2, 4, 10 threads), to test the GIL model without a
 #     driver or a server.
-#  4. `mtrace sim` is calibrated from the sequential mean/stdev% only (mean
-#     over the repetitions) and the host facts, and predicts the threaded rows.
+#  4. `mtrace sim` is calibrated from the delay-0 sequential row only (its
+#     client CPU per call, validate_bench.py's cpu_us, and its stdev%; means
+#     over the repetitions) and the host facts, and predicts every other row
+#     (table 1c also shows the older calibration from the sequential mean).
+#     The load average before each repetition goes to OUT/load.txt.
 #  5. Seed 000 (sim/scenarios/seed000.scn) and seed 001
 #     (sim/scenarios/seed001.scn) predictions vs their tables.
 # Env: VALIDATE_OUT=DIR keeps the raw measurements there (default: a temp
@@ -77,6 +80,7 @@ for d in 0 1; do
     kill -INT $SNIFF 2>/dev/null
     wait $SNIFF || echo "sniffing failed (see $OUT/sniff$d.log); server time from defaults" >&2
     for r in $(seq 1 "$REPS"); do
+        echo "d$d $r $(cat /proc/loadavg)" >>"$OUT/load.txt"
         dumparg=()
         [ "$r" = 1 ] && dumparg=(--dump "$OUT/lat$d.txt")
         "${NICE[@]}" "$PYTHON" sim/validate_bench.py "$URI" --threads "$THREADS" --label "d$d" \

@@ -7,7 +7,11 @@ Seed 000's benchmark method (2-benchmark.py): one MongoClient; find_one
 first excluded; then, on the same client, for each T of --threads, T
 threads x CALLS calls started one after the other and joined (the pool keeps
 the connections of the previous rows).  Prints one JSON line per row:
-{"label", "mode", "threads", "n", "mean_ms", "stdev_pct"}.  --dump appends
+{"label", "mode", "threads", "n", "mean_ms", "stdev_pct", "cpu_us"}: cpu_us is
+the mean CPU time of the calling thread per call (time.thread_time() around
+find_one: Python with the GIL held, the socket syscalls and the GIL
+hand-over work), which calibrates the model's Python CPU from the
+sequential row.  --dump appends
 "LABEL-MODE LATENCY_MS" lines (for mtrace sim --plot --measured)."""
 import argparse
 import json
@@ -18,12 +22,20 @@ import time
 from pymongo import MongoClient
 
 
+CPU = threading.local()
+
+
 def timings(col, n):
     out = []
+    cpu = 0.0
     for _ in range(n):
         start = time.perf_counter()
+        c0 = time.thread_time()
         col.find_one({"_id": "test-doc-1"})
+        c1 = time.thread_time()
         out.append((time.perf_counter() - start) * 1000)
+        cpu += c1 - c0
+    CPU.us = cpu * 1e6 / n if n else 0.0
     return out
 
 
@@ -31,16 +43,20 @@ def threaded(col, n_threads, calls):
     allt = []
     lock = threading.Lock()
 
+    cpus = []
+
     def worker():
         t = timings(col, calls)
         with lock:
             allt.extend(t)
+            cpus.append(CPU.us)
 
     ths = [threading.Thread(target=worker) for _ in range(n_threads)]
     for th in ths:
         th.start()
     for th in ths:
         th.join()
+    CPU.us = statistics.mean(cpus)
     return allt
 
 
@@ -48,7 +64,8 @@ def row(label, mode, nthreads, t, dump):
     mean = statistics.mean(t)
     print(json.dumps({"label": label, "mode": mode, "threads": nthreads, "n": len(t),
                       "mean_ms": round(mean, 5),
-                      "stdev_pct": round(100 * statistics.stdev(t) / mean, 3)}), flush=True)
+                      "stdev_pct": round(100 * statistics.stdev(t) / mean, 3),
+                      "cpu_us": round(CPU.us, 3)}), flush=True)
     if dump:
         with open(dump, "a") as f:
             for x in t:

@@ -28,6 +28,20 @@ Prints "key value" lines:
                    workload to the next holder's start (GIL idle gap)
   pp_switch_cpu_us the same CPU difference in a strict 2-thread lock
                    ping-pong (threads stay on their cores: usually ~0)
+  switch_stretch   GIL take-over stretch: 3 threads each loop (workload(),
+                   then time.sleep(0.0003), which drops the GIL: no drop
+                   request, the holder keeps the GIL for the whole burst);
+                   mean wall time of one burst (perf_counter around it,
+                   top 1 % left out) under that contention divided by the
+                   same with one thread, minus 1.  Phases alternate (alone,
+                   contended) 7 times; the median of the 7 ratios (robust to
+                   CPU-speed drift and other load between phases).  With one
+                   thread no other thread runs between its bursts; with 3
+                   another one always has: the ratio is what taking the GIL
+                   over from another thread costs the next burst (cache and
+                   TLB refills, the holder preempted by threads woken while
+                   it holds the GIL)
+  switch_stretch_min / _max  the smallest and largest of the 7 ratios, minus 1
   cpu_loop_us      a fixed pure-Python workload (dict building and attribute
                    access, similar in kind to BSON encode/decode) in microseconds;
                    the ratio between two interpreters is a free-threaded slowdown
@@ -165,6 +179,47 @@ def switch_cpu(rounds=2000):
     return statistics.median(after) - statistics.median(alone), statistics.median(alone)
 
 
+def _tmean(x):
+    x = sorted(x)
+    x = x[:len(x) - len(x) // 100]
+    return statistics.mean(x)
+
+
+def _bursts(T, K):
+    """T threads x K iterations of (workload(), time.sleep(0.0003)): wall
+    time of each burst but the first of each thread."""
+    out = []
+    lock = threading.Lock()
+
+    def w():
+        t = []
+        for _ in range(K):
+            a = time.perf_counter()
+            workload()
+            t.append(time.perf_counter() - a)
+            time.sleep(0.0003)
+        with lock:
+            out.extend(t[1:])
+
+    ths = [threading.Thread(target=w) for _ in range(T)]
+    for x in ths:
+        x.start()
+    for x in ths:
+        x.join()
+    return out
+
+
+def switch_stretch(T=3, K=150, phases=7):
+    """See switch_stretch in the module doc: (median, min, max) of the
+    per-phase ratio contended/alone, minus 1."""
+    ratios = []
+    for _ in range(phases):
+        alone = _tmean(_bursts(1, K))
+        cont = _tmean(_bursts(T, K))
+        ratios.append(cont / alone - 1.0)
+    return statistics.median(ratios), min(ratios), max(ratios)
+
+
 def lock_loop(rounds):
     a = threading.Lock()
     b = threading.Lock()
@@ -213,6 +268,10 @@ def main():
     print("handoff_contended_us", "%.3f" % (gap * 1e6))
     print("switch_base_us", "%.3f" % (cbase * 1e6))
     print("handoff_cold_cv", "%.3f" % cold_cv)
+    st, st_lo, st_hi = switch_stretch()
+    print("switch_stretch", "%.4f" % st)
+    print("switch_stretch_min", "%.4f" % st_lo)
+    print("switch_stretch_max", "%.4f" % st_hi)
     print("cpu_loop_us", "%.4f" % min(cpu_loop() for _ in range(5)))
 
 

@@ -141,6 +141,82 @@ test_sim_model_gil_serialises_with_handoff_cost(void **state)
     sim_result_free(&r);
 }
 
+/* gil_switch_stretch: a Python segment that runs after another thread has
+ * held the GIL since the thread's previous segment takes (1 + s) times its
+ * CPU.  One thread never sees another holder: no change.  Four threads as
+ * above with releases = 2 (pre 0, send, mid 0, wait, post 100): every post
+ * segment follows the others' turns, so it takes 150 us with s = 0.5:
+ * thread 0 ends at 1000 + 150, thread 1 runs at 1150 + 10 and ends at 1310,
+ * then 1470, 1630: latencies 1150, 1290, 1430, 1570 (mean 1360); without
+ * the stretch 1100, 1190, 1280, 1370 (mean 1235). */
+static void
+test_sim_model_gil_switch_stretch(void **state)
+{
+    struct sim_params p;
+
+    quiet_params(&p);
+    set(&p, "calls", "50");
+    set(&p, "exclude_first", "1");
+    set(&p, "gil_switch_stretch", "0.5");
+    assert_float_equal(run(&p, NULL).mean_ms, 0.184, 1e-9);
+
+    quiet_params(&p);
+    set(&p, "threads", "4");
+    set(&p, "calls", "1");
+    set(&p, "pool_initial", "4");
+    set(&p, "releases", "2");
+    set(&p, "py_pre_frac", "0");
+    set(&p, "py_post_frac", "1");
+    set(&p, "sys_us", "0");
+    set(&p, "net_us", "0");
+    set(&p, "wake_us", "0");
+    set(&p, "thread_start_us", "20");
+    set(&p, "server_us", "1000");
+    set(&p, "server_cpu_frac", "0");
+    assert_float_equal(run(&p, NULL).mean_ms, 1235 / 1e3, 1e-9);
+    set(&p, "gil_switch_stretch", "0.5");
+    assert_float_equal(run(&p, NULL).mean_ms, 1360 / 1e3, 1e-9);
+    set(&p, "runtime", "free-threaded"); /* no GIL: no take-over, no stretch */
+    assert_float_equal(run(&p, NULL).mean_ms, 1100 / 1e3, 1e-9);
+}
+
+/* Background load: one core, other processes keep it busy half the time
+ * with exponential bursts of 100 us (bg_load 0.5).  A 1 us job arriving at
+ * a random moment (exponential pauses before each call) finds the core busy
+ * with probability 0.5 and then waits the burst's residual, 100 us on
+ * average (exponential: memoryless): mean latency 1 + 0.5 * 100 = 51 us.
+ * The core is busy ~50 % of the time; without bg_load the call takes 1 us. */
+static void
+test_sim_model_background_load(void **state)
+{
+    struct sim_params p;
+    struct sim_result r;
+    double got;
+
+    quiet_params(&p);
+    set(&p, "runtime", "free-threaded");
+    set(&p, "cores", "1");
+    set(&p, "calls", "20000");
+    set(&p, "releases", "2");
+    set(&p, "py_pre_frac", "1");
+    set(&p, "py_post_frac", "0");
+    set(&p, "py_call_us", "1");
+    set(&p, "sys_us", "0");
+    set(&p, "net_us", "0");
+    set(&p, "wake_us", "0");
+    set(&p, "server_us", "0");
+    set(&p, "think_us", "2000");
+    set(&p, "exclude_first", "1"); /* the first call opens the connection */
+    assert_float_equal(run(&p, NULL).mean_ms, 1 / 1e3, 1e-9);
+    set(&p, "bg_load", "0.5");
+    set(&p, "bg_job_us", "100");
+    got = run(&p, &r).mean_ms * 1e3;
+    if (fabs(got - 51) > 0.05 * 51)
+        fail_msg("background wait %.2f us, expected 51 us", got);
+    assert_true(fabs(r.cpu_util - 0.5) < 0.03);
+    sim_result_free(&r);
+}
+
 /* M/D/1: Poisson arrivals (many threads with exponential pauses), one core
  * serving D = 100 us at rho = 0.5: mean response D + rho D / (2 (1 - rho)).
  * Long runs keep the ramp-down at the end (threads finishing) small. */
@@ -270,6 +346,36 @@ test_sim_model_gil_slower_than_free_threaded(void **state)
     assert_true(gil > 2 * ft);
 }
 
+/* Calibration from the client CPU: 150 us per call less 3 syscalls of
+ * 5 us (no context-switch or loop CPU in quiet_params) = 135 us of Python;
+ * free-threaded with a 1.5x slowdown: 90 us.  Below the syscall CPU: an
+ * error. */
+static void
+test_sim_fit_from_client_cpu(void **state)
+{
+    struct sim_params p;
+    struct mt_err err = {0};
+
+    quiet_params(&p);
+    set(&p, "calls", "50");
+    set(&p, "exclude_first", "1");
+    assert_int_equal(sim_fit_seq_cpu(&p, 150, NAN, &err), 0);
+    assert_float_equal(p.py_call_us, 135, 1e-9);
+    assert_string_equal(sim_origin_name(p.origin[sim_params_find("py_call_us")]),
+                        "calibrated");
+    /* the mean is now a prediction: as in the one-thread test, Python less
+     * its mid segment between send and wait (5 % overlaps the round trip)
+     * plus 3 syscalls, 2 transits, service and 2 wake-ups */
+    assert_float_equal(run(&p, NULL).mean_ms,
+                       (135 * 0.95 + 3 * 5 + 2 * 2 + 50 + 2 * 10) / 1e3, 1e-9);
+    set(&p, "runtime", "free-threaded");
+    set(&p, "ft_slowdown", "1.5");
+    assert_int_equal(sim_fit_seq_cpu(&p, 150, NAN, &err), 0);
+    assert_float_equal(p.py_call_us, 90, 1e-9);
+    assert_int_equal(sim_fit_seq_cpu(&p, 15, NAN, &err), MT_EUSAGE);
+    assert_non_null(strstr(err.msg, "does not cover"));
+}
+
 static void
 test_sim_fit_recovers_sequential_mean(void **state)
 {
@@ -394,6 +500,8 @@ main(void)
         cmocka_unit_test(test_sim_model_one_thread_is_the_sum_of_its_parts),
         cmocka_unit_test(test_sim_model_one_core_is_a_fifo_mutex),
         cmocka_unit_test(test_sim_model_gil_serialises_with_handoff_cost),
+        cmocka_unit_test(test_sim_model_gil_switch_stretch),
+        cmocka_unit_test(test_sim_model_background_load),
         cmocka_unit_test(test_sim_model_md1_queue_mean),
         cmocka_unit_test(test_sim_model_serial_go_sleep_overshoots),
         cmocka_unit_test(test_sim_model_deadline_inline),
@@ -401,6 +509,7 @@ main(void)
         cmocka_unit_test(test_sim_model_same_seed_same_output),
         cmocka_unit_test(test_sim_model_gil_slower_than_free_threaded),
         cmocka_unit_test(test_sim_fit_recovers_sequential_mean),
+        cmocka_unit_test(test_sim_fit_from_client_cpu),
         cmocka_unit_test(test_sim_scenario_sections_and_origins),
         cmocka_unit_test(test_sim_scenario_errors_say_where),
         cmocka_unit_test(test_sim_herd_grows_with_procs_without_lock),
