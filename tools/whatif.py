@@ -30,6 +30,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import threading
 import time
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -74,14 +75,19 @@ def parse_args(argv):
                          "right after the sequential run, then more for the thread plot)")
     ap.add_argument("--python", default="/usr/bin/python3",
                     help="Python for the default client and mtrace calibrate")
+    ap.add_argument("--python-ft", help="a free-threaded CPython for mtrace calibrate "
+                    "(measures ft_slowdown; default: python3.13t if on PATH)")
     ap.add_argument("--host", help="host facts file from an earlier `mtrace calibrate` "
                     "(default: measure them, ~5 s)")
     ap.add_argument("--no-sniff", action="store_true",
                     help="do not sniff lo for the server's service times")
-    ap.add_argument("--calibrate", choices=("delay0", "each"), default="delay0",
-                    help="delay0 (default): the client's Python CPU is solved from delay 0's "
-                         "sequential run, and delay 1's sequential row is a prediction too; "
-                         "each: every delay's rows are calibrated from its own sequential run")
+    ap.add_argument("--calibrate", choices=("each", "delay0"), default="each",
+                    help="each (default): every delay's rows are calibrated from its own "
+                         "sequential run; delay0: the client's Python CPU is solved from "
+                         "delay 0's sequential run only, delay 1's sequential row is a "
+                         "prediction too")
+    ap.add_argument("--timeout", type=float, default=600,
+                    help="stop a client run after this many seconds (default 600)")
     ap.add_argument("--seed", type=int, default=1, help="mtrace sim's seed (default 1)")
     ap.add_argument("--mtrace", default=os.path.join(TOP, "mtrace"), help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
@@ -114,21 +120,35 @@ class Procs:
         self.live.append(p)
         return p
 
-    def stop(self, p, sig=signal.SIGTERM, timeout=10):
+    def stop(self, p, sig=signal.SIGTERM, timeout=10, group=False):
+        """Signals p (its whole process group if group) and waits for it."""
         if p.poll() is None:
-            p.send_signal(sig)
+            self._signal(p, sig, group)
             try:
                 p.wait(timeout)
             except subprocess.TimeoutExpired:
-                p.kill()
+                self._signal(p, signal.SIGKILL, group)
                 p.wait()
+        self.forget(p)
+        return p.returncode
+
+    def forget(self, p):
         if p in self.live:
             self.live.remove(p)
-        return p.returncode
+
+    @staticmethod
+    def _signal(p, sig, group):
+        try:
+            if group:
+                os.killpg(p.pid, sig)  # the client's own session (start_new_session)
+            else:
+                p.send_signal(sig)
+        except ProcessLookupError:
+            pass
 
     def stop_all(self):
         for p in list(self.live):
-            self.stop(p, timeout=3)
+            self.stop(p, timeout=3, group=getattr(p, "mt_group", False))
 
 
 def wait_for(pred, secs, what):
@@ -200,14 +220,25 @@ def parse_client_line(line, lineno, groups):
     return True
 
 
-def run_client(a, uri, seq, threads, what, env_extra):
+def run_client(a, procs, uri, seq, threads, what, env_extra):
     """Runs the client; returns {mode: [latency ms]}.  Echoes its JSON rows."""
     cmd = client_command(a, uri, seq, threads)
+    if a.client:
+        progress("  %s: %s" % (what, cmd))
     env = dict(os.environ, MTRACE_URI=uri, MTRACE_SEQ_CALLS=str(seq), MTRACE_THREADS=threads,
                MTRACE_CALLS=str(a.threads_calls), **env_extra)
-    p = subprocess.Popen(["/bin/sh", "-c", cmd], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, env=env)
-    groups, n = {}, 0
+    errf = os.path.join(a.raw, "client-%s.err" % re.sub(r"[^A-Za-z0-9.]+", "-", what))
+    p = procs.start(["/bin/sh", "-c", cmd], stdout=subprocess.PIPE, stderr=open(errf, "w"),
+                    text=True, env=env, start_new_session=True)
+    p.mt_group = True
+    fired = threading.Event()
+
+    def on_timeout():
+        fired.set()
+        Procs._signal(p, signal.SIGTERM, True)
+    timer = threading.Timer(a.timeout, on_timeout)
+    timer.start()
+    groups, n, ok = {}, 0, False
     try:
         for n, line in enumerate(p.stdout, 1):
             if line.startswith("{"):
@@ -218,12 +249,17 @@ def run_client(a, uri, seq, threads, what, env_extra):
                 except (ValueError, TypeError):
                     pass
             parse_client_line(line, n, groups)
+        ok = True
     finally:
+        timer.cancel()
         p.stdout.close()
-        err = p.stderr.read()
-        rc = p.wait()
+        rc = p.wait() if ok else procs.stop(p, signal.SIGTERM, 3, True)
+        procs.forget(p)
     if rc != 0:
-        raise WhatifError("client exited %d (%s): %s" % (rc, cmd, err.strip()[-600:]))
+        last = open(errf).read().strip().splitlines()[-3:] or ["(nothing on stderr)"]
+        why = " (stopped after --timeout %g s)" % a.timeout if fired.is_set() else ""
+        raise WhatifError("client exited %d%s: %s\n  client stderr: %s" % (
+            rc, why, cmd, "\n  client stderr: ".join(x[:300] for x in last)))
     if len(groups.get("seq", [])) < 2:
         raise WhatifError("client printed %d sequential latencies (need >= 2 'seq MS' lines): %s"
                           % (len(groups.get("seq", [])), cmd))
@@ -236,8 +272,11 @@ def replay_summary(path, log):
     except (OSError, ValueError) as e:
         raise WhatifError("replay summary %s unreadable (%s): %s" % (path, e, tail(log)))
     if s.get("missed"):
+        first = [l for l in open(log) if "miss #" in l][:1]
         raise WhatifError("mtrace replay had no recorded reply for %d requests: the trace does "
-                          "not hold what the client asks (see %s)" % (s["missed"], log))
+                          "not hold what the client asks (%s); record the client with mtrace "
+                          "capture, or give --client a command that asks what the trace holds"
+                          % (s["missed"], first[0].strip()[:400] if first else "see " + log))
     return s
 
 
@@ -261,7 +300,7 @@ def sniff_seq(a, procs, port, uri, raw, d):
         if p.poll() is not None:
             return None, "mtrace capture --iface lo exited %d: %s" % (p.returncode, tail(log))
         time.sleep(0.3)
-        run_client(a, uri, min(a.calls, 300), "", "sniffed %g" % d, {})
+        run_client(a, procs, uri, min(a.calls, 300), "", "sniffed %g" % d, {})
         time.sleep(0.3)
     finally:
         rc = procs.stop(p, signal.SIGINT)
@@ -310,7 +349,11 @@ def measure(a, procs, raw):
                 if meas["sniff"][d] is None:
                     meas["sniff_note"] = why
                     progress("  server service times: not sniffed (%s)" % why)
-            groups = run_client(a, uri, a.calls, threads, "delay %g" % d, {})
+            groups = run_client(a, procs, uri, a.calls, threads, "delay %g" % d, {})
+        except WhatifError as e:
+            procs.stop(p)
+            replay_summary(summ, log)  # misses explain a client failure best
+            raise e
         finally:
             rc = procs.stop(p)
         if rc != 0:
@@ -419,10 +462,11 @@ def sweep_scn(a, meas, path):
     lines = head_lines(a, meas) + cal_section(a, meas, 0.0)
     for rt in ("gil", "ft"):
         for t in SWEEP_THREADS:
-            for d in SWEEP_DELAYS:
-                lines += section(meas, "sweep-%s-t%d-d%g" % (rt, t, d), rt, t, a.threads_calls,
-                                 d, ["pool_initial = 1", "calibrate_from = d0-seq-gil"],
-                                 measured=False)
+            for d in SWEEP_DELAYS:  # 1 thread: the sequential run's shape
+                calls, first = (a.calls, 1) if t == 1 else (a.threads_calls, 0)
+                lines += section(meas, "sweep-%s-t%d-d%g" % (rt, t, d), rt, t, calls, d,
+                                 ["pool_initial = 1", "exclude_first = %d" % first,
+                                  "calibrate_from = d0-seq-gil"], measured=False)
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")
     return path
@@ -459,8 +503,10 @@ def host_facts(a, out):
         progress("1/6 host facts from %s" % a.host)
         return path
     progress("1/6 host facts: mtrace calibrate (about 5 s)")
-    r = subprocess.run([a.mtrace, "calibrate", "--python", a.python, "-o", path],
-                       capture_output=True, text=True)
+    argv = [a.mtrace, "calibrate", "--python", a.python, "-o", path]
+    if a.python_ft:
+        argv += ["--python-ft", a.python_ft]
+    r = subprocess.run(argv, capture_output=True, text=True)
     if r.returncode != 0:
         raise WhatifError("mtrace calibrate failed (exit %d): %s" % (r.returncode,
                                                                      r.stderr.strip()[-400:]))
@@ -470,7 +516,7 @@ def host_facts(a, out):
 def main(argv):
     a = parse_args(argv)
     out = os.path.abspath(a.out)
-    raw = os.path.join(out, "raw")
+    raw = a.raw = os.path.join(out, "raw")
     os.makedirs(raw, exist_ok=True)
     a.trace = os.path.abspath(a.trace)
     procs = Procs()
@@ -485,6 +531,9 @@ def main(argv):
     except (WhatifError, RuntimeError) as e:
         print("whatif: error: %s" % e, file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print("whatif: interrupted", file=sys.stderr)
+        return 130
     finally:
         procs.stop_all()
     print(rep["text"])

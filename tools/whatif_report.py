@@ -9,7 +9,6 @@ the client's latencies (meas, see whatif.measure)."""
 import datetime
 import json
 import os
-import shlex
 import subprocess
 
 RT_NAME = {"gil": "GIL", "ft": "free-threaded"}
@@ -202,7 +201,7 @@ def plot_threads(a, out, sw, delays):
     png = os.path.join(out, "threads.png")
     gp = ["set terminal pngcairo size 1300,560 font 'sans,10'", "set output '%s'" % png,
           "set multiplot layout 1,2 title 'mtrace whatif: latency against client threads "
-          "(lines: mtrace sim; points: measured)'",
+          "(lines: mtrace sim sweep, client calibrated at delay 0; points: measured)'",
           "set grid", "set logscale x 2", "set xrange [0.8:25]", "set xlabel 'client threads'",
           "set xtics (1,2,4,10,20)", "set key top left font ',9'", "set ylabel 'mean latency (ms)'",
           "plot " + ", ".join("'%s' using 1:2 with %s title '%s'" % f for f in files),
@@ -244,6 +243,11 @@ def notes(a, meas, rows):
            "GIL CPython client of the same sequential cost; free-threaded rows are predictions "
            "only.",
            "Server service times: %s." % server_note(meas)]
+    s0, s1 = (meas["delays"][d]["rows"]["seq"] for d in (0.0, 1.0))
+    if not 0.5 <= s1["p50_ms"] - s0["p50_ms"] <= 3:
+        out.append("WARNING: the sequential medians at delay 1 and 0 differ by %.3f ms, not about "
+                   "1 ms: does the client time the requests replay answers?"
+                   % (s1["p50_ms"] - s0["p50_ms"]))
     bad = [r for r in rows if r["role"] == "predicted" and r["measured"]
            and (abs(r["error_pct"]) > 25 or abs(r["stdev_diff_pts"]) > 25)]
     if bad:
@@ -273,16 +277,18 @@ def build(a, out, meas, sim_rows, sweep, delays):
     with open(os.path.join(out, "report.json"), "w") as f:
         json.dump(rep, f, indent=1)
     nt = notes(a, meas, rows)
+    top = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    shown = os.path.relpath(a.trace, top) if a.trace.startswith(top + os.sep) else a.trace
     md = ["# mtrace what-if report", "",
           "Created %s from `%s` (seed %s). Reproduce the predictions with "
-          "`mtrace sim --host host.txt --scenario model.scn`." % (now, a.trace, seed), ""]
+          "`mtrace sim --host host.txt --scenario model.scn`." % (now, shown, seed), ""]
     md += md_table(HEAD, [table_cells(r) for r in rows])
     md += [""] + ["- " + n for n in nt]
     md += ["", "## What-if sweep (mtrace sim)", "",
            "Calibrated from the delay-0 sequential run only; each thread runs %d calls; "
-           "threads 1 is compared with the sequential run. Measured threaded rows ran one after "
+           "threads 1 is the sequential run (%d calls, the first excluded). Measured threaded rows ran one after "
            "another on one client (its pool already held connections), the sweep starts each "
-           "from one open connection." % a.threads_calls, ""]
+           "from one open connection." % (a.threads_calls, a.calls), ""]
     md += md_sweep(sw, a)
     md += ["", "## Plots", ""]
     md += ["![%s](%s)" % (os.path.basename(p), os.path.basename(p)) for p in plots]
