@@ -1,13 +1,559 @@
-/* capture_cli.c -- placeholder until the module lands. */
+/*
+ * capture_cli.c -- `mtrace capture`: option parsing for both capture modes.
+ *
+ *   proxy:  mtrace capture [--listen H:P] [--target H:P] -o OUT [--delay-ms X]
+ *                          [--max-conns N] [--threads N] [--quiet] [--force]
+ *   pcap:   mtrace capture --pcap FILE [--port N]... [--filter BPF] -o OUT
+ *   live:   mtrace capture --iface IF [--port N]... [--filter BPF]
+ *                          [--duration S] [--count N] -o OUT
+ *
+ * The proxy runs in capture/proxy.c, pcap and live capture in
+ * capture/sniff.c.  SIGINT/SIGTERM end either cleanly.  Exit status: 0
+ * success, 1 runtime failure, 2 bad usage (each with a one-line message).
+ */
 #include "capture_cli.h"
 
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <netdb.h>
+#include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
 
+#include "core/err.h"
+#include "core/log.h"
+#include "core/trace.h"
+#include "core/wire.h"
+#include "pconn.h"
+#include "proxy.h"
+#include "sniff.h"
+
+#define CLI_DELAY_MS_MAX 3600000.0 /* one hour */
+#define CLI_CONNS_MAX 1000000u
+
+static void
+capture_usage(FILE *out)
+{
+    fprintf(
+        out,
+        "usage: mtrace capture [--listen HOST:PORT] [--target HOST:PORT] -o "
+        "OUT.zst\n"
+        "                      [--delay-ms X] [--max-conns N] [--threads N] "
+        "[--quiet] [--force]\n"
+        "                      [--idle-timeout-s S] [--msg-timeout-s S] "
+        "[--max-msg-bytes N]\n"
+        "                      [--redact [FIELD]]...\n"
+        "       mtrace capture --pcap FILE [--port N]... [--filter BPF] -o "
+        "OUT.zst\n"
+        "       mtrace capture --iface IF [--port N]... [--filter BPF] "
+        "[--duration S]\n"
+        "                      [--count N] -o OUT.zst\n"
+        "\n"
+        "Records MongoDB wire traffic into a zstd trace (read it with mtrace "
+        "dump).\n"
+        "\n"
+        "Proxy mode (default): clients connect to --listen, mtrace connects "
+        "each one to\n"
+        "--target and forwards bytes both ways unchanged as they arrive, "
+        "recording every\n"
+        "complete message with the nanosecond time its last byte arrived.\n"
+        "  --listen HOST:PORT  address to accept clients on (default "
+        "127.0.0.1:28017;\n"
+        "                      port 0 picks a free port, logged at start)\n"
+        "  --target HOST:PORT  the MongoDB server (default 127.0.0.1:27017)\n"
+        "  --delay-ms X        hold each server reply until X ms (fractional "
+        "allowed,\n"
+        "                      0..3600000) after it arrived; replies are "
+        "independent\n"
+        "  --max-conns N       refuse clients beyond N open connections "
+        "(default 10000)\n"
+        "  --threads N         event loops, one per thread (default: one per "
+        "CPU, max %d)\n"
+        "  --spin-us N         with --delay-ms: busy-poll the last N us before "
+        "each\n"
+        "                      release, because timer wake-ups run late "
+        "(default 100;\n"
+        "                      0 saves CPU, costs ~50 us of precision)\n"
+        "  --idle-timeout-s S  close a connection after S s with no traffic "
+        "and no\n"
+        "                      request waiting for its reply (default 0: "
+        "never)\n"
+        "  --msg-timeout-s S   close a client whose message stays incomplete "
+        "S s\n"
+        "                      (slow-loris; default 60; 0: never)\n"
+        "  --max-msg-bytes N   close a client that announces a message over "
+        "N bytes\n"
+        "                      (default 48000000, maxMessageSizeBytes)\n"
+        "  --redact [FIELD]    remove SASL payloads (saslStart/saslContinue "
+        "and their\n"
+        "                      replies, speculativeAuthenticate) from the "
+        "trace; with\n"
+        "                      FIELD (a name, or a dotted path like "
+        "documents.ssn) also\n"
+        "                      replace that field's values with "
+        "\"<redacted>\"; repeatable\n"
+        "\n"
+        "Pcap / live mode (see docs/capture-pcap.md):\n"
+        "  --pcap FILE         read a pcap or pcapng file\n"
+        "  --iface IF          sniff a live interface (needs root or "
+        "CAP_NET_RAW)\n"
+        "  --port N            MongoDB server port to follow (repeatable, up "
+        "to %d;\n"
+        "                      default 27017)\n"
+        "  --filter BPF        capture filter (replaces the port filter)\n"
+        "  --duration S        live: stop after S seconds\n"
+        "  --count N           live: stop after N packets\n"
+        "\n"
+        "Common:\n"
+        "  -o, --output OUT    trace file to create (mode 0600: it may hold "
+        "credentials)\n"
+        "  --force             overwrite OUT if it exists\n"
+        "  --quiet             no summary on stderr\n"
+        "  -h, --help          this help\n"
+        "\n"
+        "SIGINT or SIGTERM stops the capture: in-flight exchanges get up to a "
+        "second,\n"
+        "the trace is closed and a summary printed.  Exit status: 0 success, 1 "
+        "runtime\n"
+        "failure, 2 bad usage.  See docs/capture.md.\n",
+        PROXY_THREADS_MAX, SNIFF_PORTS_MAX);
+}
+
+static int capture_bad(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2)));
+
+/* Prints one usage-error line; returns exit status 2. */
+static int
+capture_bad(const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "mtrace capture: %s; see 'mtrace capture --help'\n", msg);
+    return 2;
+}
+
+/* Unsigned decimal in [lo, hi]; false on junk, overflow or range. */
+static bool
+cli_parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *v)
+{
+    char *end;
+    unsigned long long x;
+
+    if (s[0] < '0' || s[0] > '9')
+        return false;
+    errno = 0;
+    x = strtoull(s, &end, 10);
+    if (errno != 0 || *end != '\0' || x < lo || x > hi)
+        return false;
+    *v = x;
+    return true;
+}
+
+/* A finite decimal in [lo, hi]. */
+static bool
+cli_parse_double(const char *s, double lo, double hi, double *v)
+{
+    char *end;
+    double x;
+
+    if (s[0] == '\0' || s[0] == '-' || s[0] == '+' || s[0] == ' ')
+        return false;
+    errno = 0;
+    x = strtod(s, &end);
+    if (errno != 0 || *end != '\0' || !isfinite(x) || x < lo || x > hi)
+        return false;
+    *v = x;
+    return true;
+}
+
+/*
+ * "HOST:PORT" or "[V6]:PORT" into ss (numeric port; HOST resolved with
+ * getaddrinfo, first answer).  desc gets the canonical "ip:port".
+ */
+static bool
+cli_parse_addr(const char *arg, struct sockaddr_storage *ss, socklen_t *len,
+               char *desc, size_t desc_len)
+{
+    char host[256];
+    const char *colon = strrchr(arg, ':');
+    size_t hlen;
+    uint64_t port;
+    struct addrinfo hints, *res = NULL;
+
+    if (colon == NULL || !cli_parse_u64(colon + 1, 0, 65535, &port))
+        return false;
+    hlen = (size_t)(colon - arg);
+    if (hlen >= 2 && arg[0] == '[' && arg[hlen - 1] == ']') {
+        arg++;
+        hlen -= 2;
+    }
+    if (hlen == 0 || hlen >= sizeof(host))
+        return false;
+    memcpy(host, arg, hlen);
+    host[hlen] = '\0';
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_NUMERICSERV;
+    if (getaddrinfo(host, colon + 1, &hints, &res) != 0 || res == NULL)
+        return false;
+    memcpy(ss, res->ai_addr, res->ai_addrlen);
+    *len = res->ai_addrlen;
+    freeaddrinfo(res);
+    pconn_format_addr((const struct sockaddr *)ss, desc, desc_len);
+    return true;
+}
+
+static void
+capture_on_signal(int sig)
+{
+    (void)sig;
+    proxy_stop();
+    sniff_stop();
+}
+
+static void
+capture_signals(void)
+{
+    struct sigaction sa;
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = capture_on_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+}
+
+/* Raises the descriptor limit to the hard limit (two per connection). */
+static void
+capture_raise_nofile(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max > (1u << 20) ? (1u << 20) : rl.rlim_max;
+        (void)setrlimit(RLIMIT_NOFILE, &rl);
+    }
+}
+
+enum {
+    OPT_LISTEN = 256,
+    OPT_TARGET,
+    OPT_DELAY,
+    OPT_MAXCONNS,
+    OPT_THREADS,
+    OPT_QUIET,
+    OPT_FORCE,
+    OPT_PCAP,
+    OPT_IFACE,
+    OPT_PORT,
+    OPT_FILTER,
+    OPT_DURATION,
+    OPT_COUNT,
+    OPT_SPIN,
+    OPT_IDLE,
+    OPT_MSGTO,
+    OPT_MSGMAX,
+    OPT_REDACT,
+};
+
+struct capture_args {
+    struct proxy_opts px;
+    struct sniff_opts sn;
+    struct redact_cfg redact;
+    bool redacting; /* --redact given */
+    const char *listen, *target;
+    bool proxy_only; /* a proxy-only option was given */
+    bool sniff_only; /* a pcap/live-only option was given */
+};
+
+static int
+capture_parse_proxy_opt(int c, const char *arg, struct capture_args *a)
+{
+    uint64_t v;
+    double ms;
+
+    a->proxy_only = true;
+    switch (c) {
+    case OPT_LISTEN:
+        a->listen = arg;
+        return 0;
+    case OPT_TARGET:
+        a->target = arg;
+        return 0;
+    case OPT_DELAY:
+        if (!cli_parse_double(arg, 0, CLI_DELAY_MS_MAX, &ms))
+            return capture_bad("--delay-ms wants milliseconds between 0 and "
+                               "3600000 (fractions allowed), not '%s'",
+                               arg);
+        a->px.delay_ns = (uint64_t)llround(ms * 1e6);
+        return 0;
+    case OPT_MAXCONNS:
+        if (!cli_parse_u64(arg, 1, CLI_CONNS_MAX, &v))
+            return capture_bad("--max-conns wants a number from 1 to 1000000, "
+                               "not '%s'",
+                               arg);
+        a->px.max_conns = (unsigned)v;
+        return 0;
+    case OPT_SPIN:
+        if (!cli_parse_u64(arg, 0, 10000, &v))
+            return capture_bad("--spin-us wants microseconds from 0 to 10000, "
+                               "not '%s'",
+                               arg);
+        a->px.spin_ns = v * 1000;
+        return 0;
+    case OPT_IDLE:
+    case OPT_MSGTO:
+        if (!cli_parse_double(arg, 0, 31536000.0, &ms))
+            return capture_bad("%s wants seconds (>= 0, fractions allowed), "
+                               "not '%s'",
+                               c == OPT_IDLE ? "--idle-timeout-s"
+                                             : "--msg-timeout-s",
+                               arg);
+        *(c == OPT_IDLE ? &a->px.idle_ns : &a->px.msg_timeout_ns) =
+            (uint64_t)llround(ms * 1e9);
+        return 0;
+    case OPT_MSGMAX:
+        if (!cli_parse_u64(arg, WIRE_HEADER_LEN, WIRE_MSG_LEN_MAX, &v))
+            return capture_bad("--max-msg-bytes wants bytes from 16 to "
+                               "48000000, not '%s'",
+                               arg);
+        a->px.msg_max = (uint32_t)v;
+        return 0;
+    default: /* OPT_THREADS */
+        if (!cli_parse_u64(arg, 1, PROXY_THREADS_MAX, &v))
+            return capture_bad("--threads wants a number from 1 to 64, not "
+                               "'%s'",
+                               arg);
+        a->px.threads = (unsigned)v;
+        return 0;
+    }
+}
+
+static int
+capture_parse_redact(const char *field, struct capture_args *a)
+{
+    struct mt_err err = {0};
+
+    a->redacting = true;
+    if (field != NULL && redact_cfg_add(&a->redact, field, &err) < 0)
+        return capture_bad("%s", err.msg);
+    return 0;
+}
+
+static int
+capture_parse_sniff_opt(int c, const char *arg, struct capture_args *a)
+{
+    uint64_t v;
+    double s;
+
+    switch (c) {
+    case OPT_PCAP:
+        a->sn.pcap_path = arg;
+        return 0;
+    case OPT_IFACE:
+        a->sn.iface = arg;
+        return 0;
+    case OPT_PORT:
+        a->sniff_only = true;
+        if (!cli_parse_u64(arg, 1, 65535, &v))
+            return capture_bad("--port wants a TCP port from 1 to 65535, not "
+                               "'%s'",
+                               arg);
+        if (a->sn.nports == SNIFF_PORTS_MAX)
+            return capture_bad("at most 16 --port options (%s is one too "
+                               "many)",
+                               arg);
+        a->sn.ports[a->sn.nports++] = (uint16_t)v;
+        return 0;
+    case OPT_FILTER:
+        a->sniff_only = true;
+        a->sn.filter = arg;
+        return 0;
+    case OPT_DURATION:
+        a->sniff_only = true;
+        if (!cli_parse_double(arg, 0, 31536000.0, &s) || s <= 0)
+            return capture_bad("--duration wants seconds (> 0, fractions "
+                               "allowed), not '%s'",
+                               arg);
+        a->sn.duration_s = s;
+        return 0;
+    default: /* OPT_COUNT */
+        a->sniff_only = true;
+        if (!cli_parse_u64(arg, 1, UINT64_MAX, &v))
+            return capture_bad("--count wants a packet count >= 1, not '%s'",
+                               arg);
+        a->sn.count = v;
+        return 0;
+    }
+}
+
+static int
+capture_parse(int argc, char **argv, struct capture_args *a, const char **out)
+{
+    static const struct option longopts[] = {
+        {"listen", required_argument, NULL, OPT_LISTEN},
+        {"target", required_argument, NULL, OPT_TARGET},
+        {"delay-ms", required_argument, NULL, OPT_DELAY},
+        {"max-conns", required_argument, NULL, OPT_MAXCONNS},
+        {"threads", required_argument, NULL, OPT_THREADS},
+        {"spin-us", required_argument, NULL, OPT_SPIN},
+        {"idle-timeout-s", required_argument, NULL, OPT_IDLE},
+        {"msg-timeout-s", required_argument, NULL, OPT_MSGTO},
+        {"max-msg-bytes", required_argument, NULL, OPT_MSGMAX},
+        {"redact", optional_argument, NULL, OPT_REDACT},
+        {"quiet", no_argument, NULL, OPT_QUIET},
+        {"force", no_argument, NULL, OPT_FORCE},
+        {"pcap", required_argument, NULL, OPT_PCAP},
+        {"iface", required_argument, NULL, OPT_IFACE},
+        {"port", required_argument, NULL, OPT_PORT},
+        {"filter", required_argument, NULL, OPT_FILTER},
+        {"duration", required_argument, NULL, OPT_DURATION},
+        {"count", required_argument, NULL, OPT_COUNT},
+        {"output", required_argument, NULL, 'o'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int c, rc;
+
+    opterr = 0;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, ":o:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'o':
+            *out = optarg;
+            break;
+        case 'h':
+            capture_usage(stdout);
+            return 1; /* done: exit 0 */
+        case OPT_QUIET:
+            a->px.quiet = a->sn.quiet = true;
+            break;
+        case OPT_FORCE:
+            a->px.trace_flags = a->sn.trace_flags = TRACE_W_FORCE;
+            break;
+        case OPT_LISTEN:
+        case OPT_TARGET:
+        case OPT_DELAY:
+        case OPT_MAXCONNS:
+        case OPT_THREADS:
+        case OPT_SPIN:
+        case OPT_IDLE:
+        case OPT_MSGTO:
+        case OPT_MSGMAX:
+            if ((rc = capture_parse_proxy_opt(c, optarg, a)) != 0)
+                return -rc;
+            break;
+        case OPT_PCAP:
+        case OPT_IFACE:
+        case OPT_PORT:
+        case OPT_FILTER:
+        case OPT_DURATION:
+        case OPT_COUNT:
+            if ((rc = capture_parse_sniff_opt(c, optarg, a)) != 0)
+                return -rc;
+            break;
+        case OPT_REDACT:
+            /* --redact FIELD, --redact=FIELD, or --redact alone */
+            if (optarg == NULL && optind < argc && argv[optind][0] != '-')
+                optarg = argv[optind++];
+            if ((rc = capture_parse_redact(optarg, a)) != 0)
+                return -rc;
+            break;
+        case ':':
+            return -capture_bad("%s needs a value", argv[optind - 1]);
+        default:
+            return -capture_bad("unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        return -capture_bad("unexpected argument '%s'", argv[optind]);
+    return 0;
+}
+
+static int
+capture_check(struct capture_args *a, const char *out)
+{
+    if (out == NULL)
+        return capture_bad("the output trace is required: -o OUT.zst");
+    if (a->sn.pcap_path != NULL && a->sn.iface != NULL)
+        return capture_bad("--pcap and --iface exclude each other");
+    if (a->sn.pcap_path != NULL || a->sn.iface != NULL) {
+        if (a->proxy_only)
+            return capture_bad("--listen, --target, --delay-ms, --max-conns, "
+                               "--threads and the timeouts are for proxy "
+                               "mode, not with --pcap/--iface");
+        if (a->sn.pcap_path != NULL && (a->sn.duration_s > 0 || a->sn.count))
+            return capture_bad("--duration and --count are for --iface");
+        if (a->redacting) /* TODO(lead): pass &a->redact to sniff_run */
+            return capture_bad("--redact is not supported with --pcap/--iface"
+                               " yet (proxy mode only)");
+        a->sn.out_path = out;
+        return 0;
+    }
+    if (a->sniff_only)
+        return capture_bad("--port, --filter, --duration and --count need "
+                           "--pcap or --iface");
+    if (!cli_parse_addr(a->listen, &a->px.listen, &a->px.listen_len,
+                        (char[64]){0}, 64))
+        return capture_bad("--listen wants HOST:PORT, not '%s'", a->listen);
+    if (!cli_parse_addr(a->target, &a->px.target, &a->px.target_len,
+                        a->px.target_desc, sizeof(a->px.target_desc)))
+        return capture_bad("--target wants HOST:PORT (a resolvable host), "
+                           "not '%s'",
+                           a->target);
+    a->px.out_path = out;
+    a->px.redact = a->redacting ? &a->redact : NULL;
+    return 0;
+}
+
+/* See capture_cli.h. */
 int
 capture_cli_main(int argc, char **argv)
 {
-    (void)argc;
-    fprintf(stderr, "mtrace %s: not built yet\n", argv[0]);
-    return 1;
-}
+    struct capture_args a;
+    struct mt_err err = {0};
+    const char *out = NULL;
+    int rc;
 
+    memset(&a, 0, sizeof(a));
+    a.listen = "127.0.0.1:28017";
+    a.target = "127.0.0.1:27017";
+    a.px.max_conns = 10000;
+    a.px.spin_ns = 100000;
+    a.px.msg_timeout_ns = PROXY_MSG_TIMEOUT_DEFAULT_NS;
+    rc = capture_parse(argc, argv, &a, &out);
+    if (rc == 1)
+        return 0;
+    if (rc < 0)
+        return -rc;
+    if ((rc = capture_check(&a, out)) != 0)
+        return rc;
+    capture_signals();
+    if (a.sn.out_path != NULL) {
+        rc = sniff_run(&a.sn, &err);
+    } else {
+        capture_raise_nofile();
+        rc = proxy_run(&a.px, &err);
+    }
+    if (rc < 0) {
+        if (rc == -EEXIST)
+            fprintf(stderr,
+                    "mtrace capture: %s exists; pass --force to "
+                    "overwrite it\n",
+                    out);
+        else
+            fprintf(stderr, "mtrace capture: %s\n",
+                    err.msg[0] ? err.msg : mt_strerror(rc));
+        return 1;
+    }
+    return 0;
+}

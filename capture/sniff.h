@@ -14,16 +14,16 @@
 #define SNIFF_PORTS_MAX 16
 
 struct sniff_opts {
-    const char *pcap_path; /* --pcap FILE, or NULL; borrowed */
-    const char *iface;     /* --iface IF, or NULL; borrowed */
+    const char *pcap_path;           /* --pcap FILE, or NULL; borrowed */
+    const char *iface;               /* --iface IF, or NULL; borrowed */
     uint16_t ports[SNIFF_PORTS_MAX]; /* --port N...; server side */
     size_t nports;                   /* 0: 27017 */
-    const char *filter;    /* --filter BPF (overrides the port filter); borrowed */
-    double duration_s;     /* live: stop after this long (0: until signal) */
-    uint64_t count;        /* live: stop after this many packets (0: no limit) */
-    const char *out_path;  /* -o trace; borrowed */
-    unsigned trace_flags;  /* TRACE_W_FORCE */
-    bool quiet;            /* no summary */
+    const char *filter; /* --filter BPF (overrides the port filter); borrowed */
+    double duration_s;  /* live: stop after this long (0: until signal) */
+    uint64_t count;     /* live: stop after this many packets (0: no limit) */
+    const char *out_path; /* -o trace; borrowed */
+    unsigned trace_flags; /* TRACE_W_FORCE */
+    bool quiet;           /* no summary */
 };
 
 /*

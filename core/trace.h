@@ -76,6 +76,11 @@ enum trace_source {
 #define TRACE_MSG_GAP_BEFORE (1u << 1)
 #define TRACE_MSG_RESYNC (1u << 2)
 #define TRACE_MSG_MALFORMED (1u << 3)
+/* REDACTED: capture --redact removed values (core/redact.h); DECOMPRESSED:
+ * an OP_COMPRESSED message is stored in its decompressed form as `wire`
+ * (the compressed bytes as seen were dropped, with REDACTED). */
+#define TRACE_MSG_REDACTED (1u << 4)
+#define TRACE_MSG_DECOMPRESSED (1u << 5)
 
 /* Connection close reasons. */
 enum trace_close_reason {

@@ -85,6 +85,7 @@ replay_stats_merge(struct replay_stats *dst, const struct replay_stats *src)
     dst->cursor_ops += src->cursor_ops;
     dst->unacked += src->unacked;
     dst->bad_input += src->bad_input;
+    dst->timeouts += src->timeouts;
     dst->early += src->early;
     delay_hist_merge(&dst->requested, &src->requested);
     delay_hist_merge(&dst->achieved, &src->achieved);

@@ -48,6 +48,7 @@ struct replay_shared {
 struct replay_stats {
     uint64_t conns, requests, served, matched, missed, builtin, hello;
     uint64_t awaited, streamed, cursor_ops, unacked, bad_input;
+    uint64_t timeouts; /* closed by --idle-timeout-s / --msg-timeout-s */
     struct delay_hist requested; /* delays asked for (held hellos excluded) */
     struct delay_hist achieved;  /* write time - read time */
     struct delay_hist late;      /* achieved - requested, 0 if early */

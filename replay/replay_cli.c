@@ -26,6 +26,7 @@
 #include "core/log.h"
 #include "core/mem.h"
 #include "core/trace.h"
+#include "core/wire.h"
 #include "index.h"
 #include "server.h"
 
@@ -67,6 +68,12 @@ usage(FILE *out)
         "  --max-conns N          open connections limit (16384)\n"
         "  --ignore-field F       leave top-level field F out of request keys\n"
         "  --keep-field F         keep F in keys even if ignored by default\n"
+        "  --idle-timeout-s S     close a connection with no traffic and no\n"
+        "                         pending reply for S seconds (0: never; 0)\n"
+        "  --msg-timeout-s S      close a client whose request stays\n"
+        "                         incomplete S seconds (slow-loris; 30; 0: "
+        "never)\n"
+        "  --max-msg-bytes N      refuse requests over N bytes (48000000)\n"
         "  --spin-us N            busy-wait the last N us before a release\n"
         "                         (default 50; 0: trust the timer wake-up)\n"
         "  --summary-json FILE    also write the exit summary as JSON\n"
@@ -158,6 +165,9 @@ enum {
     OPT_KEEP,
     OPT_SPIN,
     OPT_JSON,
+    OPT_IDLE,
+    OPT_MSGTO,
+    OPT_MSGMAX,
 };
 
 static const struct option longopts[] = {
@@ -176,6 +186,9 @@ static const struct option longopts[] = {
     {"keep-field", required_argument, NULL, OPT_KEEP},
     {"spin-us", required_argument, NULL, OPT_SPIN},
     {"summary-json", required_argument, NULL, OPT_JSON},
+    {"idle-timeout-s", required_argument, NULL, OPT_IDLE},
+    {"msg-timeout-s", required_argument, NULL, OPT_MSGTO},
+    {"max-msg-bytes", required_argument, NULL, OPT_MSGMAX},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -250,6 +263,20 @@ parse_opt(struct cli *c, int opt, const char *a)
     case OPT_JSON:
         c->summary_json = a;
         return 0;
+    case OPT_IDLE:
+    case OPT_MSGTO:
+        if (parse_double(a, 0, 31536000.0, &v) < 0)
+            return bad("bad %s '%s' (seconds, >= 0, fractions allowed)",
+                       opt == OPT_IDLE ? "--idle-timeout-s" : "--msg-timeout-s",
+                       a);
+        *(opt == OPT_IDLE ? &c->so.idle_ns : &c->so.msg_timeout_ns) =
+            (uint64_t)llround(v * 1e9);
+        return 0;
+    case OPT_MSGMAX:
+        if (parse_u64(a, WIRE_MSG_LEN_MAX, &u) < 0 || u < WIRE_HEADER_LEN)
+            return bad("bad --max-msg-bytes '%s' (16..48000000)", a);
+        c->so.msg_max = (size_t)u;
+        return 0;
     default:
         return 2;
     }
@@ -264,6 +291,7 @@ parse_args(struct cli *c, int argc, char **argv)
     snprintf(c->so.host, sizeof(c->so.host), "127.0.0.1");
     c->so.port = 27017;
     c->so.spin_ns = CLI_SPIN_DEFAULT_US * 1000;
+    c->so.msg_timeout_ns = SERVER_MSG_TIMEOUT_DEFAULT_NS;
     delay_cfg_init(&c->so.delay);
     match_rules_default(&c->rules);
     optind = 1;
@@ -304,12 +332,13 @@ print_summary(FILE *f, const struct replay_stats *st)
     fprintf(f,
             "mtrace replay: %llu requests on %llu connections: served %llu "
             "(matched %llu, built-in %llu, hello %llu), missed %llu, "
-            "unacknowledged %llu, bad input %llu\n",
+            "unacknowledged %llu, bad input %llu, timed out %llu\n",
             (unsigned long long)st->requests, (unsigned long long)st->conns,
             (unsigned long long)st->served, (unsigned long long)st->matched,
             (unsigned long long)st->builtin, (unsigned long long)st->hello,
             (unsigned long long)st->missed, (unsigned long long)st->unacked,
-            (unsigned long long)st->bad_input);
+            (unsigned long long)st->bad_input,
+            (unsigned long long)st->timeouts);
     fprintf(f,
             "mtrace replay: delay (ms, n=%llu) requested p50 %.3f p99 %.3f "
             "max %.3f | achieved p50 %.3f p99 %.3f max %.3f | late p50 %.3f "
@@ -345,12 +374,13 @@ write_json(const char *path, const struct replay_stats *st)
     fprintf(f,
             "{\"requests\":%llu,\"connections\":%llu,\"served\":%llu,"
             "\"matched\":%llu,\"builtin\":%llu,\"hello\":%llu,\"missed\":%llu,"
-            "\"unacknowledged\":%llu,\"bad_input\":%llu,\"early\":%llu,",
+            "\"unacknowledged\":%llu,\"bad_input\":%llu,\"timeouts\":%llu,\"early\":%llu,",
             (unsigned long long)st->requests, (unsigned long long)st->conns,
             (unsigned long long)st->served, (unsigned long long)st->matched,
             (unsigned long long)st->builtin, (unsigned long long)st->hello,
             (unsigned long long)st->missed, (unsigned long long)st->unacked,
-            (unsigned long long)st->bad_input, (unsigned long long)st->early);
+            (unsigned long long)st->bad_input,
+            (unsigned long long)st->timeouts, (unsigned long long)st->early);
     json_hist(f, "requested", &st->requested);
     fputc(',', f);
     json_hist(f, "achieved", &st->achieved);

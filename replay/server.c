@@ -19,10 +19,13 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/mem.h"
+#include "core/rd.h"
 
 #define READ_CHUNK (64u * 1024)
 #define IN_MAX ((size_t)WIRE_MSG_LEN_MAX + READ_CHUNK)
 #define OUT_MAX ((size_t)64 << 20)
+#define SWEEP_MIN_NS 10000000ull    /* 10 ms */
+#define SWEEP_MAX_NS 1000000000ull  /* 1 s */
 
 struct sloop;
 
@@ -35,6 +38,8 @@ struct sconn {
     unsigned watching;     /* LOOP_READ / LOOP_WRITE */
     bool dead;             /* close once the current callback returns */
     bool in_input;         /* inside replay_conn_input */
+    uint64_t last_io_ns;   /* last read or write progress */
+    uint64_t msg_start_ns; /* first byte of the incomplete message, or 0 */
     char peer[64];
     struct sconn *prev, *next; /* the loop's list */
 };
@@ -48,6 +53,8 @@ struct sloop {
     struct replay_worker w;
     struct sconn *conns; /* owned list */
     size_t nconns;
+    struct loop_timer sweep; /* idle / incomplete-message timeouts */
+    uint64_t sweep_ns;       /* its period; 0: no timeouts */
 };
 
 struct server {
@@ -81,6 +88,7 @@ sconn_flush(struct sconn *c)
             write(c->fd, c->out.data + c->out_off, c->out.len - c->out_off);
         if (n > 0) {
             c->out_off += (size_t)n;
+            c->last_io_ns = loop_now_ns(c->sl->l);
             continue;
         }
         if (n < 0 && errno == EINTR)
@@ -195,6 +203,25 @@ sconn_close(struct sconn *c, const char *why)
     mt_free(c);
 }
 
+/* The incomplete message at the head of c->in must fit --max-msg-bytes
+ * (checked as soon as its length is in: nothing more is buffered). */
+static bool
+sconn_check_len(struct sconn *c, char *tmp, size_t tmp_n, const char **why)
+{
+    struct rd r = rd_init(c->in.data, c->in.len);
+    int32_t len;
+
+    if (!rd_le32s(&r, &len) || len < 0 || (size_t)len <= c->sl->srv->o.msg_max)
+        return true; /* negative lengths: refused by wire_frame already */
+    snprintf(tmp, tmp_n,
+             "bad input: messageLength %d exceeds --max-msg-bytes %zu "
+             "(at byte 0 of a message)",
+             len, c->sl->srv->o.msg_max);
+    c->sl->w.st.bad_input++;
+    *why = tmp;
+    return false;
+}
+
 /* Reads once; false when the connection must close (reason in *why). */
 static bool
 sconn_read(struct sconn *c, const char **why, char *tmp, size_t tmp_n)
@@ -227,8 +254,9 @@ sconn_read(struct sconn *c, const char **why, char *tmp, size_t tmp_n)
         return false;
     }
     c->in.len += (size_t)n;
-    rc = replay_conn_input(&c->core, c->in.data, c->in.len,
-                           loop_update_time(c->sl->l), &used, &err);
+    c->last_io_ns = loop_update_time(c->sl->l);
+    rc = replay_conn_input(&c->core, c->in.data, c->in.len, c->last_io_ns,
+                           &used, &err);
     mt_buf_consume(&c->in, used);
     if (rc < 0) {
         snprintf(tmp, tmp_n, "bad input: %s (%s, at byte %zu)",
@@ -237,7 +265,11 @@ sconn_read(struct sconn *c, const char **why, char *tmp, size_t tmp_n)
         *why = tmp;
         return false;
     }
-    return true;
+    if (c->in.len == 0)
+        c->msg_start_ns = 0;
+    else if (used > 0 || c->msg_start_ns == 0)
+        c->msg_start_ns = c->last_io_ns;
+    return sconn_check_len(c, tmp, tmp_n, why);
 }
 
 static void
@@ -296,6 +328,7 @@ accept_one(struct sloop *sl, int fd, const struct sockaddr_storage *ss)
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     c->sl = sl;
     c->fd = fd;
+    c->last_io_ns = loop_update_time(sl->l);
     mt_buf_init(&c->in, IN_MAX);
     mt_buf_init(&c->out, OUT_MAX);
     addr_text(ss, c->peer, sizeof(c->peer));
@@ -334,6 +367,75 @@ on_accept(struct loop *l, int lfd, void *arg, unsigned events)
         }
         accept_one(sl, fd, &ss);
     }
+}
+
+/* ---- timeouts ---- */
+
+/* Why c must close now (into tmp), or NULL.  A connection we stopped
+ * reading (its client does not read its replies) is not charged for a
+ * slow message; one whose output makes no progress counts as idle. */
+static const char *
+sconn_expired(struct sconn *c, uint64_t now, char *tmp, size_t tmp_n)
+{
+    const struct server_opts *o = &c->sl->srv->o;
+    bool reading = (c->watching & LOOP_READ) != 0;
+
+    if (c->msg_start_ns != 0 && !reading)
+        c->msg_start_ns = now;
+    if (o->msg_timeout_ns && c->msg_start_ns != 0 &&
+        now - c->msg_start_ns >= o->msg_timeout_ns) {
+        snprintf(tmp, tmp_n,
+                 "incomplete message: %zu bytes received, message not "
+                 "complete after %.1f s (--msg-timeout-s)",
+                 c->in.len, (double)(now - c->msg_start_ns) / 1e9);
+        return tmp;
+    }
+    if (o->idle_ns && c->core.npending == 0 &&
+        (c->msg_start_ns == 0 || !reading) &&
+        now - c->last_io_ns >= o->idle_ns) {
+        snprintf(tmp, tmp_n, "idle for %.1f s (--idle-timeout-s)%s",
+                 (double)(now - c->last_io_ns) / 1e9,
+                 c->out_off < c->out.len ? "; the client does not read its "
+                                           "replies"
+                                         : "");
+        return tmp;
+    }
+    return NULL;
+}
+
+static void
+on_sweep(struct loop *l, struct loop_timer *t, void *arg)
+{
+    struct sloop *sl = arg;
+    uint64_t now = loop_update_time(l);
+    struct sconn *c, *next;
+    char tmp[192];
+
+    for (c = sl->conns; c != NULL; c = next) {
+        const char *why = sconn_expired(c, now, tmp, sizeof(tmp));
+        next = c->next;
+        if (why != NULL) {
+            mt_warn("replay: conn %lld from %s: %s; closing it",
+                    (long long)c->core.id, c->peer, why);
+            sl->w.st.timeouts++;
+            sconn_close(c, NULL);
+        }
+    }
+    loop_timer_start(l, t, now + sl->sweep_ns, on_sweep, sl);
+}
+
+/* Sweep period: a quarter of the shortest timeout, within 10 ms..1 s. */
+static uint64_t
+sweep_period(const struct server_opts *o)
+{
+    uint64_t m = o->idle_ns;
+
+    if (o->msg_timeout_ns && (m == 0 || o->msg_timeout_ns < m))
+        m = o->msg_timeout_ns;
+    if (m == 0)
+        return 0;
+    m /= 4;
+    return m < SWEEP_MIN_NS ? SWEEP_MIN_NS : m > SWEEP_MAX_NS ? SWEEP_MAX_NS : m;
 }
 
 /* ---- listeners and threads ---- */
@@ -424,6 +526,11 @@ sloop_init(struct server *s, struct sloop *sl, uint64_t seed,
     if (sl->lfd < 0)
         return sl->lfd;
     s->port = bound; /* the first listener picks the port; the rest share it */
+    loop_timer_init(&sl->sweep);
+    sl->sweep_ns = sweep_period(&s->o);
+    if (sl->sweep_ns)
+        loop_timer_start(sl->l, &sl->sweep, loop_deadline_after(sl->l,
+                         sl->sweep_ns), on_sweep, sl);
     return loop_fd_add(sl->l, sl->lfd, LOOP_READ, on_accept, sl);
 }
 
@@ -465,6 +572,8 @@ server_start(const struct server_opts *o, struct index *idx, struct mt_err *err)
         s->nloops = SERVER_THREADS_MAX;
     if (s->o.conns_max == 0)
         s->o.conns_max = SERVER_CONNS_DEFAULT;
+    if (s->o.msg_max == 0 || s->o.msg_max > WIRE_MSG_LEN_MAX)
+        s->o.msg_max = WIRE_MSG_LEN_MAX;
     s->sh.idx = idx;
     s->sh.cursors = &s->cursors;
     s->sh.delay = o->delay;

@@ -35,6 +35,14 @@ TEST_DOC = {"_id": "test-doc-1", "value": 42}
 MANY_N = 250
 
 
+def cmd_error(request, errmsg, code, code_name):
+    """A command error as mongod sends it: ok 0, errmsg, code, codeName.
+    (MockupDB's request.fail() answers ok 1 with $err, which drivers take
+    for success.)"""
+    return request.replies({"ok": 0, "errmsg": errmsg, "code": code,
+                            "codeName": code_name})
+
+
 class Mongo70:
     def __init__(self, topology_version):
         self.lock = threading.Lock()
@@ -90,7 +98,7 @@ class Mongo70:
         if cmd in ("endSessions", "getParameter"):
             return request.ok()
         if cmd == "fail_me":
-            return request.fail("fail_me requested", code=2)
+            return cmd_error(request, "fail_me requested", 2, "BadValue")
         if cmd == "find":
             return self.find(request, db, doc)
         if cmd == "getMore":
@@ -113,7 +121,8 @@ class Mongo70:
         if cmd == "aggregate":
             return request.ok(cursor={"id": Int64(0), "ns": db + "." + doc["aggregate"],
                                       "firstBatch": [{"count": MANY_N}]})
-        return request.fail("no such command: '%s'" % cmd, code=59)
+        return cmd_error(request, "no such command: '%s'" % cmd, 59,
+                         "CommandNotFound")
 
     def find(self, request, db, doc):
         coll = doc["find"]
@@ -141,7 +150,8 @@ class Mongo70:
         with self.lock:
             entry = self.cursors.get(cid)
             if entry is None:
-                return request.fail("cursor id %d not found" % cid, code=43)
+                return cmd_error(request, "cursor id %d not found" % cid, 43,
+                                 "CursorNotFound")
             ns, rest = entry
             now, rest = rest[:batch], rest[batch:]
             if rest:

@@ -1,0 +1,178 @@
+#!/usr/bin/env bash
+# bench_capture.sh -- the recording proxy side by side with HAProxy (TCP
+# mode) and socat, on loopback, same client and same upstream:
+#
+#   client:   $BUILD/helpers/loadgen (closed loop, one find in flight per
+#             connection, OP_MSG)
+#   upstream: $BUILD/helpers/fixedsrv (answers each find with a fixed reply)
+#
+# 1. added latency, 1 connection: p50/p99 through each proxy minus direct
+# 2. throughput with 1, 16, 256 connections: mtrace capture vs HAProxy
+# 3. --delay-ms 1 with 1 and 16 connections: added delay = RTT with the
+#    delay minus the p50 RTT of the same proxy without it (p50 and p99),
+#    plus the proxy's own achieved-delay figures from its summary.
+#
+# Env: SECS (seconds per measurement, default 3), WARM (default 0.5),
+#      THREADS (mtrace/haproxy threads, default: nproc), BUILD, MTRACE.
+# Every process it starts is stopped on exit; files go to a mktemp dir.
+set -u
+TOP=${TOP:-$(cd "$(dirname "$0")/.." && pwd)}
+cd "$TOP"
+BUILD=${BUILD:-build/release}
+MTRACE=${MTRACE:-$TOP/mtrace}
+SECS=${SECS:-3}
+WARM=${WARM:-0.5}
+THREADS=${THREADS:-$(nproc)}
+LOADGEN=$BUILD/helpers/loadgen
+FIXEDSRV=$BUILD/helpers/fixedsrv
+TMP=$(mktemp -d /tmp/mtrace-bench.XXXXXX)
+PIDS=()
+
+cleanup() {
+    for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null; done
+    for p in "${PIDS[@]:-}"; do [ -n "$p" ] && wait "$p" 2>/dev/null; done
+    rm -rf "$TMP"
+}
+trap cleanup EXIT
+die() { echo "bench_capture: $*" >&2; exit 1; }
+
+for b in "$LOADGEN" "$FIXEDSRV" "$MTRACE"; do
+    [ -x "$b" ] || die "$b not built (make bench)"
+done
+command -v haproxy >/dev/null || die "haproxy not installed (tools/deps.sh)"
+command -v socat >/dev/null || die "socat not installed (tools/deps.sh)"
+
+free_port() {
+    /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+}
+wait_port() {
+    for ((i = 0; i < 200; i++)); do
+        (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0
+        sleep 0.02
+    done
+    die "nothing listening on $1"
+}
+
+"$FIXEDSRV" --threads 1 >"$TMP/fixedsrv.out" &
+PIDS+=($!)
+for ((i = 0; i < 100; i++)); do grep -q READY "$TMP/fixedsrv.out" && break; sleep 0.02; done
+UP=$(awk '/READY/ {print $2}' "$TMP/fixedsrv.out")
+[ -n "$UP" ] || die "fixedsrv did not start"
+
+PROXY_PID=""
+PROXY_PORT=""
+start_proxy() { # kind [mtrace args...]
+    local kind=$1; shift
+    case $kind in
+    direct) PROXY_PORT=$UP; PROXY_PID=""; return ;;
+    mtrace)
+        "$MTRACE" capture --listen 127.0.0.1:0 --target 127.0.0.1:$UP \
+            -o "$TMP/trace.$RANDOM.zst" --threads "$THREADS" "$@" 2>"$TMP/mtrace.err" &
+        PROXY_PID=$!
+        for ((i = 0; i < 200; i++)); do
+            grep -q "listening on" "$TMP/mtrace.err" && break
+            sleep 0.02
+        done
+        PROXY_PORT=$(grep -o 'listening on 127.0.0.1:[0-9]*' "$TMP/mtrace.err" | cut -d: -f2)
+        [ -n "$PROXY_PORT" ] || die "mtrace capture did not start: $(cat "$TMP/mtrace.err")"
+        ;;
+    haproxy)
+        PROXY_PORT=$(free_port)
+        cat >"$TMP/haproxy.cfg" <<EOF
+global
+    nbthread $THREADS
+    maxconn 4000
+defaults
+    mode tcp
+    timeout connect 5s
+    timeout client 60s
+    timeout server 60s
+frontend f
+    bind 127.0.0.1:$PROXY_PORT
+    default_backend b
+backend b
+    server s1 127.0.0.1:$UP
+EOF
+        haproxy -q -f "$TMP/haproxy.cfg" &
+        PROXY_PID=$!
+        wait_port "$PROXY_PORT"
+        ;;
+    socat)
+        PROXY_PORT=$(free_port)
+        socat TCP-LISTEN:$PROXY_PORT,bind=127.0.0.1,fork,reuseaddr,nodelay,backlog=1024 \
+            TCP:127.0.0.1:$UP,nodelay &
+        PROXY_PID=$!
+        wait_port "$PROXY_PORT"
+        ;;
+    esac
+    PIDS+=($PROXY_PID)
+}
+stop_proxy() {
+    [ -n "$PROXY_PID" ] || return 0
+    kill -TERM "$PROXY_PID" 2>/dev/null
+    wait "$PROXY_PID" 2>/dev/null
+    PROXY_PID=""
+}
+
+# run LABEL CONNS -> prints the loadgen line, sets P50 P99 RPS
+run() {
+    local line
+    line=$("$LOADGEN" --target 127.0.0.1:$PROXY_PORT --conns "$2" --duration "$SECS" \
+        --warmup "$WARM" --label "$1") || die "loadgen $1 failed: $line"
+    echo "  $line" >&2
+    P50=$(sed -n 's/.* p50_us=\([0-9.]*\).*/\1/p' <<<"$line")
+    P99=$(sed -n 's/.* p99_us=\([0-9.]*\).*/\1/p' <<<"$line")
+    RPS=$(sed -n 's/.* rps=\([0-9.]*\).*/\1/p' <<<"$line")
+}
+calc() { awk "BEGIN { printf \"%.1f\", $* }"; }
+
+echo "mtrace capture vs HAProxy $(haproxy -v | awk 'NR==1 {print $3}') vs socat," \
+    "loopback, $(nproc) cpus, $SECS s per run, $THREADS proxy threads"
+echo
+echo "## 1. added latency, 1 connection (us; added = proxy - direct)"
+declare -A L50 L99
+for kind in direct mtrace haproxy socat; do
+    start_proxy $kind
+    run "$kind" 1
+    L50[$kind]=$P50 L99[$kind]=$P99
+    stop_proxy
+done
+printf "| %-15s | %8s | %8s | %10s | %10s |\n" proxy p50 p99 "added p50" "added p99"
+printf "|-----------------|----------|----------|------------|------------|\n"
+for kind in direct mtrace haproxy socat; do
+    printf "| %-15s | %8s | %8s | %10s | %10s |\n" "$kind" "${L50[$kind]}" "${L99[$kind]}" \
+        "$(calc "${L50[$kind]} - ${L50[direct]}")" "$(calc "${L99[$kind]} - ${L99[direct]}")"
+done
+echo
+echo "## 2. throughput (requests/s, closed loop)"
+printf "| %5s | %10s | %10s | %10s | %14s |\n" conns direct mtrace haproxy "mtrace/haproxy"
+printf "|-------|------------|------------|------------|----------------|\n"
+for n in 1 16 256; do
+    declare -A T
+    for kind in direct mtrace haproxy; do
+        start_proxy $kind
+        run "$kind" "$n"
+        T[$kind]=$RPS
+        stop_proxy
+    done
+    printf "| %5s | %10s | %10s | %10s | %14s |\n" "$n" "${T[direct]}" "${T[mtrace]}" \
+        "${T[haproxy]}" "$(awk "BEGIN { printf \"%.2fx\", ${T[mtrace]} / ${T[haproxy]} }")"
+done
+echo
+echo "## 3. --delay-ms 1 (us; added = RTT with delay - p50 RTT without)"
+printf "| %5s | %10s | %10s | %10s | %10s | %-44s |\n" conns "p50 base" "p50" "added p50" \
+    "added p99" "mtrace's own achieved (p50 / p99 / max, ms)"
+printf "|-------|------------|------------|------------|------------|----------------------------------------------|\n"
+for n in 1 16; do
+    start_proxy mtrace
+    run "mtrace-nodelay" "$n"
+    base=$P50
+    stop_proxy
+    start_proxy mtrace --delay-ms 1
+    run "mtrace-delay1" "$n"
+    stop_proxy
+    own=$(sed -n 's/.*achieved p50 \([0-9.]*\) ms, p99 \([0-9.]*\) ms, max \([0-9.]*\) ms.*/\1 \/ \2 \/ \3/p' \
+        "$TMP/mtrace.err")
+    printf "| %5s | %10s | %10s | %10s | %10s | %-44s |\n" "$n" "$base" "$P50" \
+        "$(calc "$P50 - $base")" "$(calc "$P99 - $base")" "$own"
+done

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# bench_pcap.sh -- `mtrace capture --pcap` import speed (MB/s of pcap on one
+# core) on a large capture, side by side with `tshark -r FILE -Y mongo` on
+# the same file, and trace size vs pcap size for the same traffic.
+#
+# Seed: real traffic, pymongo (bench/pcap_workload.py) against MockupDB,
+# captured on lo with dumpcap.  Large file: bench/pcap_replicate copies the
+# seed's flows with rewritten client addresses until PCAP_BENCH_BYTES
+# (default 1.1 GB).  Both tools read the file from the page cache, pinned
+# to one CPU (taskset); wall and CPU (user+sys) times are both reported
+# (CPU time is the fair figure when other work shares the machine).  Everything is generated under a mktemp directory
+# and deleted at the end.  Targets (issue 4): >= 50x tshark, >= 500 MB/s,
+# trace >= 10x smaller than the pcap.
+#   PCAP_BENCH_BYTES=N   size of the large capture
+#   PCAP_BENCH_TSHARK=0  skip tshark (it is slow)
+set -u
+TOP=${TOP:-$(cd "$(dirname "$0")/.." && pwd)}
+BUILD=${BUILD:-build/release}
+MTRACE=${MTRACE:-$TOP/mtrace}
+. "$TOP/tests/integration/lib.sh" # TMP (mktemp), start_mock, cleanup trap
+SIZE=${PCAP_BENCH_BYTES:-1100000000}
+CPU=$(( $(nproc) - 1 ))
+
+start_mock PORT
+dumpcap -q -i lo -f "tcp port $PORT" -w "$TMP/seed.pcap" 2>"$TMP/dumpcap.err" &
+DC=$!
+track_pid $DC
+for ((i = 0; i < 100; i++)); do [ -s "$TMP/seed.pcap" ] && break; sleep 0.05; done
+sleep 0.5
+"$PYTHON" "$TOP/bench/pcap_workload.py" "$PORT" || fail "workload failed"
+sleep 0.5
+kill -INT $DC; wait $DC 2>/dev/null
+"$MTRACE" capture --quiet --pcap "$TMP/seed.pcap" --port "$PORT" -o "$TMP/seed.zst" ||
+    fail "seed import failed"
+seed_msgs=$("$BUILD/helpers/pcap_tracecount" "$TMP/seed.zst" | grep -c '^msg ')
+read -r _ copies _ pkts _ bytes < <("$BUILD/bench/pcap_replicate" \
+    "$TMP/seed.pcap" "$TMP/big.pcap" "$SIZE" "$PORT")
+fsize=$(stat -c %s "$TMP/big.pcap")
+cat "$TMP/big.pcap" >/dev/null # page cache: both tools read from memory
+LOAD=$(cut -d" " -f1-3 /proc/loadavg)
+
+# run NAME CMD...: wall and CPU (user+sys) seconds of CMD into NAME_wall/_cpu
+run() {
+    local name=$1; shift
+    /usr/bin/time -f "%e %U %S" -o "$TMP/$name.time" taskset -c $CPU "$@" ||
+        fail "$name failed: $(tail -2 "$TMP/$name.err" 2>/dev/null)"
+    read -r w u s <"$TMP/$name.time"
+    printf -v "${name}_wall" '%s' "$w"
+    printf -v "${name}_cpu" '%s' "$(awk -v u="$u" -v s="$s" 'BEGIN { printf "%.2f", u + s }')"
+}
+mbs() { awk -v b="$fsize" -v s="$1" 'BEGIN { printf "%.0f", b / 1e6 / s }'; }
+
+run mtrace "$MTRACE" capture --quiet --pcap "$TMP/big.pcap" --port "$PORT" \
+    -o "$TMP/big.zst"
+tsize=$(stat -c %s "$TMP/big.zst")
+msgs=$("$BUILD/helpers/pcap_tracecount" "$TMP/big.zst" | grep -c '^msg ')
+[ "$msgs" -eq $((seed_msgs * copies)) ] ||
+    fail "big trace has $msgs messages, want $seed_msgs x $copies"
+if [ "${PCAP_BENCH_TSHARK:-1}" != 0 ]; then
+    run tshark sh -c "tshark -r '$TMP/big.pcap' -d 'tcp.port==$PORT,mongo' -Y mongo >/dev/null 2>'$TMP/tshark.err'"
+else
+    tshark_wall=0 tshark_cpu=0
+fi
+shrink=$(awk -v a="$fsize" -v b="$tsize" 'BEGIN { printf "%.1f", a / b }')
+
+echo "seed: $(stat -c %s "$TMP/seed.pcap") bytes, $seed_msgs messages; large: $copies copies, $pkts packets, $fsize bytes, $msgs messages"
+echo "load average before: $LOAD"
+printf '%-26s %9s %9s %9s %9s\n' "pcap import, 1 core" "wall s" "cpu s" "MB/s wall" "MB/s cpu"
+printf '%-26s %9s %9s %9s %9s\n' "mtrace capture --pcap" "$mtrace_wall" "$mtrace_cpu" "$(mbs "$mtrace_wall")" "$(mbs "$mtrace_cpu")"
+if [ "${PCAP_BENCH_TSHARK:-1}" != 0 ]; then
+    printf '%-26s %9s %9s %9s %9s\n' "tshark -r FILE -Y mongo" "$tshark_wall" "$tshark_cpu" "$(mbs "$tshark_wall")" "$(mbs "$tshark_cpu")"
+    printf '%-26s %9s %9s   (target >= 50x)\n' "speed-up over tshark" \
+        "$(awk -v a="$tshark_wall" -v b="$mtrace_wall" 'BEGIN { printf "%.0fx", a / b }')" \
+        "$(awk -v a="$tshark_cpu" -v b="$mtrace_cpu" 'BEGIN { printf "%.0fx", a / b }')"
+fi
+printf '%-26s %9s   (%s -> %s bytes; target >= 10x)\n' "trace vs pcap size" "${shrink}x" "$fsize" "$tsize"

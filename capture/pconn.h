@@ -1,0 +1,114 @@
+/*
+ * pconn.h -- one proxied connection: forwarding both ways, framing a copy
+ * of each stream for the recorder, holding replies for --delay-ms.
+ *
+ * A connection belongs to one event loop (struct ploop) and is touched only
+ * from that loop's thread.  Bytes read from one side are written to the
+ * other at once (forwarding never waits for a message to be complete);
+ * what the peer does not accept yet stays in the direction's out buffer.
+ * Framing works on the bytes just read: a message is copied into a record
+ * as it arrives and pushed to the record queue when its last byte came in,
+ * stamped with the time of that read.
+ */
+#ifndef MT_CAPTURE_PCONN_H
+#define MT_CAPTURE_PCONN_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "core/loop.h"
+#include "phist.h"
+#include "recq.h"
+
+/* One read() at most. */
+#define PCONN_READ_LEN (256u * 1024)
+/* A direction stops reading while this much waits for its peer. */
+#define PCONN_OUT_HWM (4u * 1024 * 1024)
+/* Replies held per connection (--delay-ms). */
+#define PCONN_HOLDS_MAX 65536
+
+struct proxy;
+
+/* Counters of one loop; summed by the proxy at the end. */
+struct pstats {
+    uint64_t accepted, refused, upstream_fail, garbage, resets;
+    uint64_t msgs[2];      /* complete messages recorded, per direction */
+    uint64_t rec_bytes[2]; /* their bytes */
+    uint64_t partial[2];   /* partial messages recorded at close */
+    uint64_t partial_bytes[2];
+    uint64_t read_bytes[2]; /* bytes read from the source side */
+    uint64_t fwd_bytes[2];  /* bytes written to the destination side */
+    uint64_t unframed[2];   /* bytes after a framing error (not recorded) */
+    uint64_t unsent[2];     /* read but never delivered (peer gone) */
+    uint64_t lost_items;    /* records not queued: out of memory */
+    uint64_t timeouts;      /* closed by --idle/--msg-timeout-s */
+    uint64_t too_big;       /* closed by --max-msg-bytes */
+};
+
+/* One event loop and everything it owns. */
+struct ploop {
+    struct loop *l;  /* owned */
+    struct proxy *p; /* borrowed: shared settings and queue */
+    int idx;
+    int lfd;             /* owned listening socket, -1 once closed */
+    uint8_t *scratch;    /* owned: PCONN_READ_LEN read buffer */
+    struct pconn *conns; /* owned list */
+    size_t nconns;
+    bool paused_any; /* some connection waits for queue room */
+    atomic_bool resume_pending;
+    bool draining;
+    struct loop_timer drain_timer;
+    struct loop_timer accept_timer; /* re-enables accepts after EMFILE */
+    struct loop_timer sweep_timer;  /* idle / incomplete-message timeouts */
+    uint64_t sweep_ns;              /* its period; 0: no timeouts */
+    struct pstats st;
+    struct phist hist;
+};
+
+/* Shared by every loop; set up by proxy.c, read-only while running except
+ * the atomics. */
+struct proxy {
+    struct sockaddr_storage target;
+    socklen_t target_len;
+    char target_desc[64];
+    uint64_t delay_ns; /* 0: no delay */
+    uint64_t spin_ns;  /* loop timer spin when delaying */
+    unsigned max_conns;
+    uint64_t idle_ns, msg_timeout_ns; /* 0: never */
+    uint32_t msg_max;                 /* largest client message */
+    struct recq *q; /* owned */
+    atomic_uint_fast64_t next_id;
+    atomic_uint nconns;
+    atomic_bool stopping;
+    struct ploop *loops; /* owned array */
+    int nloops;
+};
+
+/* Accepted client fd cfd (non-blocking) from peer: starts the upstream
+ * connection.  Always consumes cfd (closed on failure). */
+void pconn_accept(struct ploop *pl, int cfd, const struct sockaddr *peer,
+                  socklen_t peer_len);
+
+/* Closes c with reason (enum trace_close_reason), recording what is left. */
+void pconn_close(struct pconn *c, uint8_t reason);
+
+/* True when nothing of c is in flight (drain at shutdown). */
+bool pconn_quiet(const struct pconn *c);
+
+/* Re-enables reading on c after the queue made room. */
+void pconn_resume(struct pconn *c);
+
+/* Formats sa as "1.2.3.4:5" or "[::1]:5" into out. */
+void pconn_format_addr(const struct sockaddr *sa, char *out, size_t len);
+
+/* Closes c (logging why) when --idle-timeout-s or --msg-timeout-s has
+ * expired at now_ns; true if it did (c is freed). */
+bool pconn_sweep(struct pconn *c, uint64_t now_ns);
+
+/* The next connection of pl's list (to iterate while closing). */
+struct pconn *pconn_next(const struct pconn *c);
+
+#endif

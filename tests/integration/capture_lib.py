@@ -1,0 +1,176 @@
+"""capture_lib.py -- helpers for the `mtrace capture` proxy integration tests
+(test_capture_*.py).  Run under /usr/bin/python3 (pymongo, mockupdb).
+
+    with Env() as env:
+        mock = env.start_mock()                  # MockupDB, returns its port
+        cap = env.start_capture(target=mock, extra=["--delay-ms", "1"])
+        ... clients use cap.port ...
+        summary = cap.stop()                     # SIGINT, returns stderr text
+        recs = env.dump(cap.out)                 # `mtrace dump --json`, parsed
+
+Everything started is killed and the temp dir removed on exit.  Only
+127.0.0.1 is used; ports are picked by the kernel (port 0) or free_port().
+"""
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+TOP = os.environ.get("TOP") or os.path.abspath(
+    os.path.join(os.path.dirname(__file__), "..", ".."))
+MTRACE = os.environ.get("MTRACE") or os.path.join(TOP, "mtrace")
+PYTHON = "/usr/bin/python3"
+
+
+def fail(msg):
+    print("FAIL: " + msg, file=sys.stderr, flush=True)
+    sys.exit(1)
+
+
+def check(cond, msg):
+    if not cond:
+        fail(msg)
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+class Capture:
+    """A running `mtrace capture` proxy."""
+
+    def __init__(self, env, proc, port, out, errpath):
+        self.env, self.proc, self.port, self.out = env, proc, port, out
+        self.errpath = errpath
+
+    def stderr(self):
+        with open(self.errpath) as f:
+            return f.read()
+
+    def stop(self, sig=signal.SIGINT, timeout=10):
+        """Signals the proxy, waits, returns its stderr; fails on a bad exit."""
+        self.proc.send_signal(sig)
+        try:
+            rc = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            fail("capture did not stop within %ds of signal %d" % (timeout, sig))
+        text = self.stderr()
+        check(rc == 0, "capture exited %d:\n%s" % (rc, text))
+        return text
+
+
+class Env:
+    def __init__(self):
+        self.tmp = tempfile.mkdtemp(prefix="mtrace-cap.")
+        self.procs = []
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+        for p in self.procs:
+            try:
+                p.wait(5)
+            except subprocess.TimeoutExpired:
+                pass
+        shutil.rmtree(self.tmp, ignore_errors=True)
+        return False
+
+    def path(self, name):
+        return os.path.join(self.tmp, name)
+
+    def spawn(self, argv, **kw):
+        p = subprocess.Popen(argv, **kw)
+        self.procs.append(p)
+        return p
+
+    def start_mock(self, *args):
+        """Starts mockmongo.py on a kernel-chosen port; returns the port."""
+        p = self.spawn([PYTHON, os.path.join(TOP, "tests/integration/mockmongo.py"),
+                        "--port", "0"] + list(args),
+                       stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                       text=True)
+        line = p.stdout.readline()
+        m = re.match(r"READY (\d+)", line)
+        check(m is not None, "mockmongo did not start: %r" % line)
+        self.mock_proc = p
+        return int(m.group(1))
+
+    def start_capture(self, target, out=None, extra=(), expect_ok=True):
+        """Starts the proxy on 127.0.0.1:0 -> target; waits for its
+        'listening on' line and returns a Capture."""
+        out = out or self.path("trace.%d.zst" % len(self.procs))
+        errpath = out + ".stderr"
+        tgt = target if isinstance(target, str) else "127.0.0.1:%d" % target
+        errf = open(errpath, "w")
+        p = self.spawn([MTRACE, "capture", "--listen", "127.0.0.1:0",
+                        "--target", tgt, "-o", out] + list(extra),
+                       stdout=subprocess.DEVNULL, stderr=errf)
+        errf.close()
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            with open(errpath) as f:
+                m = re.search(r"listening on 127\.0\.0\.1:(\d+)", f.read())
+            if m:
+                return Capture(self, p, int(m.group(1)), out, errpath)
+            if p.poll() is not None:
+                break
+            time.sleep(0.02)
+        with open(errpath) as f:
+            fail("capture did not start (exit %s):\n%s" % (p.poll(), f.read()))
+
+    def dump(self, trace, allow_error=False):
+        """Runs `mtrace dump --json TRACE` and returns the parsed records."""
+        r = subprocess.run([MTRACE, "dump", "--json", trace],
+                           capture_output=True, text=True, timeout=60)
+        if r.returncode != 0 and not allow_error:
+            fail("mtrace dump exited %d: %s" % (r.returncode, r.stderr[-2000:]))
+        recs = [json.loads(l) for l in r.stdout.splitlines() if l.strip()]
+        return recs
+
+
+def msgs(recs, direction=None):
+    return [r for r in recs if r.get("type") == "msg" and
+            (direction is None or r["dir"] == direction)]
+
+
+def summary_bytes(text):
+    """(recorded, forwarded, dropped) from the proxy's summary."""
+    m = re.search(r"recorded (\d+) bytes [!=]+ forwarded (\d+) bytes .*dropped (\d+)",
+                  text)
+    check(m is not None, "no summary line in:\n" + text)
+    return int(m.group(1)), int(m.group(2)), int(m.group(3))
+
+
+def check_pairs(recs, request_ids, what):
+    """Every id in request_ids is exactly one c2s request with exactly one
+    s2c reply whose response_to is that id (on the same connection)."""
+    c2s = {}
+    for r in msgs(recs, "c2s"):
+        c2s.setdefault(r["request_id"], []).append(r)
+    replies = {}
+    for r in msgs(recs, "s2c"):
+        replies.setdefault(r["response_to"], []).append(r)
+    for rid in request_ids:
+        reqs = c2s.get(rid, [])
+        check(len(reqs) == 1, "%s: request %d recorded %d times" % (what, rid, len(reqs)))
+        reps = replies.get(rid, [])
+        check(len(reps) == 1, "%s: request %d has %d replies in the trace" %
+              (what, rid, len(reps)))
+        check(reps[0]["conn"] == reqs[0]["conn"],
+              "%s: reply to %d on another connection" % (what, rid))
+        check(reps[0]["t_ns"] >= reqs[0]["t_ns"],
+              "%s: reply to %d stamped before its request" % (what, rid))

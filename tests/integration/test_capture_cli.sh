@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# test_capture_cli.sh -- `mtrace capture` option contract: exit 2 with a
+# one-line message on bad usage, --help documents every option, an existing
+# output is not overwritten without --force (exit 1), the trace is 0600,
+# SIGTERM ends the proxy cleanly (exit 0, summary, readable trace).
+. "$(dirname "$0")/lib.sh"
+
+usage() { # usage WANT_SUBSTRING ARGS...: expect exit 2 and the message
+    local want=$1; shift
+    "$MTRACE" capture "$@" >"$TMP/out" 2>"$TMP/err"
+    local st=$?
+    [ $st -eq 2 ] || fail "capture $*: exit $st, want 2 ($(cat "$TMP/err"))"
+    [ "$(wc -l <"$TMP/err")" -eq 1 ] || fail "capture $*: want one line: $(cat "$TMP/err")"
+    grep -q -- "$want" "$TMP/err" || fail "capture $*: message lacks '$want': $(cat "$TMP/err")"
+}
+
+usage "-o OUT.zst" --listen 127.0.0.1:1
+usage "--delay-ms" -o "$TMP/x" --delay-ms abc
+usage "--delay-ms" -o "$TMP/x" --delay-ms -1
+usage "--delay-ms" -o "$TMP/x" --delay-ms 1e400
+usage "--max-conns" -o "$TMP/x" --max-conns 0
+usage "--max-conns" -o "$TMP/x" --max-conns 99999999999999999999999
+usage "--threads" -o "$TMP/x" --threads 65
+usage "--listen" -o "$TMP/x" --listen nocolon
+usage "--listen" -o "$TMP/x" --listen 127.0.0.1:70000
+usage "--target" -o "$TMP/x" --target 127.0.0.1:-5
+usage "unknown option" -o "$TMP/x" --bogus
+usage "needs a value" -o
+usage "need --pcap or --iface" -o "$TMP/x" --port 27017
+usage "exclude each other" -o "$TMP/x" --pcap a --iface b
+usage "proxy mode" -o "$TMP/x" --pcap a --delay-ms 1
+usage "--port" -o "$TMP/x" --pcap a --port 0
+usage "unexpected argument" -o "$TMP/x" extra
+[ ! -e "$TMP/x" ] || fail "a usage error created the output file"
+
+"$MTRACE" capture --help >"$TMP/help" || fail "--help exit $?"
+for opt in --listen --target -o --delay-ms --spin-us --max-conns --threads --quiet --force \
+    --pcap --iface --port --filter --duration --count; do
+    grep -q -- "$opt" "$TMP/help" || fail "--help does not document $opt"
+done
+
+start_mock MOCK
+echo keep >"$TMP/exists"
+"$MTRACE" capture --listen 127.0.0.1:0 --target 127.0.0.1:$MOCK -o "$TMP/exists" 2>"$TMP/err"
+st=$?
+[ $st -eq 1 ] || fail "existing output: exit $st, want 1"
+grep -q -- "--force" "$TMP/err" || fail "existing output: message lacks --force: $(cat "$TMP/err")"
+[ "$(cat "$TMP/exists")" = keep ] || fail "existing output was modified"
+
+"$MTRACE" capture --listen 127.0.0.1:0 --target 127.0.0.1:$MOCK -o "$TMP/exists" --force \
+    2>"$TMP/cap.err" &
+CAP=$!
+track_pid $CAP
+for ((i = 0; i < 100; i++)); do
+    grep -q "listening on" "$TMP/cap.err" && break
+    sleep 0.05
+done
+PORT=$(grep -o 'listening on 127.0.0.1:[0-9]*' "$TMP/cap.err" | cut -d: -f2)
+[ -n "$PORT" ] || fail "proxy did not start: $(cat "$TMP/cap.err")"
+# a second proxy on the same port fails (no silent SO_REUSEPORT sharing)
+"$MTRACE" capture --listen 127.0.0.1:$PORT --target 127.0.0.1:$MOCK -o "$TMP/second.zst" \
+    2>"$TMP/second.err"
+st=$?
+[ $st -eq 1 ] || fail "second proxy on port $PORT: exit $st, want 1"
+grep -q "Address already in use" "$TMP/second.err" || fail "second proxy: $(cat "$TMP/second.err")"
+[ ! -e "$TMP/second.zst" ] || fail "a proxy that could not listen created its trace"
+
+"$PYTHON" - "$PORT" <<'PY' || fail "pymongo through the proxy failed"
+import sys, pymongo
+c = pymongo.MongoClient("mongodb://127.0.0.1:%s/?directConnection=true" % sys.argv[1],
+                        serverSelectionTimeoutMS=5000)
+assert c.admin.command("ping")["ok"] == 1
+c.close()
+PY
+kill -TERM $CAP
+wait $CAP
+st=$?
+[ $st -eq 0 ] || fail "SIGTERM: exit $st: $(cat "$TMP/cap.err")"
+grep -q "dropped 0" "$TMP/cap.err" || fail "no summary: $(cat "$TMP/cap.err")"
+[ "$(stat -c %a "$TMP/exists")" = 600 ] || fail "--force output mode $(stat -c %a "$TMP/exists")"
+"$MTRACE" dump "$TMP/exists" >"$TMP/dump" || fail "dump of the --force trace failed"
+grep -q "ping" "$TMP/dump" || fail "ping not in the trace"
+
+# --quiet: no summary
+"$MTRACE" capture --listen 127.0.0.1:0 --target 127.0.0.1:$MOCK -o "$TMP/q.zst" --quiet \
+    2>"$TMP/q.err" &
+CAP=$!
+track_pid $CAP
+sleep 0.3
+kill -INT $CAP
+wait $CAP || fail "--quiet: exit $?"
+! grep -q "recorded" "$TMP/q.err" || fail "--quiet printed a summary"
+echo "ok: capture CLI"

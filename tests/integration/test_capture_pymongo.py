@@ -1,0 +1,125 @@
+"""test_capture_pymongo.py -- pymongo through `mtrace capture` to MockupDB.
+
+Sequential calls, then 10 threads, then a multi-batch cursor, an insert and
+a failing command.  Checks: every call answered with the right document;
+the trace holds exactly one request and one reply per client command
+(request ids seen by pymongo's command monitoring), replies answer their
+requests; every handshake has its reply; recorded bytes (summary and sum of
+dump lengths) equal forwarded bytes; nothing dropped; the file is 0600.
+"""
+import os
+import stat
+import sys
+import threading
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from capture_lib import Env, check, check_pairs, msgs, summary_bytes  # noqa: E402
+
+from pymongo import MongoClient, monitoring  # noqa: E402
+from pymongo.errors import OperationFailure  # noqa: E402
+
+DOC = {"_id": "test-doc-1", "value": 42}
+
+
+class Recorder(monitoring.CommandListener):
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.ids = []
+        self.names = {}
+
+    def started(self, event):
+        with self.lock:
+            self.ids.append(event.request_id)
+            self.names[event.command_name] = self.names.get(event.command_name, 0) + 1
+
+    def succeeded(self, event):
+        pass
+
+    def failed(self, event):
+        pass
+
+
+def main():
+    with Env() as env:
+        mock = env.start_mock()
+        cap = env.start_capture(mock)
+        rec = Recorder()
+        client = MongoClient("mongodb://127.0.0.1:%d/?directConnection=true" % cap.port,
+                             serverSelectionTimeoutMS=5000, event_listeners=[rec])
+        col = client.benchmark_db.test_col
+        col.replace_one({"_id": DOC["_id"]}, DOC, upsert=True)
+        n_seq = 40
+        for _ in range(n_seq):
+            check(col.find_one({"_id": DOC["_id"]}) == DOC, "sequential find_one: wrong document")
+
+        errors = []
+
+        def worker():
+            try:
+                for _ in range(20):
+                    got = col.find_one({"_id": DOC["_id"]})
+                    if got != DOC:
+                        errors.append(got)
+            except Exception as e:  # reported below
+                errors.append(repr(e))
+
+        threads = [threading.Thread(target=worker) for _ in range(10)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        check(not errors, "threaded find_one failed: %r" % errors[:3])
+
+        many = list(client.benchmark_db.many.find().batch_size(100))
+        check(len(many) == 250 and many[249] == {"_id": 249, "x": 249 * 249},
+              "cursor over benchmark_db.many: got %d docs" % len(many))
+        res = client.benchmark_db.other.insert_one({"k": 1})
+        check(res.acknowledged, "insert_one not acknowledged")
+        try:
+            client.benchmark_db.command("fail_me")
+            check(False, "fail_me succeeded")
+        except OperationFailure as e:
+            check(e.code == 2, "fail_me: code %r" % e.code)
+        client.close()
+
+        text = cap.stop()
+        mode = stat.S_IMODE(os.stat(cap.out).st_mode)
+        check(mode == 0o600, "trace mode %o, want 600" % mode)
+
+        recs = env.dump(cap.out)
+        check(recs[0]["type"] == "header" and recs[0]["source"] == "proxy", "no proxy header")
+        check(recs[-1]["type"] == "end", "trace does not end with an end record")
+        names = rec.names
+        check(names.get("find", 0) == n_seq + 200 + 1, "client find count %r" % names)
+        check(names.get("getMore", 0) == 2, "client getMore count %r" % names)
+        # exactly one request and one reply per client command
+        check_pairs(recs, rec.ids, "pymongo")
+        # and nothing else but handshakes/heartbeats (each with its reply)
+        ids = set(rec.ids)
+        for r in msgs(recs, "c2s"):
+            if r["request_id"] not in ids:
+                check(r["cmd"].lower() in ("ismaster", "hello"),
+                      "unexpected request %s in the trace" % r["cmd"])
+        hellos = [r["request_id"] for r in msgs(recs, "c2s") if r["request_id"] not in ids]
+        check_pairs(recs, hellos, "handshake")
+        check(len(msgs(recs)) == 2 * (len(ids) + len(hellos)),
+              "trace has %d messages for %d exchanges" % (len(msgs(recs)), len(ids) + len(hellos)))
+        finds = [r for r in msgs(recs, "c2s") if r["cmd"] == "find" and r["coll"] == "test_col"]
+        check(len(finds) == n_seq + 200, "%d find on test_col in the trace" % len(finds))
+        for r in msgs(recs):
+            check(not r["trace_flags"], "message flagged %r" % r["trace_flags"])
+
+        recorded, forwarded, dropped = summary_bytes(text)
+        total = sum(r["len"] for r in msgs(recs))
+        check(recorded == forwarded == total,
+              "recorded %d, forwarded %d, dump total %d" % (recorded, forwarded, total))
+        check(dropped == 0, "dropped %d" % dropped)
+        opens = [r for r in recs if r["type"] == "conn_open"]
+        closes = [r for r in recs if r["type"] == "conn_close"]
+        check(len(opens) == len(closes) >= 2, "%d opens, %d closes" % (len(opens), len(closes)))
+        print("ok: %d client commands, %d handshakes, %d messages, %d bytes"
+              % (len(ids), len(hellos), len(msgs(recs)), total))
+
+
+if __name__ == "__main__":
+    main()
