@@ -20,7 +20,7 @@
 #include "sim/engine.h"
 #include "sim/model.h"
 #include "sim/params.h"
-#include "sim/rng.h"
+#include "core/rng.h"
 
 /* CPU time of this thread: the machine is shared, "one core" is what counts. */
 static uint64_t
@@ -37,16 +37,16 @@ static double
 hold(size_t n, double seconds)
 {
     struct sim_engine e;
-    struct sim_rng r;
+    struct mt_rng r;
     struct sim_ev ev;
     uint64_t t0, done = 0, deadline;
     static uint64_t delta[NDELTA]; /* exponential, mean 1 us: drawn up front */
 
     if (sim_engine_init(&e, n + 1) != 0)
         return 0;
-    sim_rng_seed(&r, 1);
+    mt_rng_seed(&r, 1);
     for (size_t i = 0; i < NDELTA; i++)
-        delta[i] = (uint64_t)sim_rng_exp(&r, 1000.0) + 1;
+        delta[i] = (uint64_t)mt_rng_exp(&r, 1000.0) + 1;
     for (size_t i = 0; i < n; i++)
         sim_engine_push(&e, delta[i % NDELTA], 0, (uint32_t)i, 0);
     t0 = cpu_ns();

@@ -33,7 +33,7 @@ replay_worker_init(struct replay_worker *w, struct replay_shared *sh,
 {
     memset(w, 0, sizeof(*w));
     w->sh = sh;
-    delay_rng_seed(&w->rng, seed);
+    mt_rng_seed(&w->rng, seed);
     replay_stats_init(&w->st);
     mt_buf_init(&w->key, MATCH_KEY_LEN_MAX);
     mt_buf_init(&w->scratch, WIRE_MSG_LEN_MAX);

@@ -58,7 +58,7 @@ struct replay_stats {
 /* Per loop thread. */
 struct replay_worker {
     struct replay_shared *sh; /* borrowed */
-    struct delay_rng rng;
+    struct mt_rng rng;
     struct replay_stats st;
     struct mt_buf key;     /* scratch: the current request's key */
     struct mt_buf scratch; /* scratch: decompressed requests */

@@ -18,7 +18,7 @@ cursor_table_init(struct cursor_table *t, size_t max, uint64_t seed)
     if (t->b == NULL)
         return -ENOMEM;
     t->max = max;
-    delay_rng_seed(&t->rng, seed ^ 0x6375727330ull);
+    mt_rng_seed(&t->rng, seed ^ 0x6375727330ull);
     pthread_mutex_init(&t->mu, NULL);
     return 0;
 }
@@ -97,7 +97,7 @@ cursor_open(struct cursor_table *t, uint32_t ex, int64_t *id)
         goto out;
     }
     do { /* positive 63-bit ids, never 0, never in use */
-        e->id = (int64_t)(delay_rng_next(&t->rng) >> 1);
+        e->id = (int64_t)(mt_rng_next(&t->rng) >> 1);
     } while (e->id == 0 || *lookup(t, e->id) != NULL);
     e->ex = ex;
     if (t->n + 1 > t->nb)

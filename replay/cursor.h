@@ -36,7 +36,7 @@ struct cursor_table {
     struct cursor_entry **b; /* owned */
     size_t nb;
     size_t n, max;
-    struct delay_rng rng; /* cursor ids; guarded by mu */
+    struct mt_rng rng; /* cursor ids; guarded by mu */
     uint64_t opened, exhausted, killed;
 };
 

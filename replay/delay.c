@@ -43,63 +43,8 @@ delay_dist_name(enum delay_dist d)
     return "unknown";
 }
 
-static uint64_t
-splitmix64(uint64_t *x)
-{
-    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-void
-delay_rng_seed(struct delay_rng *r, uint64_t seed)
-{
-    uint64_t x = seed;
-    for (int i = 0; i < 4; i++)
-        r->s[i] = splitmix64(&x);
-}
-
-static uint64_t
-rotl(uint64_t x, int k)
-{
-    return (x << k) | (x >> (64 - k));
-}
-
-uint64_t
-delay_rng_next(struct delay_rng *r)
-{
-    uint64_t *s = r->s;
-    uint64_t result = rotl(s[1] * 5, 7) * 9;
-    uint64_t t = s[1] << 17;
-
-    s[2] ^= s[0];
-    s[3] ^= s[1];
-    s[1] ^= s[2];
-    s[0] ^= s[3];
-    s[2] ^= t;
-    s[3] = rotl(s[3], 45);
-    return result;
-}
-
-double
-delay_rng_unit(struct delay_rng *r)
-{
-    return (double)(delay_rng_next(r) >> 11) * (1.0 / 9007199254740992.0);
-}
-
-/* Standard normal by Box-Muller (one of the pair; simple and seedable). */
 static double
-std_normal(struct delay_rng *r)
-{
-    double u1 = delay_rng_unit(r), u2 = delay_rng_unit(r);
-    if (u1 < 1e-300)
-        u1 = 1e-300;
-    return sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
-}
-
-static double
-draw_base(const struct delay_cfg *cfg, struct delay_rng *rng)
+draw_base(const struct delay_cfg *cfg, struct mt_rng *rng)
 {
     double d = (double)cfg->delay_ns, j = (double)cfg->jitter_ns;
 
@@ -107,20 +52,20 @@ draw_base(const struct delay_cfg *cfg, struct delay_rng *rng)
     case DELAY_DIST_FIXED:
         return d;
     case DELAY_DIST_UNIFORM:
-        return d - j + 2.0 * j * delay_rng_unit(rng);
+        return d - j + 2.0 * j * mt_rng_uniform(rng);
     case DELAY_DIST_NORMAL:
-        return d + j * std_normal(rng);
+        return d + j * mt_rng_normal(rng);
     case DELAY_DIST_LOGNORMAL:
         if (d <= 0)
             return 0;
         /* median d; sigma of the log chosen so the spread ~ j/d */
-        return d * exp((j / d) * std_normal(rng));
+        return d * exp((j / d) * mt_rng_normal(rng));
     }
     return d;
 }
 
 uint64_t
-delay_draw_ns(const struct delay_cfg *cfg, struct delay_rng *rng,
+delay_draw_ns(const struct delay_cfg *cfg, struct mt_rng *rng,
               uint64_t recorded_ns)
 {
     double v = draw_base(cfg, rng);

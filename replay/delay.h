@@ -14,6 +14,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "core/rng.h"
+
 enum delay_dist {
     DELAY_DIST_FIXED = 0,
     DELAY_DIST_UNIFORM = 1,   /* delay +- jitter, flat */
@@ -41,10 +43,6 @@ struct delay_cfg {
     uint64_t seed;
 };
 
-struct delay_rng {
-    uint64_t s[4];
-};
-
 #define DELAY_HIST_SUB 512
 #define DELAY_HIST_BINS ((64 - 9 + 1) * DELAY_HIST_SUB)
 
@@ -63,18 +61,12 @@ void delay_cfg_init(struct delay_cfg *cfg);
 int delay_dist_parse(const char *s, enum delay_dist *out);
 const char *delay_dist_name(enum delay_dist d);
 
-/* Seeds with splitmix64(seed); different seeds give unrelated streams. */
-void delay_rng_seed(struct delay_rng *r, uint64_t seed);
-uint64_t delay_rng_next(struct delay_rng *r);
-/* Uniform in [0, 1). */
-double delay_rng_unit(struct delay_rng *r);
-
 /*
  * The delay in ns for one reply whose recorded server latency was
  * recorded_ns (ignored unless timing is recorded).  Never negative:
  * draws below zero are clamped to 0.  Cost: O(1).
  */
-uint64_t delay_draw_ns(const struct delay_cfg *cfg, struct delay_rng *rng,
+uint64_t delay_draw_ns(const struct delay_cfg *cfg, struct mt_rng *rng,
                        uint64_t recorded_ns);
 
 void delay_hist_init(struct delay_hist *h);

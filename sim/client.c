@@ -57,7 +57,7 @@ build_ops(const struct sim_params *p, struct sim__opdesc *ops, bool hs)
 static double
 think(struct sim_model *m)
 {
-    return m->p.think_us > 0 ? sim_rng_exp(&m->rng_py, m->p.think_us) : 0.0;
+    return m->p.think_us > 0 ? mt_rng_exp(&m->rng_py, m->p.think_us) : 0.0;
 }
 
 int
@@ -103,7 +103,7 @@ py_ns(struct sim_model *m, uint32_t t, double frac)
         us *= m->p.ft_slowdown;
     else if (th->ran_py && th->seen_switch != m->gil.switch_number)
         us *= 1.0 + m->p.gil_switch_stretch;
-    return sim__us(sim_rng_lognormal(&m->rng_py, us, m->p.py_cv));
+    return sim__us(mt_rng_lognormal(&m->rng_py, us, m->p.py_cv));
 }
 
 /* A Python segment of t ended: remember the GIL's switch count. */

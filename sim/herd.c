@@ -29,7 +29,7 @@
 #include "core/mem.h"
 #include "engine.h"
 #include "params.h"
-#include "rng.h"
+#include "core/rng.h"
 
 struct hdesc {
     const char *key;
@@ -157,7 +157,7 @@ enum { J_ACCEPT = 1, J_SERVE1, J_SERVE2, J_AB };
 struct herd {
     const struct herd_params *p;
     struct sim_engine eng;
-    struct sim_rng rng;
+    struct mt_rng rng;
     uint8_t *wstate; /* owned: per worker */
     uint8_t *job;    /* owned: per entity (workers, then ab) */
     uint32_t *runq;  /* owned ring */
@@ -208,7 +208,7 @@ wake_worker(struct herd *h, uint32_t w)
 {
     h->wstate[w] = HW_WOKEN;
     h->res->wakeups++;
-    hpush(h, hus(sim_rng_lognormal(&h->rng, h->p->wake_us, 0.5)), H_WAKE, w);
+    hpush(h, hus(mt_rng_lognormal(&h->rng, h->p->wake_us, 0.5)), H_WAKE, w);
 }
 
 /* A connection is in the accept queue: wake the epoll waiters. */
@@ -265,7 +265,7 @@ lock_release(struct herd *h)
 static double
 uni_ms(struct herd *h, double lo, double hi)
 {
-    return (lo + (hi - lo) * sim_rng_uniform(&h->rng)) * 1000.0;
+    return (lo + (hi - lo) * mt_rng_uniform(&h->rng)) * 1000.0;
 }
 
 static void
@@ -376,7 +376,7 @@ herd_run(const struct herd_params *p, struct herd_result *res,
     h.res = res;
     h.nent = (size_t)p->procs + 1;
     h.lock_holder = -1;
-    sim_rng_split(&h.rng, (uint64_t)p->seed, 101);
+    mt_rng_split(&h.rng, (uint64_t)p->seed, 101);
     h.wstate = mt_calloc(h.nent, 1);
     h.job = mt_calloc(h.nent, 1);
     h.runq = mt_calloc(h.nent, sizeof(*h.runq));

@@ -48,7 +48,7 @@ sim__push(struct sim_model *m, uint64_t delay_ns, uint32_t kind, uint32_t id,
 uint64_t
 sim__wake_ns(struct sim_model *m, double mean_us)
 {
-    return sim__us(sim_rng_lognormal(&m->rng_wake, mean_us, m->p.wake_cv));
+    return sim__us(mt_rng_lognormal(&m->rng_wake, mean_us, m->p.wake_cv));
 }
 
 static void
@@ -139,7 +139,7 @@ sim__cpu_preempt(struct sim_model *m, uint32_t e)
 static void
 bg_schedule(struct sim_model *m, uint32_t e)
 {
-    sim__push(m, sim__us(sim_rng_exp(&m->rng_bg, m->bg_off_us)), SIM_EV_BG, e,
+    sim__push(m, sim__us(mt_rng_exp(&m->rng_bg, m->bg_off_us)), SIM_EV_BG, e,
               0);
 }
 
@@ -199,7 +199,7 @@ model_dispatch(struct sim_model *m, const struct sim_ev *ev)
         break;
     case SIM_EV_BG:
         sim__cpu_submit(m, ev->id,
-                        sim__us(sim_rng_exp(&m->rng_bg, m->p.bg_job_us)), W_BG,
+                        sim__us(mt_rng_exp(&m->rng_bg, m->p.bg_job_us)), W_BG,
                         0);
         break;
     default:
@@ -288,10 +288,10 @@ sim_model_run(const struct sim_params *p, struct sim_result *res,
     m->p = *p;
     m->res = res;
     m->holding = -1;
-    sim_rng_split(&m->rng_py, (uint64_t)p->seed, 1);
-    sim_rng_split(&m->rng_wake, (uint64_t)p->seed, 2);
-    sim_rng_split(&m->rng_srv, (uint64_t)p->seed, 3);
-    sim_rng_split(&m->rng_bg, (uint64_t)p->seed, 4);
+    mt_rng_split(&m->rng_py, (uint64_t)p->seed, 1);
+    mt_rng_split(&m->rng_wake, (uint64_t)p->seed, 2);
+    mt_rng_split(&m->rng_srv, (uint64_t)p->seed, 3);
+    mt_rng_split(&m->rng_bg, (uint64_t)p->seed, 4);
     rc = sim_engine_init(&m->eng, 1u << 24);
     if (rc == 0)
         rc = model_alloc(m);

@@ -18,7 +18,7 @@
 #include "core/err.h"
 #include "engine.h"
 #include "params.h"
-#include "rng.h"
+#include "core/rng.h"
 
 /* What one run produced. */
 struct sim_result {
@@ -165,7 +165,7 @@ struct sim__gil {
 struct sim_model {
     struct sim_params p; /* copy */
     struct sim_engine eng;
-    struct sim_rng rng_py, rng_wake, rng_srv, rng_bg;
+    struct mt_rng rng_py, rng_wake, rng_srv, rng_bg;
     size_t bg_base, nbg; /* background sources: entities bg_base.. */
     double bg_off_us;    /* mean pause between a source's bursts */
     struct sim__ent *ent; /* owned: threads, servers, proxy up, proxy down */

@@ -17,18 +17,18 @@
 static void
 test_delay_rng_is_seeded(void **state)
 {
-    struct delay_rng a, b, c;
+    struct mt_rng a, b, c;
 
-    delay_rng_seed(&a, 42);
-    delay_rng_seed(&b, 42);
-    delay_rng_seed(&c, 43);
+    mt_rng_seed(&a, 42);
+    mt_rng_seed(&b, 42);
+    mt_rng_seed(&c, 43);
     for (int i = 0; i < 100; i++) {
-        uint64_t x = delay_rng_next(&a);
-        assert_int_equal(x, delay_rng_next(&b));
-        assert_true(x != delay_rng_next(&c) || i > 0);
+        uint64_t x = mt_rng_next(&a);
+        assert_int_equal(x, mt_rng_next(&b));
+        assert_true(x != mt_rng_next(&c) || i > 0);
     }
     for (int i = 0; i < 1000; i++) {
-        double u = delay_rng_unit(&a);
+        double u = mt_rng_uniform(&a);
         assert_true(u >= 0.0 && u < 1.0);
     }
 }
@@ -37,10 +37,10 @@ static void
 test_delay_fixed_and_recorded(void **state)
 {
     struct delay_cfg cfg;
-    struct delay_rng r;
+    struct mt_rng r;
 
     delay_cfg_init(&cfg);
-    delay_rng_seed(&r, 1);
+    mt_rng_seed(&r, 1);
     cfg.delay_ns = 1500000; /* 1.5 ms: fractions are kept */
     assert_int_equal(delay_draw_ns(&cfg, &r, 999), 1500000);
     cfg.timing = DELAY_TIMING_RECORDED;
@@ -56,10 +56,10 @@ static void
 draw_stats(struct delay_cfg *cfg, int n, double *mean, uint64_t *lo,
            uint64_t *hi)
 {
-    struct delay_rng r;
+    struct mt_rng r;
     double sum = 0;
 
-    delay_rng_seed(&r, cfg->seed);
+    mt_rng_seed(&r, cfg->seed);
     *lo = UINT64_MAX;
     *hi = 0;
     for (int i = 0; i < n; i++) {

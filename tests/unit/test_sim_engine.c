@@ -12,22 +12,22 @@
 
 #include "core/err.h"
 #include "sim/engine.h"
-#include "sim/rng.h"
+#include "core/rng.h"
 
 static void
 test_sim_engine_pop_orders_by_time(void **state)
 {
     struct sim_engine e;
-    struct sim_rng r;
+    struct mt_rng r;
     struct sim_ev ev;
     uint64_t last = 0;
     size_t n = 0;
 
     assert_int_equal(sim_engine_init(&e, 100000), 0);
-    sim_rng_seed(&r, 7);
+    mt_rng_seed(&r, 7);
     for (int i = 0; i < 50000; i++)
         assert_int_equal(
-            sim_engine_push(&e, sim_rng_below(&r, 1000000), 1, (uint32_t)i, 0),
+            sim_engine_push(&e, mt_rng_below(&r, 1000000), 1, (uint32_t)i, 0),
             0);
     while (sim_engine_pop(&e, &ev)) {
         assert_true(ev.t_ns >= last);
@@ -97,54 +97,54 @@ test_sim_engine_cap_max_is_an_error(void **state)
 }
 
 static void
-test_sim_rng_same_seed_same_stream(void **state)
+test_mt_rng_same_seed_same_stream(void **state)
 {
-    struct sim_rng a, b, c;
+    struct mt_rng a, b, c;
 
-    sim_rng_seed(&a, 12345);
-    sim_rng_seed(&b, 12345);
-    sim_rng_seed(&c, 12346);
+    mt_rng_seed(&a, 12345);
+    mt_rng_seed(&b, 12345);
+    mt_rng_seed(&c, 12346);
     int differ = 0;
     for (int i = 0; i < 1000; i++) {
-        uint64_t x = sim_rng_next(&a);
-        assert_int_equal(x, sim_rng_next(&b));
-        differ += x != sim_rng_next(&c);
+        uint64_t x = mt_rng_next(&a);
+        assert_int_equal(x, mt_rng_next(&b));
+        differ += x != mt_rng_next(&c);
     }
     assert_true(differ > 990);
 }
 
 static void
-test_sim_rng_splitmix_reference(void **state)
+test_mt_rng_splitmix_reference(void **state)
 {
     /* splitmix64 from seed 0: first output 0xe220a8397b1dcdaf (Vigna's
      * splitmix64.c); xoshiro256** state s[0] is that value. */
-    struct sim_rng r;
+    struct mt_rng r;
 
-    sim_rng_seed(&r, 0);
+    mt_rng_seed(&r, 0);
     assert_true(r.s[0] == 0xe220a8397b1dcdafull);
 }
 
 static void
-test_sim_rng_distributions_have_their_mean(void **state)
+test_mt_rng_distributions_have_their_mean(void **state)
 {
-    struct sim_rng r;
+    struct mt_rng r;
     double se = 0, sl = 0, sl2 = 0, su = 0;
     int n = 200000;
 
-    sim_rng_seed(&r, 99);
+    mt_rng_seed(&r, 99);
     for (int i = 0; i < n; i++) {
-        double l = sim_rng_lognormal(&r, 50.0, 0.3);
-        se += sim_rng_exp(&r, 10.0);
+        double l = mt_rng_lognormal(&r, 50.0, 0.3);
+        se += mt_rng_exp(&r, 10.0);
         sl += l;
         sl2 += l * l;
-        su += sim_rng_uniform(&r);
+        su += mt_rng_uniform(&r);
     }
     assert_true(fabs(se / n - 10.0) < 0.1);
     assert_true(fabs(sl / n - 50.0) < 0.3);
     assert_true(fabs(sqrt(sl2 / n - (sl / n) * (sl / n)) / (sl / n) - 0.3) <
                 0.01);
     assert_true(fabs(su / n - 0.5) < 0.005);
-    assert_true(sim_rng_lognormal(&r, 7.0, 0.0) == 7.0);
+    assert_true(mt_rng_lognormal(&r, 7.0, 0.0) == 7.0);
 }
 
 int
@@ -155,9 +155,9 @@ main(void)
         cmocka_unit_test(test_sim_engine_ties_fire_in_push_order),
         cmocka_unit_test(test_sim_engine_after_is_relative_and_saturates),
         cmocka_unit_test(test_sim_engine_cap_max_is_an_error),
-        cmocka_unit_test(test_sim_rng_same_seed_same_stream),
-        cmocka_unit_test(test_sim_rng_splitmix_reference),
-        cmocka_unit_test(test_sim_rng_distributions_have_their_mean),
+        cmocka_unit_test(test_mt_rng_same_seed_same_stream),
+        cmocka_unit_test(test_mt_rng_splitmix_reference),
+        cmocka_unit_test(test_mt_rng_distributions_have_their_mean),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -22,7 +22,7 @@ rotl(uint64_t x, int k)
 }
 
 void
-sim_rng_seed(struct sim_rng *r, uint64_t seed)
+mt_rng_seed(struct mt_rng *r, uint64_t seed)
 {
     uint64_t x = seed;
 
@@ -31,15 +31,15 @@ sim_rng_seed(struct sim_rng *r, uint64_t seed)
 }
 
 void
-sim_rng_split(struct sim_rng *r, uint64_t seed, uint64_t stream)
+mt_rng_split(struct mt_rng *r, uint64_t seed, uint64_t stream)
 {
     uint64_t x = stream;
 
-    sim_rng_seed(r, seed ^ splitmix64(&x));
+    mt_rng_seed(r, seed ^ splitmix64(&x));
 }
 
 uint64_t
-sim_rng_next(struct sim_rng *r)
+mt_rng_next(struct mt_rng *r)
 {
     uint64_t *s = r->s;
     uint64_t result = rotl(s[1] * 5, 7) * 9;
@@ -55,38 +55,38 @@ sim_rng_next(struct sim_rng *r)
 }
 
 double
-sim_rng_uniform(struct sim_rng *r)
+mt_rng_uniform(struct mt_rng *r)
 {
-    return (double)(sim_rng_next(r) >> 11) * 0x1.0p-53;
+    return (double)(mt_rng_next(r) >> 11) * 0x1.0p-53;
 }
 
 uint64_t
-sim_rng_below(struct sim_rng *r, uint64_t n)
+mt_rng_below(struct mt_rng *r, uint64_t n)
 {
-    return (uint64_t)(((unsigned __int128)sim_rng_next(r) * n) >> 64);
+    return (uint64_t)(((unsigned __int128)mt_rng_next(r) * n) >> 64);
 }
 
 double
-sim_rng_exp(struct sim_rng *r, double mean)
+mt_rng_exp(struct mt_rng *r, double mean)
 {
-    return -mean * log1p(-sim_rng_uniform(r));
+    return -mean * log1p(-mt_rng_uniform(r));
 }
 
 double
-sim_rng_normal(struct sim_rng *r)
+mt_rng_normal(struct mt_rng *r)
 {
     double u, v, s;
 
     do {
-        u = 2.0 * sim_rng_uniform(r) - 1.0;
-        v = 2.0 * sim_rng_uniform(r) - 1.0;
+        u = 2.0 * mt_rng_uniform(r) - 1.0;
+        v = 2.0 * mt_rng_uniform(r) - 1.0;
         s = u * u + v * v;
     } while (s >= 1.0 || s == 0.0);
     return u * sqrt(-2.0 * log(s) / s);
 }
 
 double
-sim_rng_lognormal(struct sim_rng *r, double mean, double cv)
+mt_rng_lognormal(struct mt_rng *r, double mean, double cv)
 {
     double s2, mu;
 
@@ -94,5 +94,5 @@ sim_rng_lognormal(struct sim_rng *r, double mean, double cv)
         return mean;
     s2 = log1p(cv * cv);
     mu = log(mean) - s2 / 2.0;
-    return exp(mu + sqrt(s2) * sim_rng_normal(r));
+    return exp(mu + sqrt(s2) * mt_rng_normal(r));
 }
