@@ -69,7 +69,7 @@ BENCH_SRC := $(sort $(wildcard bench/*.c))
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
 .PHONY: all test unit integration asan ubsan tsan fuzz fuzz-build bench lint \
-        install clean deps check-deps regress helpers soak format whatif
+        install clean deps check-deps regress helpers soak format whatif FORCE
 
 all: mtrace
 
@@ -99,9 +99,16 @@ $(BUILD)/tests/%_regress: tests/fuzz/%.c tests/fuzz/regression_driver.c $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -MMD -MP -o $@ $< tests/fuzz/regression_driver.c $(LIB) $(LDLIBS_ALL)
 
-build/fuzz/%: tests/fuzz/%.c
-	$(MAKE) FLAVOUR=fuzz build/fuzz/libmtrace.a
-	clang $(CFLAGS_BASE) -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -o $@ $< build/fuzz/libmtrace.a $(LDLIBS_ALL)
+# libFuzzer binaries: built in the fuzz flavour so they relink when the
+# fuzz-flavour library changes.
+ifeq ($(FLAVOUR),fuzz)
+build/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(LIB)
+	clang $(CFLAGS_BASE) -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -o $@ $< $(LIB) $(LDLIBS_ALL)
+else
+build/fuzz/fuzz_%: FORCE
+	$(MAKE) FLAVOUR=fuzz $@
+endif
+FORCE:
 
 $(BUILD)/bench/%: bench/%.c $(LIB)
 	@mkdir -p $(dir $@)
