@@ -178,6 +178,8 @@ install: mtrace
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 0755 mtrace $(DESTDIR)$(PREFIX)/bin/mtrace
 	install -m 0644 docs/mtrace.1 $(DESTDIR)$(PREFIX)/share/man/man1/mtrace.1
+	install -d $(DESTDIR)$(PREFIX)/share/mtrace
+	install -m 0644 sim/calibrate/gil_pingpong.py $(DESTDIR)$(PREFIX)/share/mtrace/gil_pingpong.py
 
 clean:
 	rm -rf build mtrace

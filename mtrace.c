@@ -22,14 +22,16 @@ struct subcommand {
 
 static const struct subcommand subcommands[] = {
     {"capture", capture_cli_main,
-     "record MongoDB wire traffic: as a proxy, or from pcap / a live interface"},
+     "record MongoDB wire traffic: as a proxy, or from pcap / a live "
+     "interface"},
     {"replay", replay_cli_main,
      "a server that answers real drivers from a trace, with added delay"},
     {"sim", sim_cli_main,
      "discrete-event simulator of client contention (GIL, threads, proxy)"},
     {"calibrate", sim_calibrate_cli_main,
      "measure host facts for the simulator (cores, GIL hand-off, wake-up)"},
-    {"dump", dump_cli_main, "print a trace, one line or JSON object per message"},
+    {"dump", dump_cli_main,
+     "print a trace, one line or JSON object per message"},
     {"stats", stats_cli_main,
      "per-command counts and request->reply latency percentiles"},
 };

@@ -16,7 +16,8 @@ struct mt_buf {
 };
 
 void mt_buf_init(struct mt_buf *b, size_t len_max);
-void mt_buf_free(struct mt_buf *b); /* releases data; b may be reused after init */
+void
+mt_buf_free(struct mt_buf *b); /* releases data; b may be reused after init */
 
 /* Ensures room for n more bytes. 0, MT_ETOOBIG or -ENOMEM. */
 int mt_buf_reserve(struct mt_buf *b, size_t n);

@@ -18,8 +18,8 @@ mt_strerror(int code)
         return "incomplete input";
     case MT_END:
         return "end of stream";
-#define XX(name, val, msg)                                                    \
-    case MT_##name:                                                           \
+#define XX(name, val, msg)                                                     \
+    case MT_##name:                                                            \
         return msg;
         MT_ERRNO_MAP(XX)
 #undef XX
@@ -49,7 +49,6 @@ mt_err_set(struct mt_err *err, int code, size_t offset, const char *fmt, ...)
 void
 mt_assert_fail(const char *expr, const char *file, int line)
 {
-    fprintf(stderr, "mtrace: assertion failed: %s (%s:%d)\n", expr, file,
-            line);
+    fprintf(stderr, "mtrace: assertion failed: %s (%s:%d)\n", expr, file, line);
     abort();
 }

@@ -19,19 +19,19 @@
 
 /* XX(name, value, message).  Values stay below -4096 so they never collide
  * with -errno. */
-#define MT_ERRNO_MAP(XX)                                                      \
-    XX(EPROTO, -5001, "malformed wire message")                               \
-    XX(ETOOBIG, -5002, "size exceeds a limit")                                \
-    XX(EBSON, -5003, "invalid BSON document")                                 \
-    XX(ECHECKSUM, -5004, "checksum mismatch")                                 \
-    XX(ECOMPRESS, -5005, "decompression failed")                              \
-    XX(ETRUNC, -5006, "input truncated")                                      \
-    XX(ECORRUPT, -5007, "input corrupt")                                      \
-    XX(EVERSION, -5008, "unsupported format version")                         \
-    XX(EUNSUPPORTED, -5009, "unsupported feature")                            \
-    XX(ENOMATCH, -5010, "no matching record")                                 \
-    XX(EUSAGE, -5011, "bad usage")                                            \
-    XX(ELIMIT, -5012, "resource limit reached")                               \
+#define MT_ERRNO_MAP(XX)                                                       \
+    XX(EPROTO, -5001, "malformed wire message")                                \
+    XX(ETOOBIG, -5002, "size exceeds a limit")                                 \
+    XX(EBSON, -5003, "invalid BSON document")                                  \
+    XX(ECHECKSUM, -5004, "checksum mismatch")                                  \
+    XX(ECOMPRESS, -5005, "decompression failed")                               \
+    XX(ETRUNC, -5006, "input truncated")                                       \
+    XX(ECORRUPT, -5007, "input corrupt")                                       \
+    XX(EVERSION, -5008, "unsupported format version")                          \
+    XX(EUNSUPPORTED, -5009, "unsupported feature")                             \
+    XX(ENOMATCH, -5010, "no matching record")                                  \
+    XX(EUSAGE, -5011, "bad usage")                                             \
+    XX(ELIMIT, -5012, "resource limit reached")                                \
     XX(ECLOSED, -5013, "peer closed the connection")
 
 enum mt_errno {
@@ -54,15 +54,15 @@ const char *mt_strerror(int code);
  * Fills err (if not NULL) with code, offset and a printf-style message, and
  * returns code so callers can write `return mt_err_set(err, ...)`.
  */
-int mt_err_set(struct mt_err *err, int code, size_t offset, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+int mt_err_set(struct mt_err *err, int code, size_t offset, const char *fmt,
+               ...) __attribute__((format(printf, 4, 5)));
 
 /* Propagate a negative return; `rc` must be declared int, cleanup at `out`. */
-#define TRY(expr)                                                             \
-    do {                                                                      \
-        rc = (expr);                                                          \
-        if (rc < 0)                                                           \
-            goto out;                                                         \
+#define TRY(expr)                                                              \
+    do {                                                                       \
+        rc = (expr);                                                           \
+        if (rc < 0)                                                            \
+            goto out;                                                          \
     } while (0)
 
 /* Assertions: MT_ASSERT stays on in release builds; MT_DASSERT only with

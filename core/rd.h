@@ -76,8 +76,8 @@ rd_le32(struct rd *r, uint32_t *v)
 {
     if (r->left < 4)
         return false;
-    *v = (uint32_t)r->p[0] | (uint32_t)r->p[1] << 8 |
-         (uint32_t)r->p[2] << 16 | (uint32_t)r->p[3] << 24;
+    *v = (uint32_t)r->p[0] | (uint32_t)r->p[1] << 8 | (uint32_t)r->p[2] << 16 |
+         (uint32_t)r->p[3] << 24;
     r->p += 4;
     r->left -= 4;
     return true;

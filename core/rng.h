@@ -1,11 +1,11 @@
 /*
  * rng.h -- the one seeded PRNG of sim/ and replay/ (delay draws, cursor
- * ids): xoshiro256** seeded through splitmix64, both by Blackman and Vigna (https://prng.di.unimi.it/,
- * reference code xoshiro256starstar.c and splitmix64.c, public domain).
- * One 64-bit seed gives one stream; mt_rng_split derives independent
- * streams for sub-models so adding a draw in one model does not shift
- * another's.  Distributions are computed with IEEE double arithmetic and
- * libm log/sqrt/exp, so a given binary gives bit-identical output.
+ * ids): xoshiro256** seeded through splitmix64, both by Blackman and Vigna
+ * (https://prng.di.unimi.it/, reference code xoshiro256starstar.c and
+ * splitmix64.c, public domain). One 64-bit seed gives one stream; mt_rng_split
+ * derives independent streams for sub-models so adding a draw in one model does
+ * not shift another's.  Distributions are computed with IEEE double arithmetic
+ * and libm log/sqrt/exp, so a given binary gives bit-identical output.
  */
 #ifndef MT_RNG_H
 #define MT_RNG_H

@@ -102,8 +102,8 @@ sim_fit_seq_cpu(struct sim_params *p, double cpu_us, double stdev_pct,
                           "calibration: client CPU %.2f us per call does not "
                           "cover the model's own %.2f us (syscalls, wake-up)",
                           cpu_us, other);
-    p->py_call_us = (cpu_us - other) /
-                    (p->runtime == SIM_RT_FREE ? p->ft_slowdown : 1.0);
+    p->py_call_us =
+        (cpu_us - other) / (p->runtime == SIM_RT_FREE ? p->ft_slowdown : 1.0);
     if (!isnan(stdev_pct)) {
         if ((rc = fit_cv(p, stdev_pct, err)) < 0)
             return rc;

@@ -166,8 +166,8 @@ struct sim_model {
     struct sim_params p; /* copy */
     struct sim_engine eng;
     struct mt_rng rng_py, rng_wake, rng_srv, rng_bg;
-    size_t bg_base, nbg; /* background sources: entities bg_base.. */
-    double bg_off_us;    /* mean pause between a source's bursts */
+    size_t bg_base, nbg;  /* background sources: entities bg_base.. */
+    double bg_off_us;     /* mean pause between a source's bursts */
     struct sim__ent *ent; /* owned: threads, servers, proxy up, proxy down */
     size_t nent;
     struct sim__thread *th; /* owned */

@@ -34,8 +34,8 @@ server_sample_ns(struct sim_model *m)
     const struct sim_params *p = &m->p;
 
     if (p->server_samples_n > 0)
-        return sim__us(p->server_samples_us[mt_rng_below(
-            &m->rng_srv, p->server_samples_n)]);
+        return sim__us(p->server_samples_us[mt_rng_below(&m->rng_srv,
+                                                         p->server_samples_n)]);
     return sim__us(mt_rng_lognormal(&m->rng_srv, p->server_us, p->server_cv));
 }
 

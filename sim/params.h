@@ -60,14 +60,14 @@ struct sim_params {
     int64_t cores;             /* CPU cores shared by everything */
     double bg_load;   /* cores' worth of CPU other processes take (mean) */
     double bg_job_us; /* mean length of one of their CPU bursts */
-    double thread_start_us;    /* main thread: Thread.start() to next start */
-    int64_t pool_max;          /* maxPoolSize */
-    int64_t pool_initial;      /* connections already open at the start */
-    double connect_us;         /* CPU of connect() for a new connection */
-    double server_us;          /* server service time mean (or from trace) */
-    double server_cv;          /* its coefficient of variation */
-    double server_cpu_frac;    /* share of the service time using a core */
-    double server_cpu_us; /* if > 0: CPU per request = min(S, this) instead */
+    double thread_start_us; /* main thread: Thread.start() to next start */
+    int64_t pool_max;       /* maxPoolSize */
+    int64_t pool_initial;   /* connections already open at the start */
+    double connect_us;      /* CPU of connect() for a new connection */
+    double server_us;       /* server service time mean (or from trace) */
+    double server_cv;       /* its coefficient of variation */
+    double server_cpu_frac; /* share of the service time using a core */
+    double server_cpu_us;   /* if > 0: CPU per request = min(S, this) instead */
     int64_t server_shares_cores; /* 1: server runs on the client's cores */
     double net_us;               /* one-way loopback transit */
     int proxy;                   /* enum sim_proxy */

@@ -373,11 +373,10 @@ calibrate_all(struct sim_scenario_set *set, const struct sim_opts *o,
             seq.p.calls = o->seq_calls;
             seq.p.exclude_first = 1;
             seq.p.pool_initial = 0;
-            rc = isnan(o->seq_cpu_us)
-                     ? sim_fit_seq(&seq.p, o->seq_mean_ms, o->seq_stdev_pct,
-                                   err)
-                     : sim_fit_seq_cpu(&seq.p, o->seq_cpu_us,
-                                       o->seq_stdev_pct, err);
+            rc = isnan(o->seq_cpu_us) ? sim_fit_seq(&seq.p, o->seq_mean_ms,
+                                                    o->seq_stdev_pct, err)
+                                      : sim_fit_seq_cpu(&seq.p, o->seq_cpu_us,
+                                                        o->seq_stdev_pct, err);
             if (rc < 0)
                 return rc;
             copy_calibration(&set->v[i].p, &seq.p, "--seq-mean-ms");

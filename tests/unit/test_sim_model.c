@@ -361,8 +361,8 @@ test_sim_fit_from_client_cpu(void **state)
     set(&p, "exclude_first", "1");
     assert_int_equal(sim_fit_seq_cpu(&p, 150, NAN, &err), 0);
     assert_float_equal(p.py_call_us, 135, 1e-9);
-    assert_string_equal(sim_origin_name(p.origin[sim_params_find("py_call_us")]),
-                        "calibrated");
+    assert_string_equal(
+        sim_origin_name(p.origin[sim_params_find("py_call_us")]), "calibrated");
     /* the mean is now a prediction: as in the one-thread test, Python less
      * its mid segment between send and wait (5 % overlaps the round trip)
      * plus 3 syscalls, 2 transits, service and 2 wake-ups */
