@@ -313,11 +313,10 @@ capture_parse_proxy_opt(int c, const char *arg, struct capture_args *a)
     case OPT_IDLE:
     case OPT_MSGTO:
         if (!cli_parse_double(arg, 0, 31536000.0, &ms))
-            return capture_bad("%s wants seconds (>= 0, fractions allowed), "
-                               "not '%s'",
-                               c == OPT_IDLE ? "--idle-timeout-s"
-                                             : "--msg-timeout-s",
-                               arg);
+            return capture_bad(
+                "%s wants seconds (>= 0, fractions allowed), "
+                "not '%s'",
+                c == OPT_IDLE ? "--idle-timeout-s" : "--msg-timeout-s", arg);
         *(c == OPT_IDLE ? &a->px.idle_ns : &a->px.msg_timeout_ns) =
             (uint64_t)llround(ms * 1e9);
         return 0;
@@ -493,9 +492,7 @@ capture_check(struct capture_args *a, const char *out)
                                "mode, not with --pcap/--iface");
         if (a->sn.pcap_path != NULL && (a->sn.duration_s > 0 || a->sn.count))
             return capture_bad("--duration and --count are for --iface");
-        if (a->redacting) /* TODO(lead): pass &a->redact to sniff_run */
-            return capture_bad("--redact is not supported with --pcap/--iface"
-                               " yet (proxy mode only)");
+        a->sn.redact = a->redacting ? &a->redact : NULL;
         a->sn.out_path = out;
         return 0;
     }

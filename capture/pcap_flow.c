@@ -113,6 +113,7 @@ pflow_new(const struct pflow_opts *o, struct trace_writer *w)
     }
     t->w = w;
     pmsg_sink_init(&t->sink, w);
+    t->sink.redact = o->redact;
     t->next_conn_id = 1;
     return t;
 }

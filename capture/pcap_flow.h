@@ -19,6 +19,8 @@
 #define PFLOW_FLOWS_MAX_DEFAULT 65536
 #define PFLOW_IDLE_NS_DEFAULT (300ull * 1000 * 1000 * 1000)
 
+struct redact_cfg;
+
 struct pflow_opts {
     const uint16_t *ports; /* borrowed: server ports (none: 27017) */
     size_t nports;
@@ -26,6 +28,7 @@ struct pflow_opts {
     size_t flows_max; /* open flows (0: default); the idlest is evicted */
     size_t ooo_max;   /* out-of-order bytes per direction (0: default) */
     uint64_t idle_ns; /* packet-time idleness before a flow is closed */
+    const struct redact_cfg *redact; /* borrowed; NULL: record as seen */
 };
 
 /* Capture counters.  Names as written into the trace's stats record. */

@@ -20,6 +20,7 @@
 
 #include "core/log.h"
 #include "core/rd.h"
+#include "core/redact.h"
 #include "core/trace.h"
 #include "core/wire.h"
 
@@ -34,12 +35,14 @@ pmsg_sink_init(struct pmsg_sink *s, struct trace_writer *w)
     memset(s, 0, sizeof(*s));
     s->w = w;
     mt_buf_init(&s->plain, WIRE_MSG_LEN_MAX);
+    mt_buf_init(&s->redacted, WIRE_MSG_LEN_MAX);
 }
 
 void
 pmsg_sink_free(struct pmsg_sink *s)
 {
     mt_buf_free(&s->plain);
+    mt_buf_free(&s->redacted);
 }
 
 void
@@ -247,6 +250,8 @@ emit(struct pmsg_dir *d, struct pmsg_sink *s, const uint8_t *m, size_t mlen,
     s->messages++;
     if (s->w == NULL)
         return 0;
+    if (s->redact != NULL && redact_trace_msg(s->redact, &rec, &s->redacted))
+        s->redacted_n++;
     rc = trace_writer_msg(s->w, &rec);
     if (rc < 0 && s->werr == 0)
         s->werr = rc;

@@ -14,12 +14,16 @@
 #include "core/err.h"
 
 struct trace_writer;
+struct redact_cfg;
 
 /* Shared by every direction of a capture. */
 struct pmsg_sink {
-    struct trace_writer *w; /* borrowed; NULL: count only */
-    struct mt_buf plain;    /* owned: scratch for decompression */
-    uint64_t messages;      /* messages written */
+    struct trace_writer *w;          /* borrowed; NULL: count only */
+    struct mt_buf plain;             /* owned: scratch for decompression */
+    const struct redact_cfg *redact; /* borrowed; NULL: no redaction */
+    struct mt_buf redacted;          /* owned: scratch for redacted messages */
+    uint64_t redacted_n;             /* messages changed by redaction */
+    uint64_t messages;               /* messages written */
     uint64_t resyncs;       /* times the stream was found again by scanning */
     uint64_t skipped_bytes; /* bytes discarded while out of sync */
     uint64_t malformed;     /* messages framed but failing to parse */

@@ -64,7 +64,7 @@ struct pconn {
     struct phold *holds;                    /* owned ring */
     size_t holds_cap, h_done, h_rel, h_end; /* monotonic indices */
     struct loop_timer hold_timer;
-    uint64_t nmsgs[2]; /* complete messages per direction */
+    uint64_t nmsgs[2];     /* complete messages per direction */
     uint64_t last_io_ns;   /* last read or send progress, either side */
     uint64_t msg_start_ns; /* a client message is incomplete since; or 0 */
     char client[64];
@@ -228,8 +228,12 @@ pconn_frame(struct pconn *c, int d, const uint8_t *p, size_t n, uint64_t base,
         return;
     }
     c->pl->st.unframed[d] += left;
-    if (!was_broken)
+    if (!was_broken) {
+        /* what the broken framer holds is never recorded either */
+        const struct pframer *fr = &c->d[d].fr;
+        c->pl->st.unframed[d] += fr->cur != NULL ? fr->cur_len : fr->hdr_len;
         pconn_frame_error(c, d, &err);
+    }
 }
 
 /* At close: a message cut short is recorded with what arrived. */
@@ -855,8 +859,8 @@ pconn_sweep(struct pconn *c, uint64_t now_ns)
     const struct proxy *p = c->pl->p;
     uint8_t reason = TRACE_CLOSE_ERROR;
     /* replies wait for a client that does not read them */
-    bool stuck = pbuf_len(&c->d[TRACE_DIR_S2C].out) > 0 &&
-                 c->d[TRACE_DIR_S2C].wblocked;
+    bool stuck =
+        pbuf_len(&c->d[TRACE_DIR_S2C].out) > 0 && c->d[TRACE_DIR_S2C].wblocked;
 
     if (c->msg_start_ns != 0 && !pconn_want_read(c, TRACE_DIR_C2S))
         c->msg_start_ns = now_ns; /* not read by us: not the client's fault */

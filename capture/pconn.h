@@ -79,7 +79,7 @@ struct proxy {
     unsigned max_conns;
     uint64_t idle_ns, msg_timeout_ns; /* 0: never */
     uint32_t msg_max;                 /* largest client message */
-    struct recq *q; /* owned */
+    struct recq *q;                   /* owned */
     atomic_uint_fast64_t next_id;
     atomic_uint nconns;
     atomic_bool stopping;

@@ -504,6 +504,7 @@ proxy_finish(struct proxy *p, struct trace_writer *w,
     struct pstats tot;
     struct phist h = {0};
     uint64_t dropped;
+    int crc;
 
     memset(&qs, 0, sizeof(qs));
     recq_close(p->q, &qs);
@@ -511,12 +512,15 @@ proxy_finish(struct proxy *p, struct trace_writer *w,
     proxy_sum(p, &tot, &h);
     dropped = tot.lost_items + qs.write_errors;
     proxy_stats_record(w, &tot, dropped);
-    if (trace_writer_close(w) < 0 && rc == 0)
-        rc = mt_err_set(err, MT_ECLOSED, 0, "closing the trace %s failed",
-                        o->out_path);
+    crc = trace_writer_close(w);
     if (qs.first_error < 0 && rc == 0)
-        rc = mt_err_set(err, qs.first_error, 0, "writing the trace %s: %s",
+        rc = mt_err_set(err, qs.first_error, 0,
+                        "writing the trace %s failed: %s; it is readable up "
+                        "to its last complete frame",
                         o->out_path, mt_strerror(qs.first_error));
+    if (crc < 0 && rc == 0)
+        rc = mt_err_set(err, crc, 0, "closing the trace %s failed: %s",
+                        o->out_path, mt_strerror(crc));
     if (!o->quiet)
         proxy_print_summary(p, &tot, &h, &qs, dropped,
                             (double)(mt_now_ns() - t0) / 1e9, o->out_path);

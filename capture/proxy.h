@@ -28,16 +28,16 @@ struct proxy_opts {
     socklen_t listen_len;
     struct sockaddr_storage target; /* --target */
     socklen_t target_len;
-    char target_desc[64]; /* "127.0.0.1:27017" */
-    uint64_t delay_ns;    /* --delay-ms, 0: none */
-    uint64_t spin_ns;     /* --spin-us: busy-poll before a release */
-    unsigned max_conns;   /* --max-conns */
-    unsigned threads;     /* --threads, 0: one per online CPU */
-    const char *out_path; /* -o; borrowed */
-    unsigned trace_flags; /* TRACE_W_FORCE */
-    bool quiet;           /* no summary */
-    size_t queue_bytes;   /* 0: PROXY_QUEUE_BYTES */
-    uint64_t idle_ns;     /* --idle-timeout-s: close quiet conns; 0 never */
+    char target_desc[64];    /* "127.0.0.1:27017" */
+    uint64_t delay_ns;       /* --delay-ms, 0: none */
+    uint64_t spin_ns;        /* --spin-us: busy-poll before a release */
+    unsigned max_conns;      /* --max-conns */
+    unsigned threads;        /* --threads, 0: one per online CPU */
+    const char *out_path;    /* -o; borrowed */
+    unsigned trace_flags;    /* TRACE_W_FORCE */
+    bool quiet;              /* no summary */
+    size_t queue_bytes;      /* 0: PROXY_QUEUE_BYTES */
+    uint64_t idle_ns;        /* --idle-timeout-s: close quiet conns; 0 never */
     uint64_t msg_timeout_ns; /* --msg-timeout-s: a client's incomplete
                                 message; 0 never */
     uint32_t msg_max;        /* --max-msg-bytes from a client; 0: 48e6 */

@@ -34,11 +34,11 @@ struct recq {
     void *resume_arg;       /* borrowed */
     struct trace_writer *w; /* borrowed */
     pthread_t th;
-    bool started;         /* the writer thread runs */
-    struct mt_buf plain;  /* writer thread: decompression scratch */
+    bool started;                    /* the writer thread runs */
+    struct mt_buf plain;             /* writer thread: decompression scratch */
     const struct redact_cfg *redact; /* borrowed; NULL: none */
     struct mt_buf redacted;          /* writer thread: redaction output */
-    struct recq_stats st; /* writer thread */
+    struct recq_stats st;            /* writer thread */
 };
 
 static size_t
@@ -282,7 +282,7 @@ recq_new(struct trace_writer *w, size_t bytes_max, size_t count_max,
         pthread_cond_destroy(&q->cv);
         pthread_mutex_destroy(&q->mu);
         mt_buf_free(&q->plain);
-    mt_buf_free(&q->redacted);
+        mt_buf_free(&q->redacted);
         mt_free(q);
         return NULL;
     }

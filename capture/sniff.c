@@ -188,6 +188,7 @@ start_trace(struct sniff *s, uint8_t source, uint64_t start_ns,
     po.ports = s->o->ports;
     po.nports = s->o->nports;
     po.port_filter = s->o->filter == NULL;
+    po.redact = s->o->redact;
     s->tab = pflow_new(&po, s->w);
     if (s->tab == NULL)
         return mt_err_set(s->err, -ENOMEM, 0, "out of memory");

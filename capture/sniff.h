@@ -11,6 +11,8 @@
 
 #include "core/err.h"
 
+struct redact_cfg;
+
 #define SNIFF_PORTS_MAX 16
 
 struct sniff_opts {
@@ -21,9 +23,10 @@ struct sniff_opts {
     const char *filter; /* --filter BPF (overrides the port filter); borrowed */
     double duration_s;  /* live: stop after this long (0: until signal) */
     uint64_t count;     /* live: stop after this many packets (0: no limit) */
-    const char *out_path; /* -o trace; borrowed */
-    unsigned trace_flags; /* TRACE_W_FORCE */
-    bool quiet;           /* no summary */
+    const char *out_path;            /* -o trace; borrowed */
+    unsigned trace_flags;            /* TRACE_W_FORCE */
+    bool quiet;                      /* no summary */
+    const struct redact_cfg *redact; /* --redact; borrowed; NULL: none */
 };
 
 /*

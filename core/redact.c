@@ -19,11 +19,11 @@
 #include "wire.h" /* libbson, without its -Wcast-qual noise */
 
 /* Returns a negative code at once (no cleanup needed). */
-#define RTRY(expr)                                                            \
-    do {                                                                      \
-        int rtry_ = (expr);                                                   \
-        if (rtry_ < 0)                                                        \
-            return rtry_;                                                     \
+#define RTRY(expr)                                                             \
+    do {                                                                       \
+        int rtry_ = (expr);                                                    \
+        if (rtry_ < 0)                                                         \
+            return rtry_;                                                      \
     } while (0)
 
 /* Names of the enclosing documents of the element being looked at (array
@@ -144,9 +144,9 @@ redact_walk_child(struct rctx *x, bson_iter_t *it, const char *k,
         bson_iter_array(it, &len, &data);
     else
         bson_iter_document(it, &len, &data);
-    if (dst != NULL && !(is_arr ? bson_append_array_begin(dst, k, -1, &child)
-                                : bson_append_document_begin(dst, k, -1,
-                                                             &child))) {
+    if (dst != NULL &&
+        !(is_arr ? bson_append_array_begin(dst, k, -1, &child)
+                 : bson_append_document_begin(dst, k, -1, &child))) {
         x->rc = MT_ETOOBIG;
         return;
     }
@@ -252,10 +252,12 @@ redact_doc(const struct redact_cfg *cfg, const uint8_t *doc, size_t len,
 }
 
 /* Documents back to back (kind-1 section, OP_REPLY), each redacted or
- * copied, appended to dst; *count documents, *any when one changed. */
+ * copied, appended to dst; *count documents, *any when one changed.  top:
+ * each is a command or reply document (see redact_walk). */
 static int
 redact_docs(const struct redact_cfg *cfg, const uint8_t *p, size_t n,
-            const char *parent, struct mt_buf *dst, size_t *count, bool *any)
+            const char *parent, bool top, struct mt_buf *dst, size_t *count,
+            bool *any)
 {
     struct rd r = rd_init(p, n);
 
@@ -268,7 +270,7 @@ redact_docs(const struct redact_cfg *cfg, const uint8_t *p, size_t n,
         int rc;
         if (!rd_le32s(&peek, &dl) || dl < 5 || (size_t)dl > r.left)
             return MT_EBSON;
-        RTRY(redact_doc(cfg, r.p, (size_t)dl, parent, false, &ch, &b));
+        RTRY(redact_doc(cfg, r.p, (size_t)dl, parent, top, &ch, &b));
         if (ch) {
             rc = mt_buf_append(dst, bson_get_data(&b), b.len);
             bson_destroy(&b);
@@ -316,7 +318,7 @@ redact_op_msg(const struct redact_cfg *cfg, const struct wire_msg *wm,
     for (size_t i = 0; i < wm->nseq; i++) {
         off[i] = tmp->len;
         rc = redact_docs(cfg, wm->seq[i].docs, wm->seq[i].docs_len,
-                         wm->seq[i].identifier, tmp, &cnt, &any);
+                         wm->seq[i].identifier, false, tmp, &cnt, &any);
         if (rc < 0)
             goto out;
     }
@@ -326,7 +328,9 @@ redact_op_msg(const struct redact_cfg *cfg, const struct wire_msg *wm,
         goto out;
     for (size_t i = 0; i < wm->nseq; i++) {
         seq[i].identifier = wm->seq[i].identifier;
-        seq[i].docs = tmp->data + off[i];
+        /* an empty sequence: tmp may have no buffer at all */
+        seq[i].docs =
+            off[i + 1] > off[i] ? tmp->data + off[i] : (const uint8_t *)"";
         seq[i].docs_len = off[i + 1] - off[i];
     }
     rc = wire_encode_msg(out, wm->h.request_id, wm->h.response_to, wm->flags,
@@ -350,7 +354,8 @@ redact_op_reply(const struct redact_cfg *cfg, const struct wire_msg *wm,
     struct rd r;
     int rc;
 
-    RTRY(redact_docs(cfg, wm->docs, wm->docs_len, NULL, tmp, &cnt, &any));
+    /* each OP_REPLY document is a command reply (legacy SASL steps too) */
+    RTRY(redact_docs(cfg, wm->docs, wm->docs_len, NULL, true, tmp, &cnt, &any));
     if (!any)
         return 0;
     /* bson_t wants 128-byte alignment: over-allocate and align */
@@ -373,9 +378,8 @@ redact_op_reply(const struct redact_cfg *cfg, const struct wire_msg *wm,
         (void)rd_skip(&r, (size_t)dl);
     }
     rc = wire_encode_reply(out, wm->h.request_id, wm->h.response_to,
-                           wm->response_flags, wm->cursor_id,
-                           wm->starting_from, (const bson_t *const *)ptrs,
-                           cnt);
+                           wm->response_flags, wm->cursor_id, wm->starting_from,
+                           (const bson_t *const *)ptrs, cnt);
     if (rc == 0)
         rc = 1;
 out:

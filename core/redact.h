@@ -61,7 +61,8 @@ int redact_cfg_add(struct redact_cfg *cfg, const char *path,
 /*
  * Redacts one complete message (msg, len bytes; not OP_COMPRESSED).
  * Returns 1 when something was removed and out (reset first) holds the
- * rebuilt message; 0 when there is nothing to remove (out untouched); a
+ * rebuilt message; 0 when there is nothing to remove (out then holds
+ * nothing useful: use msg as it is); a
  * negative code when the message does not parse (MT_EPROTO, MT_EBSON, ...)
  * or cannot be rebuilt (-ENOMEM, MT_ETOOBIG), with err set.  Cost: one
  * validating parse, plus one copy of each document only when it changes.

@@ -374,13 +374,14 @@ write_json(const char *path, const struct replay_stats *st)
     fprintf(f,
             "{\"requests\":%llu,\"connections\":%llu,\"served\":%llu,"
             "\"matched\":%llu,\"builtin\":%llu,\"hello\":%llu,\"missed\":%llu,"
-            "\"unacknowledged\":%llu,\"bad_input\":%llu,\"timeouts\":%llu,\"early\":%llu,",
+            "\"unacknowledged\":%llu,\"bad_input\":%llu,\"timeouts\":%llu,"
+            "\"early\":%llu,",
             (unsigned long long)st->requests, (unsigned long long)st->conns,
             (unsigned long long)st->served, (unsigned long long)st->matched,
             (unsigned long long)st->builtin, (unsigned long long)st->hello,
             (unsigned long long)st->missed, (unsigned long long)st->unacked,
-            (unsigned long long)st->bad_input,
-            (unsigned long long)st->timeouts, (unsigned long long)st->early);
+            (unsigned long long)st->bad_input, (unsigned long long)st->timeouts,
+            (unsigned long long)st->early);
     json_hist(f, "requested", &st->requested);
     fputc(',', f);
     json_hist(f, "achieved", &st->achieved);

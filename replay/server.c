@@ -24,8 +24,8 @@
 #define READ_CHUNK (64u * 1024)
 #define IN_MAX ((size_t)WIRE_MSG_LEN_MAX + READ_CHUNK)
 #define OUT_MAX ((size_t)64 << 20)
-#define SWEEP_MIN_NS 10000000ull    /* 10 ms */
-#define SWEEP_MAX_NS 1000000000ull  /* 1 s */
+#define SWEEP_MIN_NS 10000000ull   /* 10 ms */
+#define SWEEP_MAX_NS 1000000000ull /* 1 s */
 
 struct sloop;
 
@@ -435,7 +435,9 @@ sweep_period(const struct server_opts *o)
     if (m == 0)
         return 0;
     m /= 4;
-    return m < SWEEP_MIN_NS ? SWEEP_MIN_NS : m > SWEEP_MAX_NS ? SWEEP_MAX_NS : m;
+    return m < SWEEP_MIN_NS   ? SWEEP_MIN_NS
+           : m > SWEEP_MAX_NS ? SWEEP_MAX_NS
+                              : m;
 }
 
 /* ---- listeners and threads ---- */
@@ -529,8 +531,9 @@ sloop_init(struct server *s, struct sloop *sl, uint64_t seed,
     loop_timer_init(&sl->sweep);
     sl->sweep_ns = sweep_period(&s->o);
     if (sl->sweep_ns)
-        loop_timer_start(sl->l, &sl->sweep, loop_deadline_after(sl->l,
-                         sl->sweep_ns), on_sweep, sl);
+        loop_timer_start(sl->l, &sl->sweep,
+                         loop_deadline_after(sl->l, sl->sweep_ns), on_sweep,
+                         sl);
     return loop_fd_add(sl->l, sl->lfd, LOOP_READ, on_accept, sl);
 }
 

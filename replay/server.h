@@ -27,8 +27,8 @@ struct server_opts {
     int threads;   /* loops; <= 0: one per online core */
     size_t conns_max;
     struct delay_cfg delay;
-    uint64_t spin_ns; /* busy-wait the last spin_ns before a release */
-    uint64_t idle_ns; /* close a connection quiet this long; 0: never */
+    uint64_t spin_ns;        /* busy-wait the last spin_ns before a release */
+    uint64_t idle_ns;        /* close a connection quiet this long; 0: never */
     uint64_t msg_timeout_ns; /* close a client whose message stays
                                 incomplete this long; 0: never */
     size_t msg_max;          /* largest request accepted; 0: 48000000 */

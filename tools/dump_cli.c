@@ -114,9 +114,9 @@ json_opt_str(FILE *out, const char *key, const char *s)
 static void
 json_trace_flags(FILE *out, uint32_t f)
 {
-    static const char *const names[] = {"partial",   "gap_before",
-                                        "resync",    "malformed",
-                                        "redacted",  "decompressed"};
+    static const char *const names[] = {"partial",  "gap_before",
+                                        "resync",   "malformed",
+                                        "redacted", "decompressed"};
     bool first = true;
 
     fputs(",\"trace_flags\":[", out);

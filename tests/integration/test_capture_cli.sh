@@ -31,11 +31,18 @@ usage "exclude each other" -o "$TMP/x" --pcap a --iface b
 usage "proxy mode" -o "$TMP/x" --pcap a --delay-ms 1
 usage "--port" -o "$TMP/x" --pcap a --port 0
 usage "unexpected argument" -o "$TMP/x" extra
+usage "--idle-timeout-s" -o "$TMP/x" --idle-timeout-s -1
+usage "--msg-timeout-s" -o "$TMP/x" --msg-timeout-s abc
+usage "--max-msg-bytes" -o "$TMP/x" --max-msg-bytes 15
+usage "--max-msg-bytes" -o "$TMP/x" --max-msg-bytes 48000001
+usage "empty component" -o "$TMP/x" --redact a..b
+usage "proxy mode" -o "$TMP/x" --pcap a --msg-timeout-s 5
 [ ! -e "$TMP/x" ] || fail "a usage error created the output file"
 
 "$MTRACE" capture --help >"$TMP/help" || fail "--help exit $?"
 for opt in --listen --target -o --delay-ms --spin-us --max-conns --threads --quiet --force \
-    --pcap --iface --port --filter --duration --count; do
+    --pcap --iface --port --filter --duration --count --idle-timeout-s --msg-timeout-s \
+    --max-msg-bytes --redact; do
     grep -q -- "$opt" "$TMP/help" || fail "--help does not document $opt"
 done
 

@@ -102,8 +102,7 @@ utf8_at(const uint8_t *doc, size_t len, const char *path)
     bson_iter_t it, f;
 
     assert_true(bson_iter_init_from_data(&it, doc, len));
-    if (!bson_iter_find_descendant(&it, path, &f) ||
-        !BSON_ITER_HOLDS_UTF8(&f))
+    if (!bson_iter_find_descendant(&it, path, &f) || !BSON_ITER_HOLDS_UTF8(&f))
         return NULL;
     return bson_iter_utf8(&f, NULL);
 }
@@ -245,8 +244,7 @@ test_named_fields(void **state)
     memcpy(&first_len, m.seq[0].docs, 4); /* little-endian host */
     assert_true(first_len < m.seq[0].docs_len);
     assert_true(bson_iter_init_from_data(&it, m.seq[0].docs, first_len));
-    assert_string_equal(utf8_at(m.seq[0].docs, first_len, "ssn"),
-                        REDACT_MARK);
+    assert_string_equal(utf8_at(m.seq[0].docs, first_len, "ssn"), REDACT_MARK);
     assert_string_equal(utf8_at(m.seq[0].docs, first_len, "card.number"),
                         REDACT_MARK);
     assert_string_equal(utf8_at(m.seq[0].docs + first_len,
@@ -286,6 +284,9 @@ test_op_query_and_reply(void **state)
 
     (void)state;
     bson_init(&r1);
+    BSON_APPEND_INT32(&r1, "conversationId", 1);
+    BSON_APPEND_BINARY(&r1, "payload", BSON_SUBTYPE_BINARY,
+                       (const uint8_t *)secret, (uint32_t)strlen(secret));
     BSON_APPEND_DOUBLE(&r1, "ok", 1);
     BSON_APPEND_UTF8(&r1, "ssn", "123-45-6789");
     mt_buf_init(&b, WIRE_MSG_LEN_MAX);
@@ -308,6 +309,8 @@ test_op_query_and_reply(void **state)
     assert_int_equal(m.number_returned, 1);
     assert_int_equal(m.response_flags, 8);
     assert_false(contains(out.data, out.len, "123-45-6789"));
+    assert_false(contains(out.data, out.len, secret)); /* legacy SASL reply */
+    assert_bin_mark(m.docs, m.docs_len, "payload");
     mt_buf_free(&b);
     mt_buf_free(&out);
     bson_destroy(q);
@@ -363,8 +366,8 @@ test_trace_msg_compressed(void **state)
 
     /* plain message with nothing to remove: untouched */
     mt_buf_free(&b);
-    encode_msg(&b, 0, 0, BCON_NEW("ping", BCON_INT32(1), "$db", "admin"),
-               NULL, 0);
+    encode_msg(&b, 0, 0, BCON_NEW("ping", BCON_INT32(1), "$db", "admin"), NULL,
+               0);
     memset(&tm, 0, sizeof(tm));
     tm.wire = b.data;
     tm.wire_len = (uint32_t)b.len;
