@@ -550,7 +550,7 @@ capture_cli_main(int argc, char **argv)
         else
             fprintf(stderr, "mtrace capture: %s\n",
                     err.msg[0] ? err.msg : mt_strerror(rc));
-        return 1;
+        return rc == MT_EUSAGE ? 2 : 1; /* e.g. a bad --filter */
     }
     return 0;
 }

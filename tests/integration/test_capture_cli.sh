@@ -36,6 +36,8 @@ usage "--msg-timeout-s" -o "$TMP/x" --msg-timeout-s abc
 usage "--max-msg-bytes" -o "$TMP/x" --max-msg-bytes 15
 usage "--max-msg-bytes" -o "$TMP/x" --max-msg-bytes 48000001
 usage "empty component" -o "$TMP/x" --redact a..b
+usage "bad --filter" -o "$TMP/x" --pcap "$TOP/../shared/captures/deeptrace-mongo-msg.pcap" --filter "not a bpf ((("
+[ ! -e "$TMP/x" ] || fail "a refused --filter left a trace behind"
 usage "proxy mode" -o "$TMP/x" --pcap a --msg-timeout-s 5
 [ ! -e "$TMP/x" ] || fail "a usage error created the output file"
 
