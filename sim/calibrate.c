@@ -136,7 +136,11 @@ cold_reader(void *arg)
     for (int i = 0; i < COLD_ROUNDS; i++) {
         if (read(c->fd[0], &stamp, sizeof(stamp)) != (ssize_t)sizeof(stamp))
             break;
-        c->v[c->n++] = (double)(mt_now_ns() - stamp);
+        /* Signed: on a VM the monotonic clock read on another CPU can be
+         * a few ns behind the writer's stamp; unsigned, that difference
+         * wrapped to ~1.8e19 ns and ruined the mean (seen once). */
+        int64_t d = (int64_t)(mt_now_ns() - stamp);
+        c->v[c->n++] = d > 0 ? (double)d : 0.0;
     }
     return NULL;
 }
