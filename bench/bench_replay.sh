@@ -2,7 +2,7 @@
 # bench_replay.sh -- mtrace replay benchmarks (never part of `make test`).
 #
 #  1. seed 000's pymongo benchmark (sequential 1000 calls, 10 threads x 100)
-#     against the minimal C fixed-reply server (bench/fixed_server.c, the
+#     against the minimal C fixed-reply server (tests/helpers/fixedsrv.c, the
 #     floor), mtrace replay --delay-ms 0, --delay-ms 1, and --delay-ms 1
 #     --delay-mode serial (seed 000's Go proxy behaviour): seed 000's table.
 #  2. delay precision with a C client (bench/replay_load.c): requested 0.1,
@@ -44,8 +44,8 @@ wait_port() {
     for _ in $(seq 200); do (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.05; done
     die "nothing on port $1"
 }
-for b in "$BUILD/bench/fixed_server" "$BUILD/bench/replay_load" "$MT"; do
-    [ -x "$b" ] || die "$b missing (make all $BUILD/bench/fixed_server $BUILD/bench/replay_load)"
+for b in "$BUILD/helpers/fixedsrv" "$BUILD/bench/replay_load" "$MT"; do
+    [ -x "$b" ] || die "$b missing (make all $BUILD/helpers/fixedsrv $BUILD/bench/replay_load)"
 done
 
 # ---- record the trace ----
@@ -71,7 +71,7 @@ start_replay() { # PORTVAR JSON args...
 }
 stop_replay() { kill $RPID; wait $RPID; }
 start_fixed() {
-    "$BUILD/bench/fixed_server" 0 >"$TMP/fixed.out" &
+    "$BUILD/helpers/fixedsrv" --threads 1 >"$TMP/fixed.out" &
     FPID=$!
     PIDS+=($FPID)
     for _ in $(seq 100); do grep -q READY "$TMP/fixed.out" && break; sleep 0.05; done
