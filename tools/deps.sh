@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 PKGS=(build-essential pkg-config clang libclang-rt-14-dev clang-format
       libbson-dev libmongoc-dev libpcap-dev libzstd-dev libcmocka-dev
       zlib1g-dev libsnappy-dev zstd
-      python3 python3-pymongo python3-mockupdb tshark jq gnuplot-nox
+      python3 python3-pymongo python3-mockupdb tshark jq gnuplot-nox fonts-liberation
       haproxy socat procps iproute2 libcap2-bin)
 
 missing=()
