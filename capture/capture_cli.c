@@ -24,6 +24,7 @@
 #include <string.h>
 #include <sys/resource.h>
 
+#include "core/addr.h"
 #include "core/err.h"
 #include "core/log.h"
 #include "core/trace.h"
@@ -174,39 +175,14 @@ cli_parse_double(const char *s, double lo, double hi, double *v)
     return true;
 }
 
-/*
- * "HOST:PORT" or "[V6]:PORT" into ss (numeric port; HOST resolved with
- * getaddrinfo, first answer).  desc gets the canonical "ip:port".
- */
+/* "HOST:PORT" or "[V6]:PORT" into ss (core/addr.c); desc gets the
+ * canonical "ip:port". */
 static bool
 cli_parse_addr(const char *arg, struct sockaddr_storage *ss, socklen_t *len,
                char *desc, size_t desc_len)
 {
-    char host[256];
-    const char *colon = strrchr(arg, ':');
-    size_t hlen;
-    uint64_t port;
-    struct addrinfo hints, *res = NULL;
-
-    if (colon == NULL || !cli_parse_u64(colon + 1, 0, 65535, &port))
+    if (mt_addr_resolve(arg, ss, len) < 0)
         return false;
-    hlen = (size_t)(colon - arg);
-    if (hlen >= 2 && arg[0] == '[' && arg[hlen - 1] == ']') {
-        arg++;
-        hlen -= 2;
-    }
-    if (hlen == 0 || hlen >= sizeof(host))
-        return false;
-    memcpy(host, arg, hlen);
-    host[hlen] = '\0';
-    memset(&hints, 0, sizeof(hints));
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_NUMERICSERV;
-    if (getaddrinfo(host, colon + 1, &hints, &res) != 0 || res == NULL)
-        return false;
-    memcpy(ss, res->ai_addr, res->ai_addrlen);
-    *len = res->ai_addrlen;
-    freeaddrinfo(res);
     pconn_format_addr((const struct sockaddr *)ss, desc, desc_len);
     return true;
 }

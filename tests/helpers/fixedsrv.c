@@ -33,6 +33,7 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
+#include "core/addr.h"
 #include "core/buf.h"
 #include "core/loop.h"
 #include "core/mem.h"
@@ -337,24 +338,12 @@ fs_on_signal(int sig)
 static int
 fs_listen(const char *spec, int nthreads, int *fds)
 {
-    char host[256];
-    const char *colon = strrchr(spec, ':');
-    struct addrinfo hints, *res;
     struct sockaddr_storage ss;
     socklen_t len;
     int one = 1;
 
-    if (colon == NULL || (size_t)(colon - spec) >= sizeof(host))
+    if (mt_addr_resolve(spec, &ss, &len) < 0)
         return -1;
-    memcpy(host, spec, (size_t)(colon - spec));
-    host[colon - spec] = 0;
-    memset(&hints, 0, sizeof(hints));
-    hints.ai_socktype = SOCK_STREAM;
-    if (getaddrinfo(host, colon + 1, &hints, &res) != 0)
-        return -1;
-    memcpy(&ss, res->ai_addr, res->ai_addrlen);
-    len = res->ai_addrlen;
-    freeaddrinfo(res);
     for (int i = 0; i < nthreads; i++) {
         fds[i] = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK, 0);
         setsockopt(fds[i], SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));

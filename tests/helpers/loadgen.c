@@ -40,6 +40,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "core/addr.h"
 #include "core/buf.h"
 #include "core/clock.h"
 #include "core/loop.h"
@@ -82,21 +83,13 @@ static bool lg_hello;
 static int
 lg_resolve(const char *spec)
 {
-    char host[256];
-    const char *colon = strrchr(spec, ':');
-    struct addrinfo hints, *res;
+    struct sockaddr_storage ss;
+    socklen_t len;
 
-    if (colon == NULL || (size_t)(colon - spec) >= sizeof(host))
+    if (mt_addr_resolve(spec, &ss, &len) < 0)
         return -1;
-    memcpy(host, spec, (size_t)(colon - spec));
-    host[colon - spec] = 0;
-    memset(&hints, 0, sizeof(hints));
-    hints.ai_socktype = SOCK_STREAM;
-    if (getaddrinfo(host, colon + 1, &hints, &res) != 0)
-        return -1;
-    memcpy(&lg_addr, res->ai_addr, res->ai_addrlen);
-    lg_addr_len = res->ai_addrlen;
-    freeaddrinfo(res);
+    memcpy(&lg_addr, &ss, len);
+    lg_addr_len = len;
     return 0;
 }
 
