@@ -1,0 +1,219 @@
+/*
+ * wire_fixtures.h -- messages and helpers shared by test_wire.c and
+ * test_wire_bad.c.  Include after <cmocka.h>.
+ */
+#ifndef MT_TEST_WIRE_FIXTURES_H
+#define MT_TEST_WIRE_FIXTURES_H
+
+#include <string.h>
+
+#include <bson/bson.h>
+
+#include "core/err.h"
+#include "core/wire.h"
+
+/* ---- fixtures ---- */
+
+/* clang-format off */
+
+/* OP_MSG {find: "c", $db: "d"}, 49 bytes. */
+static const uint8_t msg_find[] = {
+    0x31, 0x00, 0x00, 0x00,       /*  0 messageLength 49 */
+    0x01, 0x00, 0x00, 0x00,       /*  4 requestID 1 */
+    0x00, 0x00, 0x00, 0x00,       /*  8 responseTo 0 */
+    0xdd, 0x07, 0x00, 0x00,       /* 12 opCode 2013 OP_MSG */
+    0x00, 0x00, 0x00, 0x00,       /* 16 flagBits 0 */
+    0x00,                         /* 20 section kind 0 */
+    0x1c, 0x00, 0x00, 0x00,       /* 21 body length 28 */
+    0x02, 'f', 'i', 'n', 'd', 0,  /* 25 utf8 "find" */
+    0x02, 0x00, 0x00, 0x00,       /* 31   string length 2 */
+    'c', 0,                       /* 35   "c" */
+    0x02, '$', 'd', 'b', 0,       /* 37 utf8 "$db" */
+    0x02, 0x00, 0x00, 0x00,       /* 42   string length 2 */
+    'd', 0,                       /* 46   "d" */
+    0x00,                         /* 48 end of body */
+};
+
+/* OP_MSG checksumPresent, body {insert: "c", $db: "d"}, one kind-1
+ * "documents" section with {_id: 1}.  The CRC-32C at 80 was computed
+ * independently with python3-crcmod ('crc-32c'). 84 bytes. */
+static const uint8_t msg_insert_crc[] = {
+    0x54, 0x00, 0x00, 0x00,       /*  0 messageLength 84 */
+    0x07, 0x00, 0x00, 0x00,       /*  4 requestID 7 */
+    0x00, 0x00, 0x00, 0x00,       /*  8 responseTo 0 */
+    0xdd, 0x07, 0x00, 0x00,       /* 12 opCode 2013 OP_MSG */
+    0x01, 0x00, 0x00, 0x00,       /* 16 flagBits checksumPresent */
+    0x00,                         /* 20 section kind 0 */
+    0x1e, 0x00, 0x00, 0x00,       /* 21 body length 30 */
+    0x02, 'i', 'n', 's', 'e', 'r', 't', 0, /* 25 utf8 "insert" */
+    0x02, 0x00, 0x00, 0x00,       /* 33   string length 2 */
+    'c', 0,                       /* 37   "c" */
+    0x02, '$', 'd', 'b', 0,       /* 39 utf8 "$db" */
+    0x02, 0x00, 0x00, 0x00,       /* 44   string length 2 */
+    'd', 0,                       /* 48   "d" */
+    0x00,                         /* 50 end of body */
+    0x01,                         /* 51 section kind 1 */
+    0x1c, 0x00, 0x00, 0x00,       /* 52 size 28 */
+    'd', 'o', 'c', 'u', 'm', 'e', 'n', 't', 's', 0, /* 56 identifier */
+    0x0e, 0x00, 0x00, 0x00,       /* 66 document length 14 */
+    0x10, '_', 'i', 'd', 0,       /* 70 int32 "_id" */
+    0x01, 0x00, 0x00, 0x00,       /* 75   1 */
+    0x00,                         /* 79 end of document */
+    0x94, 0x8e, 0x1d, 0x1f,       /* 80 CRC-32C 0x1f1d8e94 */
+};
+
+/* OP_QUERY admin.$cmd {isMaster: 1}, as pymongo 3.11 opens, 58 bytes. */
+static const uint8_t query_ismaster[] = {
+    0x3a, 0x00, 0x00, 0x00,       /*  0 messageLength 58 */
+    0x02, 0x00, 0x00, 0x00,       /*  4 requestID 2 */
+    0x00, 0x00, 0x00, 0x00,       /*  8 responseTo 0 */
+    0xd4, 0x07, 0x00, 0x00,       /* 12 opCode 2004 OP_QUERY */
+    0x04, 0x00, 0x00, 0x00,       /* 16 flags SlaveOk */
+    'a', 'd', 'm', 'i', 'n', '.', '$', 'c', 'm', 'd', 0, /* 20 ns */
+    0x00, 0x00, 0x00, 0x00,       /* 31 numberToSkip 0 */
+    0xff, 0xff, 0xff, 0xff,       /* 35 numberToReturn -1 */
+    0x13, 0x00, 0x00, 0x00,       /* 39 query length 19 */
+    0x10, 'i', 's', 'M', 'a', 's', 't', 'e', 'r', 0, /* 43 int32 key */
+    0x01, 0x00, 0x00, 0x00,       /* 53   1 */
+    0x00,                         /* 57 end of query */
+};
+
+/* OP_REPLY to request 2 with one document {ok: 1.0}, 53 bytes. */
+static const uint8_t reply_ok[] = {
+    0x35, 0x00, 0x00, 0x00,       /*  0 messageLength 53 */
+    0x09, 0x00, 0x00, 0x00,       /*  4 requestID 9 */
+    0x02, 0x00, 0x00, 0x00,       /*  8 responseTo 2 */
+    0x01, 0x00, 0x00, 0x00,       /* 12 opCode 1 OP_REPLY */
+    0x08, 0x00, 0x00, 0x00,       /* 16 responseFlags AwaitCapable */
+    0x00, 0x00, 0x00, 0x00,       /* 20 cursorID 0 (low) */
+    0x00, 0x00, 0x00, 0x00,       /* 24 cursorID 0 (high) */
+    0x00, 0x00, 0x00, 0x00,       /* 28 startingFrom 0 */
+    0x01, 0x00, 0x00, 0x00,       /* 32 numberReturned 1 */
+    0x11, 0x00, 0x00, 0x00,       /* 36 document length 17 */
+    0x01, 'o', 'k', 0,            /* 40 double "ok" */
+    0, 0, 0, 0, 0, 0, 0xf0, 0x3f, /* 44   1.0 */
+    0x00,                         /* 52 end of document */
+};
+
+/* Captured bytes (mongo-tools compressed.pcap, mongo shell 3.3 to mongod):
+ * OP_COMPRESSED (snappy) of OP_COMMAND admin whatsmyuri. 16 bytes per line.
+ * 0 header (62 bytes, requestID 1, opCode 2012); 16 originalOpcode 2010;
+ * 20 uncompressedSize 43; 24 compressorId 1 (snappy); 25 payload. */
+static const uint8_t real_snappy_whatsmyuri[] = {
+    0x3e, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, /*  0 */
+    0x00, 0x00, 0x00, 0x00, 0xdc, 0x07, 0x00, 0x00, /*  8 */
+    0xda, 0x07, 0x00, 0x00, 0x2b, 0x00, 0x00, 0x00, /* 16 */
+    0x01, 0x2b, 0x54, 0x61, 0x64, 0x6d, 0x69, 0x6e, /* 24 */
+    0x00, 0x77, 0x68, 0x61, 0x74, 0x73, 0x6d, 0x79, /* 32 */
+    0x75, 0x72, 0x69, 0x00, 0x15, 0x00, 0x00, 0x00, /* 40 */
+    0x10, 0x1d, 0x10, 0x24, 0x01, 0x00, 0x00, 0x00, /* 48 */
+    0x00, 0x05, 0x00, 0x00, 0x00, 0x00,             /* 56 */
+};
+
+/* Captured bytes (DeepTrace mongo-msg.pcap): a driver's OP_MSG find on
+ * sky-test.query with lsid and $clusterTime. 0 header (230 bytes,
+ * requestID 40); 16 flagBits 0; 20 kind 0; 21 body (209 bytes). */
+static const uint8_t real_msg_find[] = {
+    0xe6, 0x00, 0x00, 0x00, 0x28, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0xdd, 0x07, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xd1, 0x00, 0x00,
+    0x00, 0x02, 0x66, 0x69, 0x6e, 0x64, 0x00, 0x06, 0x00, 0x00, 0x00, 0x71,
+    0x75, 0x65, 0x72, 0x79, 0x00, 0x03, 0x66, 0x69, 0x6c, 0x74, 0x65, 0x72,
+    0x00, 0x18, 0x00, 0x00, 0x00, 0x02, 0x6e, 0x61, 0x6d, 0x65, 0x00, 0x09,
+    0x00, 0x00, 0x00, 0x64, 0x72, 0x70, 0x61, 0x6e, 0x64, 0x61, 0x35, 0x00,
+    0x00, 0x03, 0x6c, 0x73, 0x69, 0x64, 0x00, 0x1e, 0x00, 0x00, 0x00, 0x05,
+    0x69, 0x64, 0x00, 0x10, 0x00, 0x00, 0x00, 0x04, 0x66, 0x77, 0x32, 0xcf,
+    0x46, 0xce, 0x41, 0xc8, 0xbc, 0x3d, 0x4a, 0x0c, 0x0e, 0xb8, 0xe9, 0xd4,
+    0x00, 0x03, 0x24, 0x63, 0x6c, 0x75, 0x73, 0x74, 0x65, 0x72, 0x54, 0x69,
+    0x6d, 0x65, 0x00, 0x58, 0x00, 0x00, 0x00, 0x11, 0x63, 0x6c, 0x75, 0x73,
+    0x74, 0x65, 0x72, 0x54, 0x69, 0x6d, 0x65, 0x00, 0x01, 0x00, 0x00, 0x00,
+    0x64, 0x65, 0x2c, 0x67, 0x03, 0x73, 0x69, 0x67, 0x6e, 0x61, 0x74, 0x75,
+    0x72, 0x65, 0x00, 0x33, 0x00, 0x00, 0x00, 0x05, 0x68, 0x61, 0x73, 0x68,
+    0x00, 0x14, 0x00, 0x00, 0x00, 0x00, 0x76, 0x8e, 0x8a, 0x97, 0x39, 0x81,
+    0xe0, 0x97, 0x87, 0xc5, 0x9a, 0x12, 0x72, 0xc4, 0xc1, 0x89, 0xa5, 0x0f,
+    0x2b, 0xe7, 0x12, 0x6b, 0x65, 0x79, 0x49, 0x64, 0x00, 0x02, 0x00, 0x00,
+    0x00, 0xaa, 0x35, 0x5d, 0x66, 0x00, 0x00, 0x02, 0x24, 0x64, 0x62, 0x00,
+    0x09, 0x00, 0x00, 0x00, 0x73, 0x6b, 0x79, 0x2d, 0x74, 0x65, 0x73, 0x74,
+    0x00, 0x00,
+};
+
+/* clang-format on */
+
+struct fixture {
+    const uint8_t *p;
+    size_t n;
+};
+
+static const struct fixture valid[] = {
+    {msg_find, sizeof(msg_find)},
+    {msg_insert_crc, sizeof(msg_insert_crc)},
+    {query_ismaster, sizeof(query_ismaster)},
+    {reply_ok, sizeof(reply_ok)},
+    {real_snappy_whatsmyuri, sizeof(real_snappy_whatsmyuri)},
+    {real_msg_find, sizeof(real_msg_find)},
+};
+
+/* ---- helpers ---- */
+
+static inline void
+set_le32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+    p[2] = (uint8_t)(v >> 16);
+    p[3] = (uint8_t)(v >> 24);
+}
+
+/* Parses buf and expects failure with code, offset and a message part. */
+static inline void
+expect_err(const uint8_t *buf, size_t n, int code, size_t offset,
+           const char *part)
+{
+    struct wire_msg m;
+    struct mt_err err = {0};
+    size_t used = 12345;
+    int rc = wire_msg_parse(buf, n, &m, &used, &err);
+
+    if (rc != code || err.offset != offset || strstr(err.msg, part) == NULL)
+        print_error("rc %d (want %d) offset %zu (want %zu) msg \"%s\" "
+                    "(want \"%s\")\n",
+                    rc, code, err.offset, offset, err.msg, part);
+    assert_int_equal(rc, code);
+    assert_int_equal(err.code, code);
+    assert_int_equal(err.offset, offset);
+    assert_non_null(strstr(err.msg, part));
+}
+
+/* Builds an OP_MSG whose body is `body` into out (cap bytes). */
+static inline size_t
+wrap_body(uint8_t *out, size_t cap, const bson_t *body)
+{
+    size_t n = 21 + body->len;
+
+    assert_true(n <= cap);
+    memset(out, 0, 21);
+    set_le32(out, (uint32_t)n);
+    set_le32(out + 12, WIRE_OP_MSG);
+    memcpy(out + 21, bson_get_data(body), body->len);
+    return n;
+}
+
+/* {$db: "x", a: {a: {a: ...}}} with `depth` documents including the top. */
+static inline bson_t *
+nested(int depth)
+{
+    bson_t *docs = bson_malloc0(sizeof(bson_t) * (size_t)depth);
+    bson_t *top;
+
+    bson_init(&docs[0]);
+    BSON_APPEND_UTF8(&docs[0], "ping", "x");
+    for (int i = 1; i < depth; i++)
+        bson_append_document_begin(&docs[i - 1], "a", 1, &docs[i]);
+    for (int i = depth - 1; i > 0; i--)
+        bson_append_document_end(&docs[i - 1], &docs[i]);
+    top = bson_copy(&docs[0]);
+    bson_destroy(&docs[0]);
+    bson_free(docs);
+    return top;
+}
+
+#endif
