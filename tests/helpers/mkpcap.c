@@ -87,9 +87,11 @@ message(struct mt_buf *out, int i, int reply, int compressor)
 {
     bson_t b = BSON_INITIALIZER;
     struct mt_buf m;
-    char pad[200];
+    char pad[256];
     size_t plen = 60 + (size_t)i * 40 + (reply ? 30 : 0);
 
+    if (plen >= sizeof(pad))
+        plen = sizeof(pad) - 1; /* i < NMSG keeps it <= 210 */
     memset(pad, 'a' + i, plen);
     pad[plen] = 0;
     if (reply) {
