@@ -11,8 +11,12 @@
 # (CPU time is the fair figure when other work shares the machine).  Everything is generated under a mktemp directory
 # and deleted at the end.  Targets (issue 4): >= 50x tshark, >= 500 MB/s,
 # trace >= 10x smaller than the pcap.
+# Then the trace writer's cost per zstd level on the same records
+# (bench_trace --levels): what the import level (-3) was chosen from.
 #   PCAP_BENCH_BYTES=N   size of the large capture
 #   PCAP_BENCH_TSHARK=0  skip tshark (it is slow)
+#   PCAP_BENCH_LEVELS="3 1 -1 -3 -5 -7"  zstd levels of the writer table
+#                        ("" skips it)
 set -u
 TOP=${TOP:-$(cd "$(dirname "$0")/.." && pwd)}
 BUILD=${BUILD:-build/release}
@@ -53,6 +57,13 @@ mbs() { awk -v b="$fsize" -v s="$1" 'BEGIN { printf "%.0f", b / 1e6 / s }'; }
 run mtrace "$MTRACE" capture --quiet --pcap "$TMP/big.pcap" --port "$PORT" \
     -o "$TMP/big.zst"
 tsize=$(stat -c %s "$TMP/big.zst")
+# Once the CLI has --zstd-level: the whole import at the proxy's level 3 too.
+if "$MTRACE" capture --help | grep -q -- --zstd-level; then
+    run mtrace3 "$MTRACE" capture --quiet --pcap "$TMP/big.pcap" \
+        --port "$PORT" --zstd-level 3 -o "$TMP/big3.zst"
+    tsize3=$(stat -c %s "$TMP/big3.zst")
+    rm -f "$TMP/big3.zst"
+fi
 msgs=$("$BUILD/helpers/pcap_tracecount" "$TMP/big.zst" | grep -c '^msg ')
 [ "$msgs" -eq $((seed_msgs * copies)) ] ||
     fail "big trace has $msgs messages, want $seed_msgs x $copies"
@@ -65,8 +76,12 @@ shrink=$(awk -v a="$fsize" -v b="$tsize" 'BEGIN { printf "%.1f", a / b }')
 
 echo "seed: $(stat -c %s "$TMP/seed.pcap") bytes, $seed_msgs messages; large: $copies copies, $pkts packets, $fsize bytes, $msgs messages"
 echo "load average before: $LOAD"
-printf '%-26s %9s %9s %9s %9s\n' "pcap import, 1 core" "wall s" "cpu s" "MB/s wall" "MB/s cpu"
+printf '%-26s %9s %9s %9s %9s\n' "pcap import, 1 core (zstd -3)" "wall s" "cpu s" "MB/s wall" "MB/s cpu"
 printf '%-26s %9s %9s %9s %9s\n' "mtrace capture --pcap" "$mtrace_wall" "$mtrace_cpu" "$(mbs "$mtrace_wall")" "$(mbs "$mtrace_cpu")"
+if [ -n "${mtrace3_cpu:-}" ]; then
+    printf '%-26s %9s %9s %9s %9s   (trace %s bytes, %sx)\n' "  same, --zstd-level 3" "$mtrace3_wall" "$mtrace3_cpu" "$(mbs "$mtrace3_wall")" "$(mbs "$mtrace3_cpu")" \
+        "$tsize3" "$(awk -v a="$fsize" -v b="$tsize3" 'BEGIN { printf "%.1f", a / b }')"
+fi
 if [ "${PCAP_BENCH_TSHARK:-1}" != 0 ]; then
     printf '%-26s %9s %9s %9s %9s\n' "tshark -r FILE -Y mongo" "$tshark_wall" "$tshark_cpu" "$(mbs "$tshark_wall")" "$(mbs "$tshark_cpu")"
     printf '%-26s %9s %9s   (target >= 50x)\n' "speed-up over tshark" \
@@ -74,3 +89,14 @@ if [ "${PCAP_BENCH_TSHARK:-1}" != 0 ]; then
         "$(awk -v a="$tshark_cpu" -v b="$mtrace_cpu" 'BEGIN { printf "%.0fx", a / b }')"
 fi
 printf '%-26s %9s   (%s -> %s bytes; target >= 10x)\n' "trace vs pcap size" "${shrink}x" "$fsize" "$tsize"
+
+levels=${PCAP_BENCH_LEVELS-3 1 -1 -3 -5 -7}
+if [ -n "$levels" ]; then
+    echo
+    # shellcheck disable=SC2086 # a list of levels
+    taskset -c $CPU "$BUILD/bench/bench_trace" --levels "$TMP/big.zst" \
+        --ref-bytes "$fsize" $levels || fail "bench_trace --levels failed"
+    echo "(MB/s (ref): MB of pcap per CPU second of the trace writer alone:"
+    echo " record encoding + zstd + writing; the import adds libpcap and the"
+    echo " packet path.  ref/size: pcap size / trace size at that level.)"
+fi

@@ -10,11 +10,25 @@
  * writer's clock is real, so frames end at 1 MiB or 100 ms, as in capture.
  *
  * Usage: bench_trace [--seconds S]   (default 1 second of writing)
+ *
+ * bench_trace --levels TRACE [--ref-bytes N] [LEVEL...]: the cost of the
+ * writer's zstd level on a real trace (bench_pcap.sh passes the trace of
+ * its large capture and the pcap's size).  TRACE is loaded into memory and
+ * read once to time the reader alone, then, for each level (default
+ * 3 1 -1 -3 -5 -7), read again and every record written through a writer
+ * at that level into /dev/null.  Per level: CPU seconds of writing (the
+ * pass minus the read-only pass, CLOCK_PROCESS_CPUTIME_ID), MB/s of N per
+ * CPU second (N: --ref-bytes, e.g. the pcap's size; default the records'
+ * wire bytes), the trace's size and N / size.
+ *
  * Exit 0, or 1 if a step fails (a benchmark that fails is not a result).
  */
+#include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/buf.h"
@@ -143,6 +157,140 @@ row(const char *name, uint64_t n, uint64_t bytes, double secs)
            (double)bytes / secs / 1e6, secs);
 }
 
+/* ---- --levels ---- */
+
+static double
+cpu_s(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Copies one record read from a trace into writer w (NULL: read only). */
+static int
+copy_rec(struct trace_writer *w, const struct trace_rec *rec, uint64_t *wire)
+{
+    switch (rec->type) {
+    case TRACE_REC_MSG:
+        *wire += rec->u.msg.wire_len;
+        return w ? trace_writer_msg(w, &rec->u.msg) : 0;
+    case TRACE_REC_CONN_OPEN:
+        return w ? trace_writer_conn_open(w, &rec->u.open) : 0;
+    case TRACE_REC_CONN_CLOSE:
+        return w ? trace_writer_conn_close(w, &rec->u.close) : 0;
+    case TRACE_REC_STATS:
+        return w ? trace_writer_stats(w, &rec->u.stats) : 0;
+    default: /* header: the writer writes its own; end: written at close */
+        return 0;
+    }
+}
+
+/* A FILE that counts the bytes written to it and keeps none. */
+static ssize_t
+count_write(void *cookie, const char *buf, size_t n)
+{
+    (void)buf;
+    *(uint64_t *)cookie += n;
+    return (ssize_t)n;
+}
+
+/* Reads the trace in mem and writes it through a writer at level into a
+ * counting FILE (level INT32_MIN: read only).  *secs: CPU seconds of the
+ * pass, *out_bytes: the trace's size, *wire: the messages' wire bytes. */
+static int
+level_pass(const uint8_t *mem, size_t len, int level, double *secs,
+           uint64_t *out_bytes, uint64_t *wire)
+{
+    cookie_io_functions_t io = {.write = count_write};
+    struct trace_writer *w = NULL;
+    struct trace_reader *r;
+    struct trace_rec rec;
+    struct mt_err err = {0};
+    FILE *out = NULL;
+    double t0 = cpu_s();
+    int rc, rc2 = 0;
+
+    *wire = *out_bytes = 0;
+    r = trace_reader_open_mem(mem, len, &err);
+    if (r == NULL)
+        return fail(err.msg, MT_ECORRUPT);
+    if (level != INT32_MIN) {
+        out = fopencookie(out_bytes, "wb", io);
+        w = out ? trace_writer_open_fp(out, trace_reader_header(r), &err)
+                : NULL;
+        if (w == NULL || trace_writer_set_level(w, level) != 0) {
+            trace_writer_close(w);
+            trace_reader_free(r);
+            if (out != NULL)
+                fclose(out);
+            return fail("writer", MT_EUSAGE);
+        }
+    }
+    while ((rc = trace_reader_next(r, &rec, &err)) == MT_OK)
+        if ((rc = copy_rec(w, &rec, wire)) < 0)
+            break;
+    rc2 = trace_writer_close(w);
+    if (out != NULL && fclose(out) != 0 && rc2 == 0)
+        rc2 = -EIO;
+    *secs = cpu_s() - t0;
+    trace_reader_free(r);
+    if (rc != MT_END)
+        return fail("copy", rc);
+    return rc2 < 0 ? fail("close", rc2) : 0;
+}
+
+static int
+levels_main(int argc, char **argv)
+{
+    int levels[32] = {3, 1, -1, -3, -5, -7}, nlevels = 6;
+    uint64_t ref = 0, wire = 0, size = 0;
+    double read_s, s;
+    uint8_t *mem = NULL;
+    long len;
+    FILE *f = fopen(argv[2], "rb");
+    int i = 3, rc = 1;
+
+    if (i + 1 < argc && strcmp(argv[i], "--ref-bytes") == 0) {
+        ref = strtoull(argv[i + 1], NULL, 10);
+        i += 2;
+    }
+    if (i < argc)
+        nlevels = 0;
+    for (; i < argc && nlevels < 32; i++)
+        levels[nlevels++] = (int)strtol(argv[i], NULL, 10);
+    if (f == NULL || fseek(f, 0, SEEK_END) != 0 || (len = ftell(f)) <= 0 ||
+        (mem = malloc((size_t)len)) == NULL || fseek(f, 0, SEEK_SET) != 0 ||
+        fread(mem, 1, (size_t)len, f) != (size_t)len) {
+        fprintf(stderr, "bench_trace: cannot load %s\n", argv[2]);
+        goto out;
+    }
+    if (level_pass(mem, (size_t)len, INT32_MIN, &read_s, &size, &wire) != 0)
+        goto out;
+    if (ref == 0)
+        ref = wire;
+    printf("zstd level of the trace writer (%s: %.1f MB of wire bytes; "
+           "reading it alone: %.2f CPU s)\n",
+           argv[2], (double)wire / 1e6, read_s);
+    printf("%6s %12s %12s %14s %8s\n", "level", "write cpu s", "MB/s (ref)",
+           "trace bytes", "ref/size");
+    for (i = 0; i < nlevels; i++) {
+        if (level_pass(mem, (size_t)len, levels[i], &s, &size, &wire) != 0)
+            goto out;
+        s -= read_s;
+        printf("%6d %12.2f %12.0f %14llu %8.1f\n", levels[i], s,
+               s > 0 ? (double)ref / 1e6 / s : 0.0, (unsigned long long)size,
+               size ? (double)ref / (double)size : 0.0);
+    }
+    rc = 0;
+out:
+    if (f != NULL)
+        fclose(f);
+    free(mem);
+    return rc;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -155,6 +303,8 @@ main(int argc, char **argv)
     FILE *f;
     int rc = 1;
 
+    if (argc >= 3 && strcmp(argv[1], "--levels") == 0)
+        return levels_main(argc, argv);
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc) {
             char *end;
@@ -164,7 +314,8 @@ main(int argc, char **argv)
                 return 2;
             }
         } else {
-            fprintf(stderr, "usage: bench_trace [--seconds S]\n");
+            fprintf(stderr, "usage: bench_trace [--seconds S] | --levels TRACE "
+                            "[--ref-bytes N] [LEVEL...]\n");
             return 2;
         }
     }

@@ -108,6 +108,10 @@ capture_usage(FILE *out)
         "  --filter BPF        capture filter (replaces the port filter)\n"
         "  --duration S        live: stop after S seconds\n"
         "  --count N           live: stop after N packets\n"
+        "  --zstd-level L      trace compression level (zstd, %d..%d; "
+        "default -3 for\n"
+        "                      --pcap, which is bound by compression, 3 "
+        "for --iface)\n"
         "\n"
         "Common:\n"
         "  -o, --output OUT    trace file to create (mode 0600: it may hold "
@@ -121,7 +125,8 @@ capture_usage(FILE *out)
         "the trace is closed and a summary printed.  Exit status: 0 success, 1 "
         "runtime\n"
         "failure, 2 bad usage.  See docs/capture.md.\n",
-        PROXY_THREADS_MAX, SNIFF_PORTS_MAX);
+        PROXY_THREADS_MAX, SNIFF_PORTS_MAX, trace_zstd_level_min(),
+        trace_zstd_level_max());
 }
 
 static int capture_bad(const char *fmt, ...)
@@ -155,6 +160,23 @@ cli_parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *v)
     if (errno != 0 || *end != '\0' || x < lo || x > hi)
         return false;
     *v = x;
+    return true;
+}
+
+/* Signed decimal int in [lo, hi]; false on junk, overflow or range. */
+static bool
+cli_parse_int(const char *s, int lo, int hi, int *v)
+{
+    char *end;
+    long x;
+
+    if (s[0] != '-' && (s[0] < '0' || s[0] > '9'))
+        return false;
+    errno = 0;
+    x = strtol(s, &end, 10);
+    if (errno != 0 || *end != '\0' || x < lo || x > hi)
+        return false;
+    *v = (int)x;
     return true;
 }
 
@@ -234,6 +256,7 @@ enum {
     OPT_FILTER,
     OPT_DURATION,
     OPT_COUNT,
+    OPT_ZSTD_LEVEL,
     OPT_SPIN,
     OPT_IDLE,
     OPT_MSGTO,
@@ -329,6 +352,7 @@ capture_parse_sniff_opt(int c, const char *arg, struct capture_args *a)
 {
     uint64_t v;
     double s;
+    int l;
 
     switch (c) {
     case OPT_PCAP:
@@ -360,6 +384,17 @@ capture_parse_sniff_opt(int c, const char *arg, struct capture_args *a)
                                "allowed), not '%s'",
                                arg);
         a->sn.duration_s = s;
+        return 0;
+    case OPT_ZSTD_LEVEL:
+        a->sniff_only = true;
+        if (!cli_parse_int(arg, trace_zstd_level_min(), trace_zstd_level_max(),
+                           &l) ||
+            l == 0)
+            return capture_bad("--zstd-level wants a zstd level from %d to "
+                               "%d other than 0, not '%s'",
+                               trace_zstd_level_min(), trace_zstd_level_max(),
+                               arg);
+        a->sn.zstd_level = l;
         return 0;
     default: /* OPT_COUNT */
         a->sniff_only = true;
@@ -393,6 +428,7 @@ capture_parse(int argc, char **argv, struct capture_args *a, const char **out)
         {"filter", required_argument, NULL, OPT_FILTER},
         {"duration", required_argument, NULL, OPT_DURATION},
         {"count", required_argument, NULL, OPT_COUNT},
+        {"zstd-level", required_argument, NULL, OPT_ZSTD_LEVEL},
         {"output", required_argument, NULL, 'o'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -433,6 +469,7 @@ capture_parse(int argc, char **argv, struct capture_args *a, const char **out)
         case OPT_FILTER:
         case OPT_DURATION:
         case OPT_COUNT:
+        case OPT_ZSTD_LEVEL:
             if ((rc = capture_parse_sniff_opt(c, optarg, a)) != 0)
                 return -rc;
             break;

@@ -17,6 +17,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdio_ext.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -158,6 +159,7 @@ open_writer(struct sniff *s, uint8_t source, uint64_t start_ns,
     struct trace_header h;
     char pd[128];
     const char *dn = pcap_datalink_val_to_name(s->dlt);
+    int level;
 
     memset(&h, 0, sizeof(h));
     snprintf(h.tool_version, sizeof(h.tool_version), "mtrace %s", MT_VERSION);
@@ -171,7 +173,14 @@ open_writer(struct sniff *s, uint8_t source, uint64_t start_ns,
     h.start_mono_ns = start_ns;
     h.ts_precision_ns = prec_ns;
     s->w = trace_writer_open(s->o->out_path, s->o->trace_flags, &h, s->err);
-    return s->w != NULL ? 0 : (s->err ? s->err->code : MT_EUSAGE);
+    if (s->w == NULL)
+        return s->err ? s->err->code : MT_EUSAGE;
+    /* A file import is bound by compression (docs/benchmarks.md "pcap
+     * import"): it uses a faster level than live capture. */
+    level = s->o->zstd_level != 0      ? s->o->zstd_level
+            : source == TRACE_SRC_PCAP ? TRACE_ZSTD_LEVEL_IMPORT
+                                       : TRACE_ZSTD_LEVEL_DEFAULT;
+    return trace_writer_set_level(s->w, level); /* checked in sniff_run */
 }
 
 /* Opens the writer (header) and the flow table. */
@@ -290,7 +299,8 @@ run_offline(struct sniff *s)
  * with fread: a regular file is mapped and read through fmemopen (no
  * read(2) copying the page cache; fmemopen must stay buffered, glibc reads
  * an unbuffered one byte at a time); anything else (a FIFO, a mapping
- * failure) goes through stdio with a large buffer.
+ * failure) goes through stdio with a large buffer.  Only this thread reads
+ * the stream: stdio's per-call locking is turned off.
  */
 static FILE *
 open_input(struct sniff *s, struct stat *st)
@@ -318,6 +328,7 @@ open_input(struct sniff *s, struct stat *st)
                                                           ? (size_t)st->st_size
                                                           : PROBE_BYTES);
                 setvbuf(f, NULL, _IOFBF, READ_BUF);
+                __fsetlocking(f, FSETLOCKING_BYCALLER); /* one thread */
                 s->map = m;
                 s->map_len = (size_t)st->st_size;
                 return f;
@@ -333,8 +344,10 @@ open_input(struct sniff *s, struct stat *st)
     f = fdopen(fd, "rb");
     if (f == NULL)
         close(fd);
-    else
+    else {
         setvbuf(f, NULL, _IOFBF, READ_BUF);
+        __fsetlocking(f, FSETLOCKING_BYCALLER); /* one thread */
+    }
     return f;
 }
 
@@ -503,6 +516,11 @@ sniff_run(const struct sniff_opts *o, struct mt_err *err)
         return mt_err_set(s.err, MT_EUSAGE, 0,
                           "give exactly one of --pcap FILE or --iface IF, "
                           "and -o TRACE");
+    if (o->zstd_level != 0 && (o->zstd_level < trace_zstd_level_min() ||
+                               o->zstd_level > trace_zstd_level_max()))
+        return mt_err_set(s.err, MT_EUSAGE, 0, "--zstd-level %d outside %d..%d",
+                          o->zstd_level, trace_zstd_level_min(),
+                          trace_zstd_level_max());
     g_stop = 0;
     memset(&sa, 0, sizeof(sa));
     sa.sa_handler = on_signal;

@@ -27,6 +27,8 @@ struct sniff_opts {
     unsigned trace_flags;            /* TRACE_W_FORCE */
     bool quiet;                      /* no summary */
     const struct redact_cfg *redact; /* --redact; borrowed; NULL: none */
+    int zstd_level; /* trace compression; 0: TRACE_ZSTD_LEVEL_IMPORT for a
+                       file, TRACE_ZSTD_LEVEL_DEFAULT live */
 };
 
 /*

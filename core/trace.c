@@ -19,6 +19,7 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <zstd.h>
 
@@ -29,7 +30,6 @@
 #include "rd.h"
 #include "trace_rec.h"
 
-#define TRACE_ZSTD_LEVEL 3
 #define TRACE_INDEX_LEN_MAX (64u * 1024 * 1024) /* 3.3 million frames */
 
 struct trace_writer {
@@ -50,6 +50,26 @@ struct trace_writer {
     uint64_t t_max; /* largest t_ns of any record: the end record's t_ns */
     int err;        /* sticky: first write error, 0 if none */
 };
+
+/*
+ * The default clock that ages the open frame: CLOCK_MONOTONIC_COARSE (the
+ * same clock as CLOCK_MONOTONIC, updated every tick, a few ms at most
+ * behind it).  Reading it is a load from the vDSO page, several times
+ * cheaper than CLOCK_MONOTONIC, and it is read once per record; a
+ * 100 ms rule needs no better.
+ */
+static uint64_t
+coarse_now(const struct mt_clock *clk)
+{
+    struct timespec ts;
+
+    (void)clk;
+    if (clock_gettime(CLOCK_MONOTONIC_COARSE, &ts) != 0)
+        return mt_now_ns();
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static const struct mt_clock coarse_clock = {coarse_now, NULL};
 
 static int
 frame_index_add(struct trace_writer *w, size_t csize)
@@ -134,23 +154,11 @@ frame_end(struct trace_writer *w)
     return 0;
 }
 
-/* Appends one record to the open frame; ends the frame when it is full or
- * old.  The record is validated by trace__rec_encode before anything is
- * written. */
+/* Accounts for a record just appended to the open frame (t: its t_ns, now:
+ * the writer's clock); ends the frame when it is full or old. */
 static int
-writer_add(struct trace_writer *w, const struct trace_rec *rec)
+writer_added(struct trace_writer *w, uint64_t t, uint64_t now)
 {
-    uint64_t now, t;
-    int rc;
-
-    MT_ASSERT(w != NULL);
-    if (w->err < 0)
-        return w->err;
-    now = w->clk->now_ns(w->clk);
-    rc = trace__rec_encode(&w->frame, rec, NULL);
-    if (rc < 0)
-        return rc;
-    t = trace__rec_time(rec);
     if (w->frame_records == 0) {
         w->frame_born_ns = now;
         w->frame_first_t_ns = t;
@@ -163,6 +171,25 @@ writer_add(struct trace_writer *w, const struct trace_rec *rec)
         now - w->frame_born_ns >= TRACE_FLUSH_NS)
         return frame_end(w);
     return 0;
+}
+
+/* Appends one record to the open frame; ends the frame when it is full or
+ * old.  The record is validated by trace__rec_encode before anything is
+ * written. */
+static int
+writer_add(struct trace_writer *w, const struct trace_rec *rec)
+{
+    uint64_t now;
+    int rc;
+
+    MT_ASSERT(w != NULL);
+    if (w->err < 0)
+        return w->err;
+    now = w->clk->now_ns(w->clk);
+    rc = trace__rec_encode(&w->frame, rec, NULL);
+    if (rc < 0)
+        return rc;
+    return writer_added(w, trace__rec_time(rec), now);
 }
 
 static struct trace_writer *
@@ -179,7 +206,7 @@ writer_new(FILE *fp, bool own_fp, const struct trace_header *hdr,
     }
     w->fp = fp;
     w->own_fp = own_fp;
-    w->clk = mt_clock_real();
+    w->clk = &coarse_clock;
     mt_buf_init(&w->frame, TRACE_FRAME_LEN_MAX);
     mt_buf_init(&w->zout, ZSTD_COMPRESSBOUND(TRACE_FRAME_LEN_MAX));
     mt_buf_init(&w->index, TRACE_INDEX_LEN_MAX);
@@ -188,7 +215,8 @@ writer_new(FILE *fp, bool own_fp, const struct trace_header *hdr,
         mt_err_set(err, -ENOMEM, 0, "out of memory (zstd context)");
         goto fail;
     }
-    ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, TRACE_ZSTD_LEVEL);
+    ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel,
+                           TRACE_ZSTD_LEVEL_DEFAULT);
     ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_checksumFlag, 1);
     ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_contentSizeFlag, 1);
     memset(&rec, 0, sizeof(rec));
@@ -263,6 +291,30 @@ trace_writer_open_fp(FILE *fp, const struct trace_header *hdr,
     return writer_new(fp, false, hdr, err);
 }
 
+int
+trace_writer_set_level(struct trace_writer *w, int level)
+{
+    size_t rc;
+
+    MT_ASSERT(w != NULL);
+    if (level < ZSTD_minCLevel() || level > ZSTD_maxCLevel())
+        return MT_EUSAGE;
+    rc = ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, level);
+    return ZSTD_isError(rc) ? MT_EUSAGE : 0;
+}
+
+int
+trace_zstd_level_min(void)
+{
+    return ZSTD_minCLevel();
+}
+
+int
+trace_zstd_level_max(void)
+{
+    return ZSTD_maxCLevel();
+}
+
 void
 trace_writer_set_clock(struct trace_writer *w, const struct mt_clock *clk)
 {
@@ -293,10 +345,17 @@ trace_writer_conn_close(struct trace_writer *w,
 int
 trace_writer_msg(struct trace_writer *w, const struct trace_msg *rec)
 {
-    struct trace_rec r;
-    r.type = TRACE_REC_MSG;
-    r.u.msg = *rec;
-    return writer_add(w, &r);
+    uint64_t now;
+    int rc;
+
+    MT_ASSERT(w != NULL && rec != NULL);
+    if (w->err < 0)
+        return w->err;
+    now = w->clk->now_ns(w->clk);
+    rc = trace__msg_encode(&w->frame, rec, NULL);
+    if (rc < 0)
+        return rc;
+    return writer_added(w, rec->t_ns, now);
 }
 
 int

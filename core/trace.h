@@ -216,7 +216,24 @@ int trace_writer_flush(struct trace_writer *w);
 int trace_writer_close(struct trace_writer *w);
 
 /*
- * Replaces the clock that ages the open frame (default mt_clock_real()); clk
+ * zstd compression level of the frames ended from now on.  Default
+ * TRACE_ZSTD_LEVEL_DEFAULT; TRACE_ZSTD_LEVEL_IMPORT is the level pcap
+ * imports use (chosen by measurement: docs/benchmarks.md "pcap import").
+ * Any level zstd accepts (ZSTD_minCLevel() .. ZSTD_maxCLevel()); the format
+ * does not change, every reader reads every level.  Returns 0, or
+ * MT_EUSAGE for a level zstd refuses (the level is then unchanged).
+ */
+#define TRACE_ZSTD_LEVEL_DEFAULT 3
+#define TRACE_ZSTD_LEVEL_IMPORT (-3)
+int trace_writer_set_level(struct trace_writer *w, int level);
+
+/* The range trace_writer_set_level accepts (zstd's). */
+int trace_zstd_level_min(void);
+int trace_zstd_level_max(void);
+
+/*
+ * Replaces the clock that ages the open frame (default: CLOCK_MONOTONIC_COARSE,
+ * the monotonic clock at tick resolution); clk
  * is borrowed and must outlive the writer.  For tests and the simulator.
  */
 struct mt_clock;

@@ -158,6 +158,25 @@ enc_str(struct enc *e, const char *s)
 }
 
 static size_t
+msg_payload_len(const struct trace_msg *m)
+{
+    return 8 + 8 + 1 + 4 + 4 + (size_t)m->wire_len + 4 + (size_t)m->plain_len;
+}
+
+static void
+encode_msg(struct enc *e, const struct trace_msg *m)
+{
+    enc_u64(e, m->conn_id);
+    enc_u64(e, m->t_ns);
+    enc_u8(e, m->dir);
+    enc_u32(e, m->flags);
+    enc_u32(e, m->wire_len);
+    enc_bytes(e, m->wire, m->wire_len);
+    enc_u32(e, m->plain_len);
+    enc_bytes(e, m->plain, m->plain_len);
+}
+
+static size_t
 payload_len(const struct trace_rec *rec)
 {
     switch (rec->type) {
@@ -169,8 +188,7 @@ payload_len(const struct trace_rec *rec)
         return 8 + 8 + 2 + strlen(rec->u.open.client) + 2 +
                strlen(rec->u.open.server);
     case TRACE_REC_MSG:
-        return 8 + 8 + 1 + 4 + 4 + (size_t)rec->u.msg.wire_len + 4 +
-               (size_t)rec->u.msg.plain_len;
+        return msg_payload_len(&rec->u.msg);
     case TRACE_REC_CONN_CLOSE:
         return 8 + 8 + 1 + 4 + 4;
     case TRACE_REC_STATS: {
@@ -211,14 +229,7 @@ encode_payload(struct enc *e, const struct trace_rec *rec)
         enc_str(e, rec->u.open.server);
         break;
     case TRACE_REC_MSG:
-        enc_u64(e, m->conn_id);
-        enc_u64(e, m->t_ns);
-        enc_u8(e, m->dir);
-        enc_u32(e, m->flags);
-        enc_u32(e, m->wire_len);
-        enc_bytes(e, m->wire, m->wire_len);
-        enc_u32(e, m->plain_len);
-        enc_bytes(e, m->plain, m->plain_len);
+        encode_msg(e, m);
         break;
     case TRACE_REC_CONN_CLOSE:
         enc_u64(e, rec->u.close.conn_id);
@@ -268,6 +279,33 @@ trace__rec_encode(struct mt_buf *out, const struct trace_rec *rec,
     enc_u32(&e, (uint32_t)n);
     encode_payload(&e, rec);
     MT_ASSERT((size_t)(e.p - start) == TRACE_REC_PREFIX_LEN + n);
+    out->len += TRACE_REC_PREFIX_LEN + n;
+    return 0;
+}
+
+int
+trace__msg_encode(struct mt_buf *out, const struct trace_msg *m,
+                  struct mt_err *err)
+{
+    struct enc e;
+    size_t n;
+    uint8_t *start;
+    int rc;
+
+    rc = check_msg(m, err);
+    if (rc < 0)
+        return rc;
+    n = msg_payload_len(m);
+    rc = mt_buf_reserve(out, TRACE_REC_PREFIX_LEN + n);
+    if (rc < 0)
+        return mt_err_set(err, rc, 0, "no room for a %zu-byte record: %s", n,
+                          mt_strerror(rc));
+    start = out->data + out->len;
+    e.p = start;
+    enc_u8(&e, TRACE_REC_MSG);
+    enc_u32(&e, (uint32_t)n);
+    encode_msg(&e, m);
+    MT_DASSERT((size_t)(e.p - start) == TRACE_REC_PREFIX_LEN + n);
     out->len += TRACE_REC_PREFIX_LEN + n;
     return 0;
 }

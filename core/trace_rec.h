@@ -37,6 +37,14 @@ int trace__rec_encode(struct mt_buf *out, const struct trace_rec *rec,
                       struct mt_err *err);
 
 /*
+ * trace__rec_encode for a message record, without building a struct
+ * trace_rec (the capture hot path: one call per message).  Same checks,
+ * same bytes.
+ */
+int trace__msg_encode(struct mt_buf *out, const struct trace_msg *m,
+                      struct mt_err *err);
+
+/*
  * Decodes the payload (len bytes, borrowed) of a record of the given type
  * into rec; pointers in rec borrow from payload.  Bytes after the fields
  * this version knows are ignored (fields appended by newer writers).

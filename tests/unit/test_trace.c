@@ -338,6 +338,118 @@ test_trace_roundtrip_every_type(void **state)
     free(plain);
 }
 
+/* Every zstd level writes the same records; a level zstd refuses is
+ * refused and changes nothing. */
+static void
+test_trace_writer_levels(void **state)
+{
+    const int levels[] = {
+        TRACE_ZSTD_LEVEL_DEFAULT, TRACE_ZSTD_LEVEL_IMPORT, 1, -1, -7, 19,
+        trace_zstd_level_min()};
+    size_t big_len = 300000, plain_len = 200000, len;
+    uint8_t *big = mk_wire(big_len, 2012, 1),
+            *plain = mk_wire(plain_len, 2013, 2), *file;
+    char path[128];
+    struct trace_header h;
+    struct mt_err err;
+    struct trace_writer *w;
+    struct trace_reader *r;
+
+    mk_header(&h);
+    assert_true(trace_zstd_level_min() < 0);
+    assert_true(trace_zstd_level_max() >= 19);
+    for (size_t i = 0; i < sizeof(levels) / sizeof(levels[0]); i++) {
+        tmp_path(path, sizeof(path), "level.zst");
+        w = trace_writer_open(path, 0, &h, &err);
+        assert_non_null(w);
+        assert_int_equal(trace_writer_set_level(w, levels[i]), 0);
+        assert_int_equal(trace_writer_set_level(w, trace_zstd_level_max() + 1),
+                         MT_EUSAGE);
+        assert_int_equal(trace_writer_set_level(w, trace_zstd_level_min() - 1),
+                         MT_EUSAGE);
+        write_every_type(w, big, big_len, plain, plain_len);
+        assert_int_equal(trace_writer_close(w), 0);
+        file = slurp(path, &len);
+        r = trace_reader_open_mem(file, len, &err);
+        assert_non_null(r);
+        check_every_type(r, big, big_len, plain, plain_len);
+        trace_reader_free(r);
+        free(file);
+    }
+    free(big);
+    free(plain);
+}
+
+/* The message fast path encodes the same bytes as the generic encoder and
+ * refuses the same records. */
+static void
+test_trace_msg_encode_same_bytes(void **state)
+{
+    uint8_t *wire = mk_wire(300, 2012, 3), *plain = mk_wire(500, 2013, 4);
+    struct trace_rec rec;
+    struct mt_buf a, b;
+    struct mt_err err;
+
+    mt_buf_init(&a, 1 << 20);
+    mt_buf_init(&b, 1 << 20);
+    memset(&rec, 0, sizeof(rec));
+    rec.type = TRACE_REC_MSG;
+    rec.u.msg = (struct trace_msg){.conn_id = 0x0102030405060708ull,
+                                   .t_ns = 0x1112131415161718ull,
+                                   .dir = TRACE_DIR_S2C,
+                                   .flags = TRACE_MSG_RESYNC,
+                                   .wire = wire,
+                                   .wire_len = 300,
+                                   .plain = plain,
+                                   .plain_len = 500};
+    assert_int_equal(trace__rec_encode(&a, &rec, &err), 0);
+    assert_int_equal(trace__msg_encode(&b, &rec.u.msg, &err), 0);
+    rec.u.msg.plain = NULL; /* and without a plain form */
+    rec.u.msg.plain_len = 0;
+    assert_int_equal(trace__rec_encode(&a, &rec, &err), 0);
+    assert_int_equal(trace__msg_encode(&b, &rec.u.msg, &err), 0);
+    assert_int_equal(a.len, b.len);
+    assert_memory_equal(a.data, b.data, a.len);
+    rec.u.msg.dir = 2; /* invalid: both refuse, nothing appended */
+    assert_int_equal(trace__rec_encode(&a, &rec, &err), MT_ECORRUPT);
+    assert_int_equal(trace__msg_encode(&b, &rec.u.msg, &err), MT_ECORRUPT);
+    rec.u.msg.dir = 0;
+    rec.u.msg.wire_len = TRACE_MSG_LEN_MAX + 1;
+    assert_int_equal(trace__msg_encode(&b, &rec.u.msg, &err), MT_ETOOBIG);
+    assert_int_equal(a.len, b.len);
+    mt_buf_free(&a);
+    mt_buf_free(&b);
+    free(wire);
+    free(plain);
+}
+
+/* The default clock (CLOCK_MONOTONIC_COARSE) ages frames on the same time
+ * base as the CLOCK_MONOTONIC values callers pass to trace_writer_tick. */
+static void
+test_trace_writer_default_clock(void **state)
+{
+    char path[128];
+    struct trace_header h;
+    struct mt_err err;
+    struct trace_writer *w;
+    uint8_t *wire = mk_wire(200, 2013, 6);
+    struct trace_msg m = {
+        .conn_id = 1, .dir = TRACE_DIR_C2S, .wire = wire, .wire_len = 200};
+    uint64_t b0;
+
+    tmp_path(path, sizeof(path), "clock.zst");
+    mk_header(&h);
+    w = trace_writer_open(path, 0, &h, &err);
+    assert_non_null(w);
+    b0 = trace_writer_bytes(w);
+    assert_int_equal(trace_writer_msg(w, &m), 0);
+    assert_int_equal(trace_writer_bytes(w), b0);
+    assert_int_equal(trace_writer_tick(w, mt_now_ns() + TRACE_FLUSH_NS), 0);
+    assert_true(trace_writer_bytes(w) > b0);
+    assert_int_equal(trace_writer_close(w), 0);
+    free(wire);
+}
+
 /* The index skippable frame and footer at the end match the frames. */
 static void
 test_trace_index_and_footer(void **state)
@@ -1166,6 +1278,8 @@ main(void)
         cmocka_unit_test(test_trace_unknown_type_and_appended_fields),
         cmocka_unit_test(test_trace_writer_mode_and_excl),
         cmocka_unit_test(test_trace_writer_flush_interval),
+        cmocka_unit_test(test_trace_writer_levels),
+        cmocka_unit_test(test_trace_writer_default_clock),
     };
     const struct CMUnitTest invalid[] = {
         cmocka_unit_test(test_trace_bad_version),
@@ -1177,6 +1291,7 @@ main(void)
         cmocka_unit_test(test_trace_bad_record_lengths),
         cmocka_unit_test(test_trace_file_and_memory_agree),
         cmocka_unit_test(test_trace_writer_refuses_invalid),
+        cmocka_unit_test(test_trace_msg_encode_same_bytes),
         cmocka_unit_test(test_trace_writer_dev_full),
         cmocka_unit_test(test_trace_writer_enospc_midway),
         cmocka_unit_test(test_trace_alloc_failures),
