@@ -7,13 +7,19 @@
 #   upstream: $BUILD/helpers/fixedsrv (answers each find with a fixed reply)
 #
 # 1. added latency, 1 connection: p50/p99 through each proxy minus direct
-# 2. throughput with 1, 16, 256 connections: mtrace capture vs HAProxy
+# 2. throughput with 1, 16, 256 connections: mtrace capture vs HAProxy,
+#    and each proxy's CPU time per request (utime + stime of the proxy
+#    process over the loadgen run, warm-up included, divided by
+#    rps x (SECS + WARM)): on a shared machine ops/s swing with what else
+#    runs, CPU per request much less
 # 3. --delay-ms 1 with 1 and 16 connections: added delay = RTT with the
 #    delay minus the p50 RTT of the same proxy without it (p50 and p99),
 #    plus the proxy's own achieved-delay figures from its summary.
 #
 # Env: SECS (seconds per measurement, default 3), WARM (default 0.5),
-#      THREADS (mtrace/haproxy threads, default: nproc), BUILD, MTRACE.
+#      THREADS (mtrace/haproxy threads, default: nproc), REPS (table 2:
+#      runs per cell, interleaved, medians reported; default 1), BUILD,
+#      MTRACE.
 # Every process it starts is stopped on exit; files go to a mktemp dir.
 set -u
 TOP=${TOP:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -23,6 +29,7 @@ MTRACE=${MTRACE:-$TOP/mtrace}
 SECS=${SECS:-3}
 WARM=${WARM:-0.5}
 THREADS=${THREADS:-$(nproc)}
+REPS=${REPS:-1}
 LOADGEN=$BUILD/helpers/loadgen
 FIXEDSRV=$BUILD/helpers/fixedsrv
 TMP=$(mktemp -d /tmp/mtrace-bench.XXXXXX)
@@ -66,11 +73,15 @@ start_proxy() { # kind [mtrace args...]
     case $kind in
     direct) PROXY_PORT=$UP; PROXY_PID=""; return ;;
     mtrace)
+        # truncate here: the background child's 2> redirection runs later,
+        # and the first grep must not see the previous run's line
+        : >"$TMP/mtrace.err"
         "$MTRACE" capture --listen 127.0.0.1:0 --target 127.0.0.1:$UP \
             -o "$TMP/trace.$RANDOM.zst" --threads "$THREADS" "$@" 2>"$TMP/mtrace.err" &
         PROXY_PID=$!
-        for ((i = 0; i < 200; i++)); do
-            grep -q "listening on" "$TMP/mtrace.err" && break
+        PIDS+=($PROXY_PID) # before anything can die: the trap stops it
+        for ((i = 0; i < 500; i++)); do
+            grep -q "listening on 127.0.0.1:[0-9]* ->" "$TMP/mtrace.err" && break
             sleep 0.02
         done
         PROXY_PORT=$(grep -o 'listening on 127.0.0.1:[0-9]*' "$TMP/mtrace.err" | cut -d: -f2)
@@ -95,6 +106,7 @@ backend b
 EOF
         haproxy -q -f "$TMP/haproxy.cfg" &
         PROXY_PID=$!
+        PIDS+=($PROXY_PID)
         wait_port "$PROXY_PORT"
         ;;
     socat)
@@ -102,10 +114,10 @@ EOF
         socat TCP-LISTEN:$PROXY_PORT,bind=127.0.0.1,fork,reuseaddr,nodelay,backlog=1024 \
             TCP:127.0.0.1:$UP,nodelay &
         PROXY_PID=$!
+        PIDS+=($PROXY_PID)
         wait_port "$PROXY_PORT"
         ;;
     esac
-    PIDS+=($PROXY_PID)
 }
 stop_proxy() {
     [ -n "$PROXY_PID" ] || return 0
@@ -114,17 +126,27 @@ stop_proxy() {
     PROXY_PID=""
 }
 
-# run LABEL CONNS -> prints the loadgen line, sets P50 P99 RPS
+# CPU ticks (utime + stime, all threads) of process $1
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null || echo 0; }
+HZ=$(getconf CLK_TCK)
+
+# run LABEL CONNS -> prints the loadgen line, sets P50 P99 RPS and CPU (the
+# proxy's CPU us per request, "-" without a proxy)
 run() {
-    local line
+    local line c0=0 c1=0
+    [ -n "$PROXY_PID" ] && c0=$(cpu_ticks "$PROXY_PID")
     line=$("$LOADGEN" --target 127.0.0.1:$PROXY_PORT --conns "$2" --duration "$SECS" \
         --warmup "$WARM" --label "$1") || die "loadgen $1 failed: $line"
-    echo "  $line" >&2
+    [ -n "$PROXY_PID" ] && c1=$(cpu_ticks "$PROXY_PID")
     P50=$(sed -n 's/.* p50_us=\([0-9.]*\).*/\1/p' <<<"$line")
     P99=$(sed -n 's/.* p99_us=\([0-9.]*\).*/\1/p' <<<"$line")
     RPS=$(sed -n 's/.* rps=\([0-9.]*\).*/\1/p' <<<"$line")
+    CPU=-
+    [ -n "$PROXY_PID" ] && CPU=$(awk "BEGIN { printf \"%.2f\", ($c1 - $c0) / $HZ * 1e6 / ($RPS * ($SECS + $WARM)) }")
+    echo "  $line proxy_cpu_us_per_req=$CPU" >&2
 }
 calc() { awk "BEGIN { printf \"%.1f\", $* }"; }
+median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 echo "mtrace capture vs HAProxy $(haproxy -v | awk 'NR==1 {print $3}') vs socat," \
     "loopback, $(nproc) cpus, $SECS s per run, $THREADS proxy threads"
@@ -144,25 +166,34 @@ for kind in direct mtrace haproxy socat; do
         "$(calc "${L50[$kind]} - ${L50[direct]}")" "$(calc "${L99[$kind]} - ${L99[direct]}")"
 done
 echo
-echo "## 2. throughput (requests/s, closed loop)"
-printf "| %5s | %10s | %10s | %10s | %14s |\n" conns direct mtrace haproxy "mtrace/haproxy"
-printf "|-------|------------|------------|------------|----------------|\n"
+echo "## 2. throughput (requests/s, closed loop; CPU = proxy's CPU us per request; median of $REPS run(s))"
+printf "| %5s | %10s | %10s | %10s | %14s | %10s | %11s |\n" conns direct mtrace haproxy "mtrace/haproxy" \
+    "mtrace CPU" "haproxy CPU"
+printf "|-------|------------|------------|------------|----------------|------------|-------------|\n"
 for n in 1 16 256; do
-    declare -A T
-    for kind in direct mtrace haproxy; do
-        start_proxy $kind
-        run "$kind" "$n"
-        T[$kind]=$RPS
-        stop_proxy
+    declare -A T C
+    for kind in direct mtrace haproxy; do T[$kind]="" C[$kind]=""; done
+    for ((r = 0; r < REPS; r++)); do
+        for kind in direct mtrace haproxy; do
+            start_proxy $kind
+            run "$kind" "$n"
+            T[$kind]+=" $RPS" C[$kind]+=" $CPU"
+            stop_proxy
+        done
     done
-    printf "| %5s | %10s | %10s | %10s | %14s |\n" "$n" "${T[direct]}" "${T[mtrace]}" \
-        "${T[haproxy]}" "$(awk "BEGIN { printf \"%.2fx\", ${T[mtrace]} / ${T[haproxy]} }")"
+    for kind in direct mtrace haproxy; do
+        T[$kind]=$(median <<<"${T[$kind]}")
+        [ "$kind" != direct ] && C[$kind]=$(median <<<"${C[$kind]}")
+    done
+    printf "| %5s | %10s | %10s | %10s | %14s | %10s | %11s |\n" "$n" "${T[direct]}" "${T[mtrace]}" \
+        "${T[haproxy]}" "$(awk "BEGIN { printf \"%.2fx\", ${T[mtrace]} / ${T[haproxy]} }")" \
+        "${C[mtrace]}" "${C[haproxy]}"
 done
 echo
 echo "## 3. --delay-ms 1 (us; added = RTT with delay - p50 RTT without)"
-printf "| %5s | %10s | %10s | %10s | %10s | %-44s |\n" conns "p50 base" "p50" "added p50" \
-    "added p99" "mtrace's own achieved (p50 / p99 / max, ms)"
-printf "|-------|------------|------------|------------|------------|----------------------------------------------|\n"
+printf "| %5s | %10s | %10s | %10s | %10s | %-44s | %12s |\n" conns "p50 base" "p50" "added p50" \
+    "added p99" "mtrace's own achieved (p50 / p99 / max, ms)" "CPU us/req"
+printf "|-------|------------|------------|------------|------------|----------------------------------------------|--------------|\n"
 for n in 1 16; do
     start_proxy mtrace
     run "mtrace-nodelay" "$n"
@@ -170,9 +201,10 @@ for n in 1 16; do
     stop_proxy
     start_proxy mtrace --delay-ms 1
     run "mtrace-delay1" "$n"
+    dcpu=$CPU
     stop_proxy
     own=$(sed -n 's/.*achieved p50 \([0-9.]*\) ms, p99 \([0-9.]*\) ms, max \([0-9.]*\) ms.*/\1 \/ \2 \/ \3/p' \
         "$TMP/mtrace.err")
-    printf "| %5s | %10s | %10s | %10s | %10s | %-44s |\n" "$n" "$base" "$P50" \
-        "$(calc "$P50 - $base")" "$(calc "$P99 - $base")" "$own"
+    printf "| %5s | %10s | %10s | %10s | %10s | %-44s | %12s |\n" "$n" "$base" "$P50" \
+        "$(calc "$P50 - $base")" "$(calc "$P99 - $base")" "$own" "$dcpu"
 done

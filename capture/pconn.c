@@ -101,11 +101,15 @@ pconn_die(struct pconn *c, uint8_t reason)
     }
 }
 
-/* Queues a record; a failed allocation is counted, never silent. */
+/* Adds a record to the loop's batch (queued before the loop sleeps, or
+ * now when the batch is large, so back-pressure sees it). */
 static void
 pconn_push(struct pconn *c, struct recq_item *it)
 {
-    recq_push(c->pl->p->q, it);
+    struct ploop *pl = c->pl;
+
+    if (recq_batch_add(&pl->batch, it))
+        recq_push_batch(pl->p->q, &pl->batch);
 }
 
 static bool
@@ -678,7 +682,7 @@ pconn_format_addr(const struct sockaddr *sa, char *out, size_t len)
 static void
 pconn_record_open(struct pconn *c)
 {
-    struct recq_item *it = recq_item_new(RECQ_OPEN, 0);
+    struct recq_item *it = recq_batch_item(&c->pl->batch, RECQ_OPEN, 0);
 
     if (it == NULL) {
         c->pl->st.lost_items++;
@@ -744,6 +748,8 @@ pconn_accept(struct ploop *pl, int cfd, const struct sockaddr *peer,
     c->sfd = -1;
     c->d[TRACE_DIR_C2S].rel_off = UINT64_MAX;
     c->d[TRACE_DIR_S2C].rel_off = p->delay_ns > 0 ? 0 : UINT64_MAX;
+    c->d[TRACE_DIR_C2S].fr.pool = &pl->batch;
+    c->d[TRACE_DIR_S2C].fr.pool = &pl->batch;
     loop_timer_init(&c->hold_timer);
     c->last_io_ns = loop_update_time(pl->l);
     pconn_format_addr(peer, c->client, sizeof(c->client));
@@ -754,6 +760,7 @@ pconn_accept(struct ploop *pl, int cfd, const struct sockaddr *peer,
         pl->conns->prev = c;
     pl->conns = c;
     pl->nconns++;
+    atomic_fetch_add(&pl->load, 1);
     pl->st.accepted++;
     pconn_record_open(c);
 
@@ -783,7 +790,7 @@ pconn_record_close(struct pconn *c, uint8_t reason)
     uint64_t t = loop_update_time(c->pl->l);
     uint32_t pc = pconn_frame_flush_partial(c, TRACE_DIR_C2S, t);
     uint32_t ps = pconn_frame_flush_partial(c, TRACE_DIR_S2C, t);
-    struct recq_item *it = recq_item_new(RECQ_CLOSE, 0);
+    struct recq_item *it = recq_batch_item(&c->pl->batch, RECQ_CLOSE, 0);
 
     if (it == NULL) {
         c->pl->st.lost_items++;
@@ -823,6 +830,7 @@ pconn_close(struct pconn *c, uint8_t reason)
     if (c->next != NULL)
         c->next->prev = c->prev;
     pl->nconns--;
+    atomic_fetch_sub(&pl->load, 1);
     atomic_fetch_sub(&pl->p->nconns, 1);
     mt_free(c);
 }

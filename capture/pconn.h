@@ -13,6 +13,7 @@
 #ifndef MT_CAPTURE_PCONN_H
 #define MT_CAPTURE_PCONN_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -46,7 +47,17 @@ struct pstats {
     uint64_t lost_items;    /* records not queued: out of memory */
     uint64_t timeouts;      /* closed by --idle/--msg-timeout-s */
     uint64_t too_big;       /* closed by --max-msg-bytes */
+    uint64_t handed;        /* accepted here, handed to another loop */
 };
+
+/* An accepted connection handed to another loop (balancing, proxy.c). */
+struct phand {
+    int fd; /* owned by the receiving loop once queued */
+    socklen_t peer_len;
+    struct sockaddr_storage peer;
+};
+
+#define PLOOP_HAND_MAX 64 /* hand-offs queued to one loop at once */
 
 /* One event loop and everything it owns. */
 struct ploop {
@@ -66,6 +77,12 @@ struct ploop {
     uint64_t sweep_ns;              /* its period; 0: no timeouts */
     struct pstats st;
     struct phist hist;
+    struct recq_batch batch; /* records of this tick; pushed before sleep */
+    atomic_uint load;        /* connections open in this loop */
+    atomic_uint handing;     /* connections queued to it by other loops */
+    pthread_mutex_t hand_mu;
+    struct phand hand[PLOOP_HAND_MAX]; /* under hand_mu */
+    size_t hand_n;                     /* under hand_mu */
 };
 
 /* Shared by every loop; set up by proxy.c, read-only while running except

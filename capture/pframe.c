@@ -39,8 +39,11 @@ pframe_start(struct pframer *fr, struct mt_err *err)
 
     if (rc < 0)
         return rc;
-    fr->cur = recq_item_new(RECQ_MSG,
-                            need < PFRAME_ALLOC_MIN ? need : PFRAME_ALLOC_MIN);
+    if (fr->pool != NULL && need <= RECQ_ITEM_SMALL)
+        fr->cur = recq_batch_item(fr->pool, RECQ_MSG, need);
+    else
+        fr->cur = recq_item_new(
+            RECQ_MSG, need < PFRAME_ALLOC_MIN ? need : PFRAME_ALLOC_MIN);
     if (fr->cur == NULL)
         return mt_err_set(err, -ENOMEM, 0, "out of memory framing a message");
     memcpy(fr->cur->data, fr->hdr, WIRE_HEADER_LEN);

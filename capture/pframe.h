@@ -24,7 +24,9 @@ struct pframer {
     uint32_t hdr_len;
     struct recq_item *cur; /* owned: the message being received, or NULL */
     uint32_t cur_len, cur_need;
-    bool broken; /* a framing error or ENOMEM: no more framing */
+    bool broken;             /* a framing error or ENOMEM: no more framing */
+    struct recq_batch *pool; /* borrowed: recycled items for messages of
+                                up to RECQ_ITEM_SMALL bytes; NULL: malloc */
 };
 
 /*

@@ -114,6 +114,85 @@ proxy_listen(struct proxy *p, const struct proxy_opts *o, char *desc,
 
 static void proxy_on_accept(struct loop *l, int fd, void *arg, unsigned ev);
 
+/* ---- balancing accepted connections between loops ---- */
+
+static unsigned
+proxy_load(struct ploop *pl)
+{
+    return atomic_load_explicit(&pl->load, memory_order_relaxed) +
+           atomic_load_explicit(&pl->handing, memory_order_relaxed);
+}
+
+/*
+ * SO_REUSEPORT spreads connections by a hash of their addresses: with 16
+ * connections and 2 loops a 11/5 split is common, and the busier loop
+ * then serves its connections later than the other.  A loop that accepts
+ * a connection while another loop has fewer hands it over (through that
+ * loop's hand-off queue and one loop_wake): loops stay within one
+ * connection of each other.  Only the receiving loop is woken.  Returns
+ * true when cfd was handed over.
+ */
+static bool
+proxy_hand_off(struct ploop *pl, int cfd, const struct sockaddr_storage *peer,
+               socklen_t len)
+{
+    struct proxy *p = pl->p;
+    struct ploop *to = NULL;
+    unsigned best = proxy_load(pl);
+    bool queued = false;
+
+    if (p->nloops < 2 || atomic_load(&p->stopping))
+        return false;
+    for (int i = 0; i < p->nloops; i++) {
+        unsigned v = proxy_load(&p->loops[i]);
+        if (&p->loops[i] != pl && v < best) {
+            best = v;
+            to = &p->loops[i];
+        }
+    }
+    if (to == NULL)
+        return false;
+    pthread_mutex_lock(&to->hand_mu);
+    if (to->hand_n < PLOOP_HAND_MAX) {
+        struct phand *h = &to->hand[to->hand_n++];
+        h->fd = cfd;
+        h->peer = *peer;
+        h->peer_len = len;
+        atomic_fetch_add(&to->handing, 1);
+        queued = true;
+    }
+    pthread_mutex_unlock(&to->hand_mu);
+    if (queued) {
+        pl->st.handed++;
+        loop_wake(to->l);
+    }
+    return queued;
+}
+
+/* Before sleeping: adopts the connections other loops handed over. */
+static void
+proxy_take_hand_offs(struct ploop *pl)
+{
+    struct phand h[PLOOP_HAND_MAX];
+    size_t n;
+
+    if (atomic_load(&pl->handing) == 0)
+        return;
+    pthread_mutex_lock(&pl->hand_mu);
+    n = pl->hand_n;
+    memcpy(h, pl->hand, n * sizeof(h[0]));
+    pl->hand_n = 0;
+    pthread_mutex_unlock(&pl->hand_mu);
+    for (size_t i = 0; i < n; i++) {
+        atomic_fetch_sub(&pl->handing, 1);
+        if (pl->draining)
+            close(h[i].fd);
+        else
+            pconn_accept(pl, h[i].fd, (const struct sockaddr *)&h[i].peer,
+                         h[i].peer_len);
+    }
+}
+
 static void
 proxy_on_accept_retry(struct loop *l, struct loop_timer *t, void *arg)
 {
@@ -133,7 +212,8 @@ proxy_on_accept(struct loop *l, int fd, void *arg, unsigned ev)
         int cfd = accept4(fd, (struct sockaddr *)&peer, &len,
                           SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (cfd >= 0) {
-            pconn_accept(pl, cfd, (const struct sockaddr *)&peer, len);
+            if (!proxy_hand_off(pl, cfd, &peer, len))
+                pconn_accept(pl, cfd, (const struct sockaddr *)&peer, len);
             continue;
         }
         if (errno == EINTR || errno == ECONNABORTED)
@@ -219,17 +299,20 @@ proxy_before_sleep(struct loop *l, void *arg)
         for (c = pl->conns; c != NULL; c = pconn_next(c))
             pconn_resume(c);
     }
-    if (!atomic_load(&pl->p->stopping))
-        return;
-    if (!pl->draining)
-        proxy_begin_drain(pl);
-    for (c = pl->conns; c != NULL; c = next) {
-        next = pconn_next(c);
-        if (pconn_quiet(c))
-            pconn_close(c, TRACE_CLOSE_SHUTDOWN);
+    proxy_take_hand_offs(pl);
+    if (atomic_load(&pl->p->stopping)) {
+        if (!pl->draining)
+            proxy_begin_drain(pl);
+        for (c = pl->conns; c != NULL; c = next) {
+            next = pconn_next(c);
+            if (pconn_quiet(c))
+                pconn_close(c, TRACE_CLOSE_SHUTDOWN);
+        }
+        if (pl->conns == NULL)
+            loop_stop(l);
     }
-    if (pl->conns == NULL)
-        loop_stop(l);
+    /* this tick's records, in one hand-off to the writer */
+    recq_push_batch(pl->p->q, &pl->batch);
 }
 
 static void *
@@ -245,6 +328,9 @@ proxy_thread(void *arg)
         mt_error("capture: event loop %d failed: %s", pl->idx, mt_strerror(rc));
     while (pl->conns != NULL)
         pconn_close(pl->conns, TRACE_CLOSE_SHUTDOWN);
+    pl->draining = true;
+    proxy_take_hand_offs(pl); /* closes what was handed over meanwhile */
+    recq_push_batch(pl->p->q, &pl->batch);
     return NULL;
 }
 
@@ -270,6 +356,8 @@ proxy_loops_init(struct proxy *p, struct mt_err *err)
         loop_timer_init(&pl->accept_timer);
         loop_timer_init(&pl->sweep_timer);
         atomic_init(&pl->resume_pending, false);
+        atomic_init(&pl->load, 0);
+        atomic_init(&pl->handing, 0);
         pl->l = loop_new(NULL, 0, err);
         if (pl->l == NULL)
             return err->code;
@@ -301,6 +389,10 @@ proxy_loops_free(struct proxy *p)
         struct ploop *pl = &p->loops[i];
         if (pl->lfd >= 0)
             close(pl->lfd);
+        for (size_t k = 0; k < pl->hand_n; k++)
+            close(pl->hand[k].fd);
+        pthread_mutex_destroy(&pl->hand_mu);
+        recq_batch_free(&pl->batch);
         loop_free(pl->l);
         mt_free(pl->scratch);
         phist_free(&pl->hist);
@@ -354,6 +446,7 @@ proxy_sum(const struct proxy *p, struct pstats *t, struct phist *h)
         t->lost_items += s->lost_items;
         t->timeouts += s->timeouts;
         t->too_big += s->too_big;
+        t->handed += s->handed;
         for (int d = 0; d < 2; d++) {
             t->msgs[d] += s->msgs[d];
             t->rec_bytes[d] += s->rec_bytes[d];
@@ -421,6 +514,14 @@ proxy_print_summary(const struct proxy *p, const struct pstats *t,
             (unsigned long long)t->upstream_fail, (unsigned long long)t->resets,
             (unsigned long long)t->garbage, (unsigned long long)t->timeouts,
             (unsigned long long)t->too_big);
+    if (p->nloops > 1) {
+        fprintf(stderr, "  loops: %d, connections per loop:", p->nloops);
+        for (int i = 0; i < p->nloops; i++)
+            fprintf(stderr, "%s%llu", i ? " / " : " ",
+                    (unsigned long long)p->loops[i].st.accepted);
+        fprintf(stderr, " (%llu handed over between loops)\n",
+                (unsigned long long)t->handed);
+    }
     if (qs->redacted > 0)
         fprintf(stderr, "  redacted: %llu messages (--redact)\n",
                 (unsigned long long)qs->redacted);
@@ -548,8 +649,10 @@ proxy_init(struct proxy *p, const struct proxy_opts *o, struct mt_err *err)
     p->loops = mt_calloc((size_t)p->nloops, sizeof(*p->loops));
     if (p->loops == NULL)
         return mt_err_set(err, -ENOMEM, 0, "out of memory");
-    for (int i = 0; i < p->nloops; i++)
+    for (int i = 0; i < p->nloops; i++) {
         p->loops[i].lfd = -1;
+        pthread_mutex_init(&p->loops[i].hand_mu, NULL);
+    }
     return 0;
 }
 

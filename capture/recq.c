@@ -1,11 +1,12 @@
 /*
  * recq.c -- bounded record queue and trace-writer thread (see recq.h).
  *
- * One mutex protects a singly linked FIFO; producers append, the writer
- * takes the whole list at once and writes it without the lock held.  The
- * byte count the loops read lock-free (recq_over) is updated under the
- * lock and published with a relaxed atomic store: a loop that reads a stale
- * value reads at most one extra chunk, which the bound's headroom absorbs.
+ * One mutex protects a singly linked FIFO; producers append (a batch per
+ * event-loop tick), the writer takes the whole list at once and writes it
+ * without the lock held.  The byte count the loops read lock-free
+ * (recq_over) is updated under the lock and published with a relaxed
+ * atomic store: a loop that reads a stale value reads at most one extra
+ * chunk, which the bound's headroom absorbs.
  */
 #include "recq.h"
 
@@ -13,7 +14,10 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "core/buf.h"
 #include "core/clock.h"
@@ -26,6 +30,8 @@ struct recq {
     pthread_cond_t cv;
     struct recq_item *head, *tail; /* owned */
     size_t bytes, count;           /* queued */
+    struct recq_item *spare;       /* owned: written small items to reuse */
+    size_t nspare;
     size_t bytes_max, count_max;
     atomic_bool over;
     bool was_over; /* under mu: over since the last resume */
@@ -67,21 +73,77 @@ recq_item_free(struct recq_item *it)
     mt_free(it);
 }
 
-/* Appends it to the queue and wakes the writer; never blocks on room. */
+/* See recq.h. */
+bool
+recq_batch_add(struct recq_batch *b, struct recq_item *it)
+{
+    it->next = NULL;
+    if (b->tail != NULL)
+        b->tail->next = it;
+    else
+        b->head = it;
+    b->tail = it;
+    b->count++;
+    b->bytes += recq_item_bytes(it);
+    return b->bytes >= RECQ_BATCH_BYTES;
+}
+
+/* See recq.h. */
+struct recq_item *
+recq_batch_item(struct recq_batch *b, enum recq_kind kind, size_t len)
+{
+    struct recq_item *it;
+
+    if (len > RECQ_ITEM_SMALL)
+        return recq_item_new(kind, len);
+    it = b->spare;
+    if (it != NULL) {
+        b->spare = it->next;
+        b->nspare--;
+    } else {
+        it = mt_malloc(sizeof(*it) + RECQ_ITEM_SMALL);
+        if (it == NULL)
+            return NULL;
+    }
+    memset(it, 0, sizeof(*it));
+    it->kind = kind;
+    it->cap = RECQ_ITEM_SMALL;
+    return it;
+}
+
+static void
+recq_list_free(struct recq_item *it)
+{
+    struct recq_item *next;
+
+    for (; it != NULL; it = next) {
+        next = it->next;
+        recq_item_free(it);
+    }
+}
+
+/* See recq.h.  One lock; a futex wake only when the queue fills up. */
 void
-recq_push(struct recq *q, struct recq_item *it)
+recq_push_batch(struct recq *q, struct recq_batch *b)
 {
     bool wake;
 
-    it->next = NULL;
+    if (b->head == NULL)
+        return;
     pthread_mutex_lock(&q->mu);
+    if (b->spare == NULL && q->spare != NULL) { /* recycled items back */
+        b->spare = q->spare;
+        b->nspare = q->nspare;
+        q->spare = NULL;
+        q->nspare = 0;
+    }
     if (q->tail != NULL)
-        q->tail->next = it;
+        q->tail->next = b->head;
     else
-        q->head = it;
-    q->tail = it;
-    q->bytes += recq_item_bytes(it);
-    q->count++;
+        q->head = b->head;
+    q->tail = b->tail;
+    q->bytes += b->bytes;
+    q->count += b->count;
     /* The writer wakes by itself every RECQ_TICK_NS; signal it (a futex
      * syscall and a context switch on the forwarding path) only when the
      * queue fills up. */
@@ -94,8 +156,29 @@ recq_push(struct recq *q, struct recq_item *it)
         atomic_store_explicit(&q->over, true, memory_order_relaxed);
     }
     pthread_mutex_unlock(&q->mu);
+    b->head = b->tail = NULL;
+    b->count = b->bytes = 0;
     if (wake)
         pthread_cond_signal(&q->cv);
+}
+
+/* See recq.h. */
+void
+recq_batch_free(struct recq_batch *b)
+{
+    recq_list_free(b->head);
+    recq_list_free(b->spare);
+    memset(b, 0, sizeof(*b));
+}
+
+/* Appends it to the queue and wakes the writer; never blocks on room. */
+void
+recq_push(struct recq *q, struct recq_item *it)
+{
+    struct recq_batch b = {0};
+
+    (void)recq_batch_add(&b, it);
+    recq_push_batch(q, &b);
 }
 
 /* Lock-free: whether producers should stop reading. */
@@ -208,11 +291,35 @@ recq_take(struct recq *q, bool *closing)
     return list;
 }
 
-/* Un-counts n written items of bytes; maybe resumes the producers. */
+/* Written small items waiting to go back to the queue's spare list. */
+struct recq_chain {
+    struct recq_item *head, *tail;
+    size_t n;
+};
+
+/* After writing it: keeps a small item for reuse, frees the others. */
 static void
-recq_release(struct recq *q, size_t n, size_t bytes)
+recq_recycle(struct recq_chain *ch, struct recq_item *it)
+{
+    if (it->cap != RECQ_ITEM_SMALL) {
+        recq_item_free(it);
+        return;
+    }
+    it->next = ch->head;
+    ch->head = it;
+    if (ch->tail == NULL)
+        ch->tail = it;
+    ch->n++;
+}
+
+/* Un-counts n written items of bytes, hands the written small items in ch
+ * to the spare list (or frees them when it is full); maybe resumes the
+ * producers. */
+static void
+recq_release(struct recq *q, size_t n, size_t bytes, struct recq_chain *ch)
 {
     bool resume = false;
+    struct recq_item *drop = NULL;
 
     pthread_mutex_lock(&q->mu);
     q->count -= n;
@@ -223,9 +330,34 @@ recq_release(struct recq *q, size_t n, size_t bytes)
         atomic_store_explicit(&q->over, false, memory_order_relaxed);
         resume = true;
     }
+    if (ch->head != NULL && q->nspare + ch->n <= RECQ_SPARE_MAX) {
+        ch->tail->next = q->spare;
+        q->spare = ch->head;
+        q->nspare += ch->n;
+    } else {
+        drop = ch->head;
+    }
     pthread_mutex_unlock(&q->mu);
+    memset(ch, 0, sizeof(*ch));
+    recq_list_free(drop);
     if (resume && q->resume != NULL)
         q->resume(q->resume_arg);
+}
+
+/* Lowers the calling thread's priority by RECQ_WRITER_NICE (see recq.h);
+ * best effort: a failure leaves it at the process's priority. */
+static void
+recq_thread_nice(void)
+{
+    pid_t tid = (pid_t)syscall(SYS_gettid);
+    int cur;
+
+    errno = 0;
+    cur = getpriority(PRIO_PROCESS, (id_t)tid);
+    if (cur == -1 && errno != 0)
+        return;
+    cur += RECQ_WRITER_NICE;
+    (void)setpriority(PRIO_PROCESS, (id_t)tid, cur > 19 ? 19 : cur);
 }
 
 static void *
@@ -236,6 +368,7 @@ recq_thread(void *arg)
 
     while (!closing) {
         struct recq_item *it = recq_take(q, &closing);
+        struct recq_chain ch = {0};
         size_t n = 0, bytes = 0;
 
         while (it != NULL) {
@@ -243,10 +376,10 @@ recq_thread(void *arg)
             recq_write_one(q, it);
             n++;
             bytes += recq_item_bytes(it);
-            recq_item_free(it);
+            recq_recycle(&ch, it);
             it = next;
             if (n == 256 || it == NULL) {
-                recq_release(q, n, bytes);
+                recq_release(q, n, bytes, &ch);
                 n = bytes = 0;
             }
         }
@@ -255,6 +388,14 @@ recq_thread(void *arg)
             recq_note_error(q, rc, "flush");
     }
     return NULL;
+}
+
+/* The writer thread's entry: nicer, then the loop above. */
+static void *
+recq_thread_main(void *arg)
+{
+    recq_thread_nice();
+    return recq_thread(arg);
 }
 
 /* See recq.h. */
@@ -300,7 +441,7 @@ recq_set_redact(struct recq *q, const struct redact_cfg *cfg)
 int
 recq_start(struct recq *q, struct mt_err *err)
 {
-    int rc = pthread_create(&q->th, NULL, recq_thread, q);
+    int rc = pthread_create(&q->th, NULL, recq_thread_main, q);
 
     if (rc != 0)
         return mt_err_set(err, -rc, 0,
@@ -330,6 +471,7 @@ recq_close(struct recq *q, struct recq_stats *st)
     if (st != NULL)
         *st = q->st;
     rc = q->st.first_error;
+    recq_list_free(q->spare);
     mt_buf_free(&q->plain);
     mt_buf_free(&q->redacted);
     pthread_cond_destroy(&q->cv);

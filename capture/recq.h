@@ -27,6 +27,11 @@
 #include "core/trace.h"
 
 #define RECQ_TICK_NS (20u * 1000 * 1000)
+/* The writer thread runs this much nicer than the process (setpriority on
+ * its thread id): its zstd compression comes in bursts of milliseconds,
+ * and on a busy machine a forwarding loop woken by a packet or a release
+ * timer then preempts it at once instead of waiting in the run queue. */
+#define RECQ_WRITER_NICE 10
 
 enum recq_kind { RECQ_OPEN, RECQ_CLOSE, RECQ_MSG };
 
@@ -88,6 +93,50 @@ void recq_item_free(struct recq_item *it); /* NULL ok */
 
 /* Queues it (ownership passes to the queue).  Thread-safe. */
 void recq_push(struct recq *q, struct recq_item *it);
+
+/*
+ * Records a producer (one event loop) collects without locking and queues
+ * with one lock per loop tick (recq_push_batch from the before-sleep hook):
+ * the queue's lock and cache lines are touched once per tick instead of
+ * once per message.  A batch that holds RECQ_BATCH_BYTES bytes should be
+ * pushed at once, so back-pressure still sees what was read.
+ */
+struct recq_batch {
+    struct recq_item *head, *tail; /* owned until pushed */
+    size_t count, bytes;
+    struct recq_item *spare; /* owned: recycled items (recq_batch_item) */
+    size_t nspare;
+};
+
+#define RECQ_BATCH_BYTES (1u << 20)
+
+/*
+ * Small records are recycled instead of going through malloc/free once
+ * each: the writer keeps the items it wrote whose data[] holds exactly
+ * RECQ_ITEM_SMALL bytes (at most RECQ_SPARE_MAX of them), and a loop with
+ * none left takes them all back when it pushes its next batch (under the
+ * lock it takes anyway).
+ */
+#define RECQ_ITEM_SMALL 512
+#define RECQ_SPARE_MAX 8192
+
+/* A zeroed item of kind with room for len bytes: a recycled one from b
+ * when len <= RECQ_ITEM_SMALL (cap is then RECQ_ITEM_SMALL), else
+ * recq_item_new.  NULL on ENOMEM.  Only b's producer may call it. */
+struct recq_item *recq_batch_item(struct recq_batch *b, enum recq_kind kind,
+                                  size_t len);
+
+/* Appends it to b (ownership passes to b).  Not thread-safe: b belongs to
+ * one producer.  True when b reached RECQ_BATCH_BYTES (push it now). */
+bool recq_batch_add(struct recq_batch *b, struct recq_item *it);
+
+/* Queues everything in b, in order, under one lock, and empties b.
+ * Thread-safe with respect to q.  An empty batch costs nothing. */
+void recq_push_batch(struct recq *q, struct recq_batch *b);
+
+/* Frees the items of a batch that will not be pushed and its recycled
+ * items; b is empty after. */
+void recq_batch_free(struct recq_batch *b);
 
 /* True while the queue is over its bound: stop reading sockets. Lock-free. */
 bool recq_over(const struct recq *q);

@@ -6,8 +6,10 @@ the trace holds exactly one request and one reply per client command
 (request ids seen by pymongo's command monitoring), replies answer their
 requests; every handshake has its reply; recorded bytes (summary and sum of
 dump lengths) equal forwarded bytes; nothing dropped; the file is 0600.
+Then 16 connections open at once through a 2-loop proxy: 8 per loop.
 """
 import os
+import re
 import stat
 import sys
 import threading
@@ -119,6 +121,28 @@ def main():
         check(len(opens) == len(closes) >= 2, "%d opens, %d closes" % (len(opens), len(closes)))
         print("ok: %d client commands, %d handshakes, %d messages, %d bytes"
               % (len(ids), len(hellos), len(msgs(recs)), total))
+
+        check_balance(env, mock)
+
+
+def check_balance(env, mock):
+    """Connections are spread evenly over the loops: 8 clients (a monitor
+    and an application connection each, all open at once) through a proxy
+    with 2 loops give 8 connections to each, whatever SO_REUSEPORT's hash
+    chose."""
+    cap = env.start_capture(mock, extra=("--threads", "2"))
+    clients = [MongoClient("mongodb://127.0.0.1:%d/?directConnection=true" % cap.port,
+                           serverSelectionTimeoutMS=5000) for _ in range(8)]
+    for c in clients:
+        check(c.admin.command("ping").get("ok") == 1, "ping through the proxy failed")
+    for c in clients:
+        c.close()
+    text = cap.stop()
+    m = re.search(r"loops: 2, connections per loop: (\d+) / (\d+)", text)
+    check(m is not None, "no per-loop line in the summary:\n" + text)
+    a, b = int(m.group(1)), int(m.group(2))
+    check(a + b == 16 and abs(a - b) <= 1, "connections per loop %d / %d" % (a, b))
+    print("ok: connections per loop %d / %d" % (a, b))
 
 
 if __name__ == "__main__":

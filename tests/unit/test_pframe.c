@@ -261,6 +261,133 @@ test_recq_backpressure_and_order(void **state)
     fclose(fp);
 }
 
+/* Batches keep queue order with single pushes around them, count towards
+ * the bound when pushed, and report when they are full. */
+static void
+test_recq_batch_order(void **state)
+{
+    struct trace_header hdr;
+    struct mt_err err = {0};
+    struct recq_stats st;
+    struct recq_batch b = {0}, big = {0};
+    struct trace_writer *w;
+    struct trace_reader *r;
+    struct trace_rec rec;
+    struct recq *q;
+    FILE *fp = tmpfile();
+    uint64_t next = 1;
+    bool full = false;
+
+    assert_non_null(fp);
+    memset(&hdr, 0, sizeof(hdr));
+    hdr.source = TRACE_SRC_SYNTH;
+    w = trace_writer_open_fp(fp, &hdr, &err);
+    assert_non_null(w);
+    q = recq_new(w, 1u << 30, 10, on_resume, NULL, RECQ_NO_START, &err);
+    assert_non_null(q);
+    recq_push(q, msg_item(1, stream, 26));
+    for (uint64_t i = 2; i <= 8; i++)
+        assert_false(recq_batch_add(&b, msg_item(i, stream, 26)));
+    assert_int_equal(b.count, 7);
+    assert_false(recq_over(q)); /* nothing of the batch is queued yet */
+    recq_push_batch(q, &b);
+    assert_null(b.head);
+    assert_int_equal(b.count, 0);
+    recq_push_batch(q, &b); /* empty: a no-op */
+    recq_push(q, msg_item(9, stream, 26));
+    assert_false(recq_over(q)); /* 9 of 10 */
+    for (uint64_t i = 10; i <= 12; i++)
+        assert_false(recq_batch_add(&b, msg_item(i, stream, 26)));
+    recq_push_batch(q, &b);
+    assert_true(recq_over(q)); /* 12 of 10: producers must pause */
+    /* a batch reports full at RECQ_BATCH_BYTES; freeing it drops nothing
+     * that was queued */
+    while (!full)
+        full = recq_batch_add(&big, msg_item(99, stream, 26));
+    assert_true(big.bytes >= RECQ_BATCH_BYTES);
+    recq_batch_free(&big);
+    assert_int_equal(big.count, 0);
+    assert_int_equal(recq_start(q, &err), 0);
+    assert_int_equal(recq_close(q, &st), 0);
+    assert_int_equal(st.msgs, 12);
+    assert_int_equal(trace_writer_close(w), 0);
+
+    rewind(fp);
+    r = trace_reader_open_fp(fp, &err);
+    assert_non_null(r);
+    while (trace_reader_next(r, &rec, &err) == MT_OK)
+        if (rec.type == TRACE_REC_MSG)
+            assert_int_equal(rec.u.msg.conn_id, next++);
+    assert_int_equal(next, 13);
+    trace_reader_free(r);
+    recq_batch_free(&b);
+    fclose(fp);
+}
+
+/* Small items come back to the producer once written, zeroed, and the
+ * trace holds every message as it was when pushed. */
+static void
+test_recq_recycle(void **state)
+{
+    struct trace_header hdr;
+    struct mt_err err = {0};
+    struct recq_stats st;
+    struct recq_batch b = {0};
+    struct trace_writer *w;
+    struct trace_reader *r;
+    struct trace_rec rec;
+    struct recq_item *it;
+    struct recq *q;
+    FILE *fp = tmpfile();
+    uint64_t id = 0, next = 1;
+
+    assert_non_null(fp);
+    memset(&hdr, 0, sizeof(hdr));
+    hdr.source = TRACE_SRC_SYNTH;
+    w = trace_writer_open_fp(fp, &hdr, &err);
+    assert_non_null(w);
+    q = recq_new(w, 1u << 30, 100000, on_resume, NULL, 0, &err);
+    assert_non_null(q);
+    it = recq_batch_item(&b, RECQ_MSG, RECQ_ITEM_SMALL + 1);
+    assert_int_equal(it->cap, RECQ_ITEM_SMALL + 1); /* large: not pooled */
+    recq_item_free(it);
+    /* push one pooled message per round until written items come back */
+    for (int k = 0; k < 1000 && b.nspare == 0; k++) {
+        it = recq_batch_item(&b, RECQ_MSG, 26);
+        assert_non_null(it);
+        assert_int_equal(it->cap, RECQ_ITEM_SMALL);
+        assert_int_equal(it->u.msg.conn_id, 0); /* zeroed, recycled or not */
+        memcpy(it->data, stream, 26);
+        it->data[4] = (uint8_t)++id; /* requestID: which message */
+        it->u.msg.conn_id = id;
+        it->u.msg.wire_len = 26;
+        (void)recq_batch_add(&b, it);
+        recq_push_batch(q, &b);
+        struct timespec ts = {0, 2000000};
+        nanosleep(&ts, NULL);
+    }
+    assert_true(b.nspare > 0);
+    assert_int_equal(recq_close(q, &st), 0);
+    assert_int_equal(st.msgs, id);
+    assert_int_equal(trace_writer_close(w), 0);
+    recq_batch_free(&b);
+
+    rewind(fp);
+    r = trace_reader_open_fp(fp, &err);
+    assert_non_null(r);
+    while (trace_reader_next(r, &rec, &err) == MT_OK) {
+        if (rec.type != TRACE_REC_MSG)
+            continue;
+        assert_int_equal(rec.u.msg.conn_id, next);
+        assert_int_equal(rec.u.msg.wire_len, 26);
+        assert_int_equal(rec.u.msg.wire[4], (uint8_t)next);
+        next++;
+    }
+    assert_int_equal(next, id + 1);
+    trace_reader_free(r);
+    fclose(fp);
+}
+
 int
 main(void)
 {
@@ -270,6 +397,8 @@ main(void)
         cmocka_unit_test(test_pframe_bad_header_breaks),
         cmocka_unit_test(test_pframe_alloc_failure),
         cmocka_unit_test(test_recq_backpressure_and_order),
+        cmocka_unit_test(test_recq_batch_order),
+        cmocka_unit_test(test_recq_recycle),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
