@@ -6,7 +6,10 @@
  *                  its core may go idle, as for a thread waiting for a reply
  *                  or the GIL) is woken by a write(2) carrying a timestamp;
  *                  write -> reader running: mean and cv of the samples
- *                  less their top 1 % (robust on a busy host).  The
+ *                  less their top 1 % (robust on a busy host).  Impossible
+ *                  samples (reader's clock behind the stamp, over 1 s) are
+ *                  rejected (sim_calibrate_wake_sample); more than 1 % of
+ *                  them fails the run.  The
  * hot figure (pipe ping-pong half round trip minus one write+read) is printed
  * as a comment. ctx_cpu_us     process CPU time (CLOCK_PROCESS_CPUTIME_ID) per
  * hand-off of that ping-pong, minus the write+read pair: the CPU cost of one
@@ -20,6 +23,11 @@
  *                  next holder's start.  The cold 2-thread lock hand-off
  *                  (a thread blocked 200 us is released by another) is
  *                  printed as a comment.
+ *   gil_wake_cpu_us  gil_pingpong.py contended_cpu(): CPU of one block/wake
+ *                  cycle of a GIL waiter (4 and 10 threads spread over the
+ *                  cores, Python segment + sendall/recv to an echo process;
+ *                  thread CPU of the send+recv part over 1 thread's, per
+ *                  extra voluntary context switch)
  *   gil_switch_stretch  gil_pingpong.py: mean wall time of a fixed Python
  *                  burst when 3 threads take turns on the GIL (time.sleep
  *                  between bursts) over the same with 1 thread, minus 1
@@ -29,6 +37,7 @@
  *                  calibrate sleeps, in cores (a snapshot: the load of a
  *                  shared host changes)
  *   (comment)      /proc/loadavg when calibrating
+ *   (comment)      herd.walk_us for the herd model (calibrate_herd.c)
  *   ft_slowdown    ratio of gil_pingpong.py's cpu_loop_us under python3.13t
  *                  and under python3.13, when both exist
  * Output: a host facts file (scenario format, origin [measured]).
@@ -50,6 +59,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "calibrate_herd.h"
 #include "core/clock.h"
 #include "core/mem.h"
 
@@ -120,27 +130,40 @@ pingpong(double *half_ns, double *cv, double *cpu_ns)
 
 #define COLD_ROUNDS 2000
 #define COLD_IDLE_NS 200000
+/* A mean cold wake-up above this (ns) means the reader waited for a core
+ * other processes held: the host is overloaded (warned about). */
+#define COLD_OVERLOAD_NS 1000000.0
 
 struct cold {
     int fd[2];
-    double v[COLD_ROUNDS]; /* samples, ns */
+    double v[COLD_ROUNDS]; /* accepted samples, ns */
     int n;
+    int rejected; /* impossible samples (sim_calibrate_wake_sample) */
 };
+
+bool
+sim_calibrate_wake_sample(uint64_t stamp_ns, uint64_t now_ns, double *ns)
+{
+    if (now_ns <= stamp_ns || now_ns - stamp_ns > SIM_CAL_WAKE_MAX_NS)
+        return false;
+    *ns = (double)(now_ns - stamp_ns);
+    return true;
+}
 
 static void *
 cold_reader(void *arg)
 {
     struct cold *c = arg;
     uint64_t stamp;
+    double d;
 
     for (int i = 0; i < COLD_ROUNDS; i++) {
         if (read(c->fd[0], &stamp, sizeof(stamp)) != (ssize_t)sizeof(stamp))
             break;
-        /* Signed: on a VM the monotonic clock read on another CPU can be
-         * a few ns behind the writer's stamp; unsigned, that difference
-         * wrapped to ~1.8e19 ns and ruined the mean (seen once). */
-        int64_t d = (int64_t)(mt_now_ns() - stamp);
-        c->v[c->n++] = d > 0 ? (double)d : 0.0;
+        if (sim_calibrate_wake_sample(stamp, mt_now_ns(), &d))
+            c->v[c->n++] = d;
+        else
+            c->rejected++;
     }
     return NULL;
 }
@@ -175,9 +198,11 @@ trimmed_stats(double *v, int n, double *mean, double *cv)
 
 /* Cold wake-up: the reader has been blocked 200 us (its core may idle, as
  * a thread waiting for a reply or for the GIL does) when the writer sends
- * its timestamp; lognormal fit of write -> reader running (ns). */
+ * its timestamp; lognormal fit of write -> reader running (ns).  Fails
+ * (-1, message on stderr) when more than 1 % of the samples were
+ * impossible or the mean is not a plausible wake-up (0 < mean < 1 s). */
 static int
-cold_wake(double *mean_ns, double *cv)
+cold_wake(double *mean_ns, double *cv, int *rejected)
 {
     static struct cold c;
     pthread_t th;
@@ -194,9 +219,23 @@ cold_wake(double *mean_ns, double *cv)
     pthread_join(th, NULL);
     close(c.fd[0]);
     close(c.fd[1]);
-    if (c.n < 10)
+    if (c.rejected > COLD_ROUNDS / 100 || c.n < COLD_ROUNDS / 2) {
+        fprintf(stderr,
+                "mtrace calibrate: cold wake-up: %d of %d samples impossible "
+                "(reader's clock behind the writer's stamp, or over 1 s); "
+                "%d kept; the host's clocks disagree between CPUs\n",
+                c.rejected, c.n + c.rejected, c.n);
         return -1;
+    }
+    *rejected = c.rejected;
     trimmed_stats(c.v, c.n, mean_ns, cv);
+    if (!(*mean_ns > 0 && *mean_ns < (double)SIM_CAL_WAKE_MAX_NS)) {
+        fprintf(stderr,
+                "mtrace calibrate: cold wake-up mean %.0f ns is not "
+                "a wake-up; not written\n",
+                *mean_ns);
+        return -1;
+    }
     return 0;
 }
 
@@ -259,7 +298,8 @@ pipe_cost(double *ns)
 /* Runs script under python; fills the values of the keys it prints. */
 struct pyfacts {
     double handoff, handoff_cv, cold, cold_cv, cpu_loop, switch_cpu, pp_switch,
-        contended, switch_base, stretch, stretch_lo, stretch_hi;
+        contended, switch_base, stretch, stretch_lo, stretch_hi, wake_cpu,
+        wake_lo, wake_hi, take_cpu, take_unpinned, wake_vcsw;
     char ver[64];
 };
 
@@ -299,6 +339,18 @@ run_py(const char *python, const char *script, struct pyfacts *f_out)
             f_out->stretch_lo = strtod(val, NULL);
         else if (strcmp(key, "switch_stretch_max") == 0)
             f_out->stretch_hi = strtod(val, NULL);
+        else if (strcmp(key, "wake_cpu_us") == 0)
+            f_out->wake_cpu = strtod(val, NULL);
+        else if (strcmp(key, "wake_cpu_min") == 0)
+            f_out->wake_lo = strtod(val, NULL);
+        else if (strcmp(key, "wake_cpu_max") == 0)
+            f_out->wake_hi = strtod(val, NULL);
+        else if (strcmp(key, "take_cpu_us") == 0)
+            f_out->take_cpu = strtod(val, NULL);
+        else if (strcmp(key, "take_cpu_unpinned_us") == 0)
+            f_out->take_unpinned = strtod(val, NULL);
+        else if (strcmp(key, "wake_vcsw") == 0)
+            f_out->wake_vcsw = strtod(val, NULL);
         else if (strcmp(key, "cpu_loop_us") == 0)
             f_out->cpu_loop = strtod(val, NULL);
         else if (strcmp(key, "py_version") == 0)
@@ -358,7 +410,7 @@ static const char cal_usage[] =
     "  --python-ft PATH a free-threaded CPython (default: python3.13t if on "
     "PATH)\n"
     "  --scripts DIR    where gil_pingpong.py is (default: beside the binary)\n"
-    "Takes about 8 seconds.  Exit status: 0 ok, 1 measurement failed, 2 bad "
+    "Takes about 15 seconds.  Exit status: 0 ok, 1 measurement failed, 2 bad "
     "usage.\n";
 
 struct cal_opts {
@@ -367,6 +419,9 @@ struct cal_opts {
 
 struct facts {
     double half, cv, cpu, sys_ns, pipe_ns, cold_ns, cold_cv, bg_load;
+    double walk_ns, walk_base_ns; /* NAN: not measured */
+    double loadavg;               /* 1-minute load average, NAN: unknown */
+    int cold_rejected;
     struct pyfacts py, ft;
 };
 
@@ -451,6 +506,43 @@ bg_load_now(void)
     return (b1 - b0) / (t1 - t0) * (double)n1;
 }
 
+/* The 1-minute load average, NAN when /proc/loadavg cannot be read. */
+static double
+loadavg_1min(void)
+{
+    double v = NAN;
+    FILE *f = fopen("/proc/loadavg", "r");
+
+    if (f) {
+        if (fscanf(f, "%lf", &v) != 1)
+            v = NAN;
+        fclose(f);
+    }
+    return v;
+}
+
+/* gil_wake_cpu_us (gil_pingpong.py contended_cpu()). */
+static void
+cal_write_wake_cpu(FILE *out, const struct facts *f, const struct cal_opts *o)
+{
+    if (isnan(f->py.wake_cpu))
+        return;
+    fprintf(out,
+            "gil_wake_cpu_us = %.3f [measured] %s %s: CPU per block/wake "
+            "cycle of a GIL waiter: 4 and 10 threads spread over the cores, "
+            "each looping (~30 us Python, sendall + recv of 100 bytes to an "
+            "echo process), send+recv thread CPU per iteration over 1 "
+            "thread's / voluntary context switches per iteration over 1 "
+            "thread's; median of 10 (range %.1f..%.1f)\n",
+            fmax(f->py.wake_cpu, 0.0), o->python, f->py.ver, f->py.wake_lo,
+            f->py.wake_hi);
+    fprintf(out,
+            "# same run, per GIL take: %.3f us CPU, %.2f extra voluntary "
+            "switches; 10 threads left where the scheduler puts them: "
+            "%.3f us per take\n",
+            f->py.take_cpu, f->py.wake_vcsw, f->py.take_unpinned);
+}
+
 /* gil_switch_stretch and the host's load average (comment). */
 static void
 cal_write_stretch(FILE *out, const struct facts *f, const struct cal_opts *o)
@@ -503,6 +595,17 @@ cal_write(FILE *out, const struct facts *f, const struct cal_opts *o)
             f->cold_ns / 1e3, COLD_IDLE_NS / 1000, COLD_ROUNDS);
     fprintf(out, "wake_cv = %.3f [measured] their coefficient of variation\n",
             f->cold_cv);
+    if (f->cold_ns > COLD_OVERLOAD_NS)
+        fprintf(out,
+                "# WARNING: a wake-up of %.0f us on average: the host was "
+                "overloaded while calibrating (load average %.2f); "
+                "predictions from this file are not meaningful; rerun on a "
+                "quieter host\n",
+                f->cold_ns / 1e3, f->loadavg);
+    fprintf(out,
+            "# cold wake-up: %d impossible samples rejected (reader's clock "
+            "behind the stamp, or over 1 s)\n",
+            f->cold_rejected);
     fprintf(out,
             "# hot wake-up: pipe ping-pong half round trip %.3f us minus one "
             "pipe write+read %.3f us = %.3f us (cv of %d batch means %.2f)\n",
@@ -518,6 +621,7 @@ cal_write(FILE *out, const struct facts *f, const struct cal_opts *o)
             "holder's end of work to the next holder's start\n",
             f->py.contended, o->python, f->py.ver);
     cal_write_stretch(out, f, o);
+    cal_write_wake_cpu(out, f, o);
     fprintf(out,
             "# cold 2-thread GIL hand-off: lock.release() -> the other thread "
             "running Python after 200 us blocked: %.3f us (mean less the top "
@@ -544,14 +648,21 @@ cal_write(FILE *out, const struct facts *f, const struct cal_opts *o)
         fprintf(out, "# ft_slowdown: no free-threaded CPython here "
                      "(python3.13t not found; Debian 12 has none)\n");
     fprintf(out, "# py_cpu_loop_us %s = %.4f\n", f->py.ver, f->py.cpu_loop);
+    if (!isnan(f->walk_ns))
+        fprintf(out,
+                "# herd.walk_us = %.3f (for the herd model, a scenario "
+                "setting): connecting process CPU per process asleep in "
+                "epoll_wait on the listening socket (256 vs 1 waiter; "
+                "%.1f us per loopback connect with 1)\n",
+                f->walk_ns / 1e3, f->walk_base_ns / 1e3);
 }
 
 int
 sim_calibrate_main(int argc, char **argv)
 {
     struct cal_opts o = {0};
-    struct facts f = {.py = {.cpu_loop = NAN, .stretch = NAN},
-                      .ft = {.cpu_loop = NAN, .stretch = NAN}};
+    struct facts f = {.py = {.cpu_loop = NAN, .stretch = NAN, .wake_cpu = NAN},
+                      .ft = {.cpu_loop = NAN, .stretch = NAN, .wake_cpu = NAN}};
     char sbuf[600];
     const char *script;
     FILE *out = stdout;
@@ -561,9 +672,18 @@ sim_calibrate_main(int argc, char **argv)
         return rc;
     script = find_script(o.dir, sbuf, sizeof(sbuf));
     f.bg_load = bg_load_now();
+    f.loadavg = loadavg_1min();
+    f.walk_ns = f.walk_base_ns = NAN;
+    if (sim_calibrate_walk(&f.walk_ns, &f.walk_base_ns) < 0) {
+        fprintf(stderr,
+                "mtrace calibrate: herd wake-up walk not measured: "
+                "%s\n",
+                strerror(errno));
+        f.walk_ns = f.walk_base_ns = NAN;
+    }
     if (syscall_cost(&f.sys_ns) < 0 || pipe_cost(&f.pipe_ns) < 0 ||
         pingpong(&f.half, &f.cv, &f.cpu) < 0 ||
-        cold_wake(&f.cold_ns, &f.cold_cv) < 0) {
+        cold_wake(&f.cold_ns, &f.cold_cv, &f.cold_rejected) < 0) {
         fprintf(stderr, "mtrace calibrate: loopback measurement failed: %s\n",
                 strerror(errno));
         return 1;
@@ -587,6 +707,12 @@ sim_calibrate_main(int argc, char **argv)
                 strerror(errno));
         return 1;
     }
+    if (f.cold_ns > COLD_OVERLOAD_NS)
+        fprintf(stderr,
+                "mtrace calibrate: warning: cold wake-up %.0f us on average "
+                "(load average %.2f): the host is overloaded; the facts "
+                "written are not meaningful for predictions\n",
+                f.cold_ns / 1e3, f.loadavg);
     cal_write(out, &f, &o);
     if (out != stdout && fclose(out) != 0) {
         fprintf(stderr, "mtrace calibrate: %s: write failed\n", o.out_path);

@@ -9,6 +9,24 @@
 #ifndef MT_SIM_CALIBRATE_H
 #define MT_SIM_CALIBRATE_H
 
+#include <stdbool.h>
+#include <stdint.h>
+
+/* The longest wake-up sample accepted (ns): a thread not run for a second
+ * after its pipe became readable is a stalled host, not a wake-up. */
+#define SIM_CAL_WAKE_MAX_NS 1000000000ull
+
+/*
+ * One cold wake-up sample: the writer stamped stamp_ns (CLOCK_MONOTONIC)
+ * just before write(2); the woken reader read now_ns.  Stores the latency
+ * in *ns and returns true when it is possible: 0 < now - stamp <=
+ * SIM_CAL_WAKE_MAX_NS.  On a VM the monotonic clock read on another CPU can
+ * be behind the writer's stamp (negative or zero difference: unsigned, it
+ * wrapped to ~1.8e19 ns and once made calibrate write wake_us = 2.6e13);
+ * such samples are rejected, not clamped.  Pure; no side effects.
+ */
+bool sim_calibrate_wake_sample(uint64_t stamp_ns, uint64_t now_ns, double *ns);
+
 /* CLI entry: argv[0] is "calibrate".  Returns the exit status. */
 int sim_calibrate_main(int argc, char **argv);
 

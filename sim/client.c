@@ -250,8 +250,8 @@ advance(struct sim_model *m, uint32_t t)
 }
 
 /* The thread holds the GIL now: carry on with what it was doing. */
-void
-sim__client_after_take(struct sim_model *m, uint32_t t)
+static void
+after_take(struct sim_model *m, uint32_t t)
 {
     struct sim__thread *th = &m->th[t];
     uint8_t a = th->after_take;
@@ -276,12 +276,28 @@ sim__client_after_take(struct sim_model *m, uint32_t t)
     }
 }
 
+/*
+ * t has just taken the GIL: it first pays, GIL held, the block/wake CPU of
+ * the GIL waiters woken since the previous take (gil.c,
+ * sim__gil_take_cost), then carries on.
+ */
+static void
+took_gil(struct sim_model *m, uint32_t t)
+{
+    uint64_t ns = sim__gil_take_cost(m);
+
+    if (ns > 0)
+        sim__cpu_submit(m, t, ns, W_GIL_TAKEN, 0);
+    else
+        after_take(m, t);
+}
+
 static void
 take_then(struct sim_model *m, uint32_t t, uint8_t after)
 {
     m->th[t].after_take = after;
     if (sim__gil_take(m, t))
-        sim__client_after_take(m, t);
+        took_gil(m, t);
 }
 
 void
@@ -332,7 +348,10 @@ sim__client_job_done(struct sim_model *m, uint32_t t, uint32_t what)
         break;
     case W_GIL_CHECK:
         if (sim__gil_take(m, t))
-            sim__client_after_take(m, t);
+            took_gil(m, t);
+        break;
+    case W_GIL_TAKEN:
+        after_take(m, t);
         break;
     case W_SWITCHED:
         if (th->after_switch == AT_DO_OP) {

@@ -19,9 +19,6 @@ void sim__client_job_done(struct sim_model *m, uint32_t t, uint32_t what);
 /* Thread t starts (or ends a think pause): it wakes and takes the GIL. */
 void sim__client_thread_start(struct sim_model *m, uint32_t t);
 
-/* Thread t holds the GIL now: carries on with its pending action. */
-void sim__client_after_take(struct sim_model *m, uint32_t t);
-
 /* The reply of connection c is in the client's socket. */
 void sim__client_reply(struct sim_model *m, uint32_t c);
 

@@ -19,8 +19,23 @@
  *     few bytecodes): here, at once.
  *
  * The cost of moving the GIL is the woken waiter's latency (gil_handoff_us,
- * measured by a Python ping-pong in mtrace calibrate).  Free-threaded
- * runtimes have no GIL: take always succeeds and drop never waits.
+ * measured by a Python ping-pong in mtrace calibrate).
+ *
+ * The CPU of a waiter's block/wake cycle (gil_wake_cpu_us): a thread that
+ * finds the GIL locked blocks in pthread_cond_timedwait (a futex wait with
+ * the 5 ms timeout armed); drop_gil's COND_SIGNAL wakes it with a futex
+ * wake, usually of a thread on another core; it returns by re-locking
+ * gil->mutex and re-checks gil->locked, and when another thread took the
+ * GIL meanwhile (take-if-free) it blocks again.  Both ends of that cycle
+ * run under gil->mutex (drop_gil signals while holding it; the woken
+ * waiter re-checks holding it), and take_gil needs gil->mutex before it
+ * can set gil->locked, so the cycle delays the next take: the model
+ * charges each woken waiter's cycle to the next thread that takes the
+ * GIL, as CPU it runs with the GIL held before its next Python
+ * (sim__gil_take_cost, client.c).  A sequential run has no waiters and
+ * pays nothing.  mtrace calibrate measures the cycle's CPU
+ * (docs/sim-model.md).  Free-threaded runtimes have no GIL: take always
+ * succeeds and drop never waits.
  */
 #include "gil.h"
 #include "model.h"
@@ -38,6 +53,15 @@ sim__gil_init(struct sim_model *m)
     m->gil.switch_waiter = -1;
     m->gil.q = mt_calloc(m->nth, sizeof(*m->gil.q));
     return m->gil.q ? 0 : -ENOMEM;
+}
+
+/* Waiter w leaves gil->cond and becomes runnable after wake_us_mean. */
+static void
+gil_wake(struct sim_model *m, uint32_t w, double wake_us_mean)
+{
+    m->res->gil_wakes++;
+    m->gil.wake_debt++;
+    sim__cpu_submit(m, w, 0, W_GIL_CHECK, sim__wake_ns(m, wake_us_mean));
 }
 
 static void
@@ -97,6 +121,18 @@ sim__gil_take(struct sim_model *m, uint32_t t)
     return true;
 }
 
+uint64_t
+sim__gil_take_cost(struct sim_model *m)
+{
+    uint64_t n = m->gil.wake_debt;
+
+    m->gil.wake_debt = 0;
+    if (m->p.runtime == SIM_RT_FREE || n == 0 || m->p.gil_wake_cpu_us <= 0)
+        return 0;
+    m->res->gil_wake_takes++;
+    return sim__us(m->p.gil_wake_cpu_us * (double)n);
+}
+
 bool
 sim__gil_drop(struct sim_model *m, uint32_t t, bool final)
 {
@@ -111,8 +147,7 @@ sim__gil_drop(struct sim_model *m, uint32_t t, bool final)
         uint32_t w = (uint32_t)g->q[0];
         cond_remove(m, w);
         m->th[w].gil_gen++;
-        sim__cpu_submit(m, w, 0, W_GIL_CHECK,
-                        sim__wake_ns(m, m->p.gil_handoff_us));
+        gil_wake(m, w, m->p.gil_handoff_us);
     }
     if (!final && g->drop_req && g->last_holder == (int32_t)t) {
         g->drop_req = false;
@@ -159,7 +194,7 @@ sim__gil_timeout(struct sim_model *m, uint32_t t, uint64_t gen)
     if (!g->locked) { /* timed out with the GIL free: wake and take it */
         cond_remove(m, t);
         th->gil_gen++;
-        sim__cpu_submit(m, t, 0, W_GIL_CHECK, sim__wake_ns(m, m->p.wake_us));
+        gil_wake(m, t, m->p.wake_us);
         return;
     }
     if (g->switch_number == th->saved_switch)

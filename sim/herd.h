@@ -28,6 +28,8 @@ struct herd_params {
     double wake_us;       /* wake-up latency */
     double ab_cpu_us;     /* ab CPU per request (one process) */
     double net_us;        /* loopback connect/transit */
+    double walk_us; /* CPU per sleeping epoll waiter a new connection wakes,
+                       paid by the connecting process (ab) */
     int64_t seed;
     uint8_t origin[HERD_PARAMS_N];
     char note[HERD_PARAMS_N][160];

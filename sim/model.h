@@ -29,6 +29,10 @@ struct sim_result {
     uint64_t gil_switches; /* GIL changed holder */
     uint64_t gil_drop_requests; /* waiter timeouts that set gil_drop_request */
     uint64_t gil_forced; /* forced switches (holder waited on switch_cond) */
+    uint64_t gil_wakes;  /* GIL waiters woken from gil->cond (signalled, or
+                            timed out with the GIL free) */
+    uint64_t gil_wake_takes; /* takes that paid gil_wake_cpu_us (for the
+                                wake-ups since the previous take) */
     uint64_t conns_opened;
     double cpu_util; /* busy core-time / (cores * end) */
 };
@@ -81,6 +85,7 @@ enum sim__what {
     W_SEND_DONE, /* sendall syscall */
     W_SYS_DONE,  /* other GIL-released syscall */
     W_GIL_CHECK, /* woken GIL waiter re-checks gil->locked */
+    W_GIL_TAKEN, /* taker paid the waiters' block/wake CPU */
     W_SWITCHED,  /* forced holder woken from switch_cond */
     W_POOL_GOT,  /* pool waiter handed a connection */
     W_SRV_CPU,   /* server CPU part done */
@@ -160,6 +165,8 @@ struct sim__gil {
     int32_t *q;    /* owned: threads waiting on gil->cond, FIFO */
     size_t qn;
     int32_t switch_waiter; /* thread waiting on switch_cond, -1 */
+    uint64_t wake_debt;    /* waiters woken since the last take: their
+                              block/wake CPU is charged to the next taker */
 };
 
 struct sim_model {

@@ -47,6 +47,9 @@ const struct sim_param_desc sim_param_table[] = {
     P("gil_switch_stretch", SIM_P_DBL, gil_switch_stretch, 0, 10, "x",
       "a Python segment run after another thread held the GIL takes "
       "(1 + this) times its CPU"),
+    P("gil_wake_cpu_us", SIM_P_DBL, gil_wake_cpu_us, 0, 1e6, "us",
+      "CPU of one block/wake cycle of a GIL waiter (futex, gil->mutex); "
+      "paid, GIL held, by the next thread to take the GIL"),
     P("wake_us", SIM_P_DBL, wake_us, 0, 1e6, "us",
       "wake-up latency of a blocked thread"),
     P("wake_cv", SIM_P_DBL, wake_cv, 0, 10, "",
@@ -181,6 +184,8 @@ sim_params_default(struct sim_params *p)
     set_default(p, "gil_handoff_us", "15", SIM_OR_ASSUMPTION,
                 "placeholder until measured by mtrace calibrate");
     set_default(p, "gil_switch_stretch", "0", SIM_OR_ASSUMPTION,
+                "0 until measured by mtrace calibrate");
+    set_default(p, "gil_wake_cpu_us", "0", SIM_OR_ASSUMPTION,
                 "0 until measured by mtrace calibrate");
     set_default(p, "wake_us", "10", SIM_OR_ASSUMPTION,
                 "placeholder until measured by mtrace calibrate");

@@ -54,6 +54,8 @@ struct sim_params {
     double gil_handoff_us;     /* drop_gil signal -> waiter running */
     double gil_switch_stretch; /* extra share of a Python segment run after
                                   another thread held the GIL */
+    double gil_wake_cpu_us;    /* CPU of one GIL waiter's block/wake cycle,
+                                  paid by the next taker, GIL held */
     double wake_us;            /* blocked thread made runnable -> running */
     double wake_cv;            /* its coefficient of variation */
     double ctx_cpu_us;         /* CPU a wake-up costs (context switch) */

@@ -175,11 +175,12 @@ sim_report_row(FILE *out, int fmt, const struct sim_row *r)
         json_num(out, "measured_mean_ms", r->sc->meas_mean_ms, 4);
         json_num(out, "measured_stdev_pct", r->sc->meas_stdev_pct, 2);
         fprintf(out,
-                ",\"gil_switches\":%llu,\"gil_drop_requests\":%llu,\"seed\":%"
-                "lld}\n",
+                ",\"gil_switches\":%llu,\"gil_drop_requests\":%llu,"
+                "\"gil_wakes\":%llu,\"gil_wake_takes\":%llu,\"seed\":%lld}\n",
                 (unsigned long long)r->res.gil_switches,
                 (unsigned long long)r->res.gil_drop_requests,
-                (long long)p->seed);
+                (unsigned long long)r->res.gil_wakes,
+                (unsigned long long)r->res.gil_wake_takes, (long long)p->seed);
     }
 }
 

@@ -24,7 +24,8 @@
 #  5. Seed 000 (sim/scenarios/seed000.scn) and seed 001
 #     (sim/scenarios/seed001.scn) predictions vs their tables.
 # Env: VALIDATE_OUT=DIR keeps the raw measurements there (default: a temp
-# dir removed at exit).
+# dir removed at exit); VALIDATE_NO_DOC=1 prints the tables without touching
+# docs/ (a quick look on a busy machine).
 # Needs: ./mtrace built, python3-pymongo, python3-mockupdb.  Root for sniffing.
 set -u
 TOP=$(cd "$(dirname "$0")/.." && pwd)

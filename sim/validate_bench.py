@@ -7,14 +7,19 @@ Seed 000's benchmark method (2-benchmark.py): one MongoClient; find_one
 first excluded; then, on the same client, for each T of --threads, T
 threads x CALLS calls started one after the other and joined (the pool keeps
 the connections of the previous rows).  Prints one JSON line per row:
-{"label", "mode", "threads", "n", "mean_ms", "stdev_pct", "cpu_us"}: cpu_us is
+{"label", "mode", "threads", "n", "mean_ms", "stdev_pct", "cpu_us", "vcsw"}:
+cpu_us is
 the mean CPU time of the calling thread per call (time.thread_time() around
 find_one: Python with the GIL held, the socket syscalls and the GIL
 hand-over work), which calibrates the model's Python CPU from the
-sequential row.  --dump appends
+sequential row; vcsw is the calling thread's voluntary context switches per
+call (getrusage(RUSAGE_THREAD) ru_nvcsw over the thread's calls: each time
+it blocked, on the socket or on the GIL's condition variable), a diagnostic
+only.  --dump appends
 "LABEL-MODE LATENCY_MS" lines (for mtrace sim --plot --measured)."""
 import argparse
 import json
+import resource
 import statistics
 import threading
 import time
@@ -28,6 +33,7 @@ CPU = threading.local()
 def timings(col, n):
     out = []
     cpu = 0.0
+    r0 = resource.getrusage(resource.RUSAGE_THREAD)
     for _ in range(n):
         start = time.perf_counter()
         c0 = time.thread_time()
@@ -35,7 +41,9 @@ def timings(col, n):
         c1 = time.thread_time()
         out.append((time.perf_counter() - start) * 1000)
         cpu += c1 - c0
+    r1 = resource.getrusage(resource.RUSAGE_THREAD)
     CPU.us = cpu * 1e6 / n if n else 0.0
+    CPU.vcsw = (r1.ru_nvcsw - r0.ru_nvcsw) / n if n else 0.0
     return out
 
 
@@ -44,12 +52,14 @@ def threaded(col, n_threads, calls):
     lock = threading.Lock()
 
     cpus = []
+    vcsws = []
 
     def worker():
         t = timings(col, calls)
         with lock:
             allt.extend(t)
             cpus.append(CPU.us)
+            vcsws.append(CPU.vcsw)
 
     ths = [threading.Thread(target=worker) for _ in range(n_threads)]
     for th in ths:
@@ -57,6 +67,7 @@ def threaded(col, n_threads, calls):
     for th in ths:
         th.join()
     CPU.us = statistics.mean(cpus)
+    CPU.vcsw = statistics.mean(vcsws)
     return allt
 
 
@@ -65,7 +76,8 @@ def row(label, mode, nthreads, t, dump):
     print(json.dumps({"label": label, "mode": mode, "threads": nthreads, "n": len(t),
                       "mean_ms": round(mean, 5),
                       "stdev_pct": round(100 * statistics.stdev(t) / mean, 3),
-                      "cpu_us": round(CPU.us, 3)}), flush=True)
+                      "cpu_us": round(CPU.us, 3),
+                      "vcsw": round(CPU.vcsw, 3)}), flush=True)
     if dump:
         with open(dump, "a") as f:
             for x in t:

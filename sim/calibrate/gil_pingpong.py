@@ -42,11 +42,39 @@ Prints "key value" lines:
                    TLB refills, the holder preempted by threads woken while
                    it holds the GIL)
   switch_stretch_min / _max  the smallest and largest of the 7 ratios, minus 1
+  wake_cpu_us      CPU of one block/wake cycle of a GIL waiter under
+                   contention (pthread_cond_timedwait on gil->cond, the
+                   futex wake from drop_gil, re-locking gil->mutex:
+                   Python/ceval_gil.c take_gil/drop_gil).  T threads each
+                   loop: a fixed ~30 us Python segment, then
+                   sock.sendall(100 bytes) and sock.recv(100) on a
+                   socketpair to a forked echo process (each call drops and
+                   retakes the GIL).  Per iteration: the threads' CPU
+                   (time.thread_time) of the send+recv part and their
+                   voluntary context switches (getrusage RUSAGE_THREAD
+                   ru_nvcsw: each time a thread blocked, on the GIL or the
+                   socket); (CPU with T threads - CPU with 1) / (switches
+                   with T - switches with 1).  The threads are pinned
+                   alternately to the cores (os.sched_setaffinity), the
+                   placement Linux's load balancer gives runnable threads
+                   when a core is idle; T = 4 and 10; 5 alternating phases
+                   (1, 4, 10 threads); the median of the 10 figures
+  wake_cpu_min / _max  their smallest and largest
+  take_cpu_us      the same CPU difference per GIL take (2 per iteration),
+                   median (diagnostic)
+  wake_vcsw        extra voluntary switches per take, median (diagnostic)
+  take_cpu_unpinned_us  per-take CPU difference with 10 threads left where
+                   the scheduler puts them (it may keep them on one core,
+                   where a wake-up costs ~1 us), median (diagnostic)
   cpu_loop_us      a fixed pure-Python workload (dict building and attribute
                    access, similar in kind to BSON encode/decode) in microseconds;
                    the ratio between two interpreters is a free-threaded slowdown
 Usage: gil_pingpong.py [ROUNDS]
 """
+import os
+import resource
+import selectors
+import socket
 import statistics
 import sys
 import threading
@@ -220,6 +248,93 @@ def switch_stretch(T=3, K=150, phases=7):
     return statistics.median(ratios), min(ratios), max(ratios)
 
 
+def _echo(socks):
+    """Echo server of contended_cpu(): runs in a forked child, one thread,
+    until every peer has closed."""
+    sel = selectors.DefaultSelector()
+    for s in socks:
+        sel.register(s, selectors.EVENT_READ)
+    left = len(socks)
+    while left:
+        for key, _ in sel.select():
+            b = key.fileobj.recv(4096)
+            if not b:
+                sel.unregister(key.fileobj)
+                left -= 1
+            else:
+                key.fileobj.sendall(b)
+
+
+def _takes(T, K, pin):
+    """T threads x K iterations of (workload(150), sendall, recv) against a
+    forked echo process.  Returns (send+recv thread CPU per iteration,
+    voluntary context switches per iteration), all threads pooled."""
+    pairs = [socket.socketpair() for _ in range(T)]
+    pid = os.fork()
+    if pid == 0:
+        try:
+            for a, _ in pairs:
+                a.close()
+            _echo([b for _, b in pairs])
+        finally:
+            os._exit(0)
+    for _, b in pairs:
+        b.close()
+    out = []
+    lock = threading.Lock()
+    cores = sorted(os.sched_getaffinity(0))
+    msg = b"x" * 100
+
+    def w(i, s):
+        if pin:
+            os.sched_setaffinity(0, {cores[i % len(cores)]})
+        io = 0.0
+        r0 = resource.getrusage(resource.RUSAGE_THREAD)
+        for _ in range(K):
+            workload(150)
+            c0 = time.thread_time()
+            s.sendall(msg)
+            s.recv(100)
+            io += time.thread_time() - c0
+        r1 = resource.getrusage(resource.RUSAGE_THREAD)
+        with lock:
+            out.append((io, r1.ru_nvcsw - r0.ru_nvcsw))
+
+    ths = [threading.Thread(target=w, args=(i, a)) for i, (a, _) in enumerate(pairs)]
+    for x in ths:
+        x.start()
+    for x in ths:
+        x.join()
+    for a, _ in pairs:
+        a.close()
+    os.waitpid(pid, 0)
+    n = T * K
+    return sum(o[0] for o in out) / n, sum(o[1] for o in out) / n
+
+
+def contended_cpu(phases=5):
+    """See wake_cpu_us in the module doc.  Returns a dict of figures in
+    microseconds (wake_vcsw: a count)."""
+    wake, take, vcs, unp = [], [], [], []
+    for _ in range(phases):
+        io1, v1 = _takes(1, 600, True)
+        for T, K in ((4, 300), (10, 150)):
+            io, v = _takes(T, K, True)
+            take.append((io - io1) / 2)
+            vcs.append((v - v1) / 2)
+            if v - v1 > 0.05:
+                wake.append((io - io1) / (v - v1))
+        io, v = _takes(10, 150, False)
+        unp.append((io - io1) / 2)
+    if not wake:
+        wake = [0.0]
+    return {"wake_cpu_us": statistics.median(wake) * 1e6,
+            "wake_cpu_min": min(wake) * 1e6, "wake_cpu_max": max(wake) * 1e6,
+            "take_cpu_us": statistics.median(take) * 1e6,
+            "wake_vcsw": statistics.median(vcs),
+            "take_cpu_unpinned_us": statistics.median(unp) * 1e6}
+
+
 def lock_loop(rounds):
     a = threading.Lock()
     b = threading.Lock()
@@ -272,6 +387,11 @@ def main():
     print("switch_stretch", "%.4f" % st)
     print("switch_stretch_min", "%.4f" % st_lo)
     print("switch_stretch_max", "%.4f" % st_hi)
+    try:
+        for k, v in contended_cpu().items():
+            print(k, "%.3f" % v)
+    except OSError as e:  # no fork, no socketpair, no affinity: leave it out
+        print("# contended_cpu failed: %s" % e, file=sys.stderr)
     print("cpu_loop_us", "%.4f" % min(cpu_loop() for _ in range(5)))
 
 

@@ -180,6 +180,60 @@ test_sim_model_gil_switch_stretch(void **state)
     assert_float_equal(run(&p, NULL).mean_ms, 1100 / 1e3, 1e-9);
 }
 
+/* gil_wake_cpu_us: each GIL waiter's block/wake cycle is paid, GIL held, by
+ * the next thread that takes the GIL.  Two threads, releases = 3 (pre 0,
+ * send, mid 25, wait, mid 25, sys, post 50), thread 1 starting 30 us after
+ * thread 0, replies 1000 us after the send, every other cost 0 but the
+ * 10 us GIL hand-off, C = gil_wake_cpu_us:
+ *   0     thread 0 takes the free GIL, sends, mid 0..25, blocks in recv
+ *   30    thread 1 likewise (the GIL is free): sends, mid 30..55, blocks
+ *   1000  thread 0's reply: takes the GIL (nobody woken: pays 0), mid 25,
+ *         drops for its recv at 1025 (nobody waits), takes it back, post
+ *         50: ends at 1075 (latency 1075)
+ *   1030  thread 1's reply: GIL locked, waits on gil->cond
+ *   1075  thread 0 exits, signalling thread 1 (1 woken); thread 1 takes
+ *         the GIL 10 us later, pays C, mid 25, its recv drop signals
+ *         nobody, post 50: ends at 1160 + C (latency 1130 + C)
+ * Mean 1102.5 + C / 2: 1.1025 ms for C = 0, 1.1175 ms for C = 30.  One
+ * thread never has a waiter; free-threaded has no GIL (1075 each). */
+static void
+test_sim_model_gil_wake_cpu(void **state)
+{
+    struct sim_params p;
+    struct sim_result r;
+
+    quiet_params(&p);
+    set(&p, "calls", "50");
+    set(&p, "exclude_first", "1");
+    set(&p, "gil_wake_cpu_us", "30");
+    assert_float_equal(run(&p, NULL).mean_ms, 0.184, 1e-9);
+
+    quiet_params(&p);
+    set(&p, "threads", "2");
+    set(&p, "calls", "1");
+    set(&p, "pool_initial", "2");
+    set(&p, "releases", "3");
+    set(&p, "py_pre_frac", "0");
+    set(&p, "py_post_frac", "0.5");
+    set(&p, "sys_us", "0");
+    set(&p, "net_us", "0");
+    set(&p, "wake_us", "0");
+    set(&p, "thread_start_us", "30");
+    set(&p, "server_us", "1000");
+    set(&p, "server_cpu_frac", "0");
+    assert_float_equal(run(&p, &r).mean_ms, 1102.5 / 1e3, 1e-9);
+    assert_int_equal(r.gil_wakes, 1);
+    assert_int_equal(r.gil_wake_takes, 0); /* C = 0: nothing charged */
+    sim_result_free(&r);
+    set(&p, "gil_wake_cpu_us", "30");
+    assert_float_equal(run(&p, &r).mean_ms, 1117.5 / 1e3, 1e-9);
+    assert_int_equal(r.gil_wakes, 1);
+    assert_int_equal(r.gil_wake_takes, 1);
+    sim_result_free(&r);
+    set(&p, "runtime", "free-threaded"); /* 1075 each */
+    assert_float_equal(run(&p, NULL).mean_ms, 1075 / 1e3, 1e-9);
+}
+
 /* Background load: one core, other processes keep it busy half the time
  * with exponential bursts of 100 us (bg_load 0.5).  A 1 us job arriving at
  * a random moment (exponential pauses before each call) finds the core busy
@@ -316,6 +370,7 @@ test_sim_model_same_seed_same_output(void **state)
     set(&p, "threads", "10");
     set(&p, "calls", "100");
     set(&p, "seed", "77");
+    set(&p, "gil_wake_cpu_us", "20"); /* its path is deterministic too */
     run(&p, &a);
     run(&p, &b);
     set(&p, "seed", "78");
@@ -323,6 +378,8 @@ test_sim_model_same_seed_same_output(void **state)
     assert_int_equal(a.n, b.n);
     assert_memory_equal(a.lat_ns, b.lat_ns, a.n * sizeof(*a.lat_ns));
     assert_int_equal(a.events, b.events);
+    assert_true(a.gil_wake_takes > 0);
+    assert_int_equal(a.gil_wake_takes, b.gil_wake_takes);
     assert_true(a.n != c.n ||
                 memcmp(a.lat_ns, c.lat_ns, a.n * sizeof(*a.lat_ns)) != 0);
     sim_result_free(&a);
@@ -483,6 +540,50 @@ herd_total(int64_t procs, int lock)
 }
 
 static void
+hset_ok(struct herd_params *hp, const char *k, const char *v)
+{
+    struct mt_err err = {0};
+
+    if (herd_params_set(hp, k, v, SIM_OR_SCENARIO, NULL, &err) != 0)
+        fail_msg("herd.%s=%s: %s", k, v, err.msg);
+}
+
+/* The wake-up walk: one ab client, 10 requests, 8 workers, no sleeps, no
+ * wake-up latency, no futile CPU, cores enough: each request is transit 20
+ * + service 100 + transit 20 (140 us), and ab's work between two requests
+ * is ab_cpu 50 plus walk_us 2 per sleeper the connection woke: all 8
+ * without the lock, the lock holder only with it.  The last reply ends the
+ * run: 10 x 140 + 9 x (50 + 8 x 2) = 1994 us; with the lock 9 x (50 + 2):
+ * 1868 us; walk_us 0: 1850 us either way. */
+static void
+test_sim_herd_walk_paid_by_ab(void **state)
+{
+    struct herd_params hp;
+    struct herd_result hr;
+    struct mt_err err = {0};
+    static const char *kv[][2] = {{"procs", "8"},        {"clients", "1"},
+                                  {"requests", "10"},    {"cores", "64"},
+                                  {"req_cpu_us", "100"}, {"futile_cpu_us", "0"},
+                                  {"wake_us", "0"},      {"ab_cpu_us", "50"},
+                                  {"net_us", "20"},      {"walk_us", "2"}};
+
+    herd_params_default(&hp);
+    for (size_t i = 0; i < sizeof(kv) / sizeof(kv[0]); i++)
+        hset_ok(&hp, kv[i][0], kv[i][1]);
+    assert_int_equal(herd_run(&hp, &hr, &err), 0);
+    assert_float_equal(hr.total_s, 1994e-6, 1e-12);
+    hset_ok(&hp, "lock", "1");
+    assert_int_equal(herd_run(&hp, &hr, &err), 0);
+    assert_float_equal(hr.total_s, 1868e-6, 1e-12);
+    hset_ok(&hp, "walk_us", "0");
+    assert_int_equal(herd_run(&hp, &hr, &err), 0);
+    assert_float_equal(hr.total_s, 1850e-6, 1e-12);
+    hset_ok(&hp, "lock", "0");
+    assert_int_equal(herd_run(&hp, &hr, &err), 0);
+    assert_float_equal(hr.total_s, 1850e-6, 1e-12);
+}
+
+static void
 test_sim_herd_grows_with_procs_without_lock(void **state)
 {
     double h16 = herd_total(16, 0), h512 = herd_total(512, 0);
@@ -501,6 +602,7 @@ main(void)
         cmocka_unit_test(test_sim_model_one_core_is_a_fifo_mutex),
         cmocka_unit_test(test_sim_model_gil_serialises_with_handoff_cost),
         cmocka_unit_test(test_sim_model_gil_switch_stretch),
+        cmocka_unit_test(test_sim_model_gil_wake_cpu),
         cmocka_unit_test(test_sim_model_background_load),
         cmocka_unit_test(test_sim_model_md1_queue_mean),
         cmocka_unit_test(test_sim_model_serial_go_sleep_overshoots),
@@ -513,6 +615,7 @@ main(void)
         cmocka_unit_test(test_sim_scenario_sections_and_origins),
         cmocka_unit_test(test_sim_scenario_errors_say_where),
         cmocka_unit_test(test_sim_herd_grows_with_procs_without_lock),
+        cmocka_unit_test(test_sim_herd_walk_paid_by_ab),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
