@@ -6,12 +6,17 @@
 #     floor), mtrace replay --delay-ms 0, --delay-ms 1, and --delay-ms 1
 #     --delay-mode serial (seed 000's Go proxy behaviour): seed 000's table.
 #  2. delay precision with a C client (bench/replay_load.c): requested 0.1,
-#     1 and 5 ms at 1 and 64 connections; achieved (server: request read ->
-#     reply written) and client round trip minus the --delay-ms 0 one.
+#     1 and 5 ms at 1 and 64 connections; achieved (server: request's last
+#     byte read -> the reply's write() starts) and client round trip minus
+#     the --delay-ms 0 one, for a sleeping and a busy-polling client;
+#     2b: --spin-us 0 / 50 / auto side by side with the server's CPU;
+#     2c: the machine's timer wake-up lateness (bench/timer_wake.c).
 #  3. throughput: replay_load at 16 and 256 connections against replay and
 #     against the fixed-reply server.
 #
-#     BUILD=build/release bench/bench_replay.sh [--quick] [--spin-us N]
+#     BUILD=build/release bench/bench_replay.sh [--quick] [--spin-us N|auto]
+#                                               [--precision-only]
+# (--precision-only: section 2 alone, for quick A/B runs)
 # The trace is recorded first through `mtrace capture` from MockupDB.
 # Prints markdown tables (docs/benchmarks.md keeps a run).
 set -u
@@ -23,10 +28,13 @@ PY=/usr/bin/python3
 SECS=3
 ROUNDS=3
 SPIN=()
+ONLY_PRECISION=0
+SPIN_LABEL="auto (default)"
 while [ $# -gt 0 ]; do
     case $1 in
     --quick) SECS=1; ROUNDS=1 ;;
-    --spin-us) SPIN=(--spin-us "$2"); shift ;;
+    --precision-only) ONLY_PRECISION=1 ;;
+    --spin-us) SPIN=(--spin-us "$2"); SPIN_LABEL="$2"; shift ;;
     esac
     shift
 done
@@ -44,8 +52,8 @@ wait_port() {
     for _ in $(seq 200); do (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.05; done
     die "nothing on port $1"
 }
-for b in "$BUILD/helpers/fixedsrv" "$BUILD/bench/replay_load" "$MT"; do
-    [ -x "$b" ] || die "$b missing (make all $BUILD/helpers/fixedsrv $BUILD/bench/replay_load)"
+for b in "$BUILD/helpers/fixedsrv" "$BUILD/bench/replay_load" "$BUILD/bench/timer_wake" "$MT"; do
+    [ -x "$b" ] || die "$b missing (make all $BUILD/helpers/fixedsrv $BUILD/bench/replay_load $BUILD/bench/timer_wake)"
 done
 
 # ---- record the trace ----
@@ -66,6 +74,7 @@ start_replay() { # PORTVAR JSON args...
     port=$(free_port)
     "$MT" replay --listen 127.0.0.1:$port --summary-json "$json" "$@" "$TMP/seed.zst" 2>"$json.log" &
     RPID=$!
+    PIDS+=($RPID)
     wait_port $port
     printf -v "$var" '%s' "$port"
 }
@@ -78,6 +87,7 @@ start_fixed() {
     FIXED=$(awk '/READY/ {print $2}' "$TMP/fixed.out")
 }
 
+if [ $ONLY_PRECISION = 0 ]; then
 echo
 echo "## 1. seed 000 benchmark (pymongo $($PY -c 'import pymongo; print(pymongo.version)'), $(nproc) cores)"
 echo
@@ -120,32 +130,95 @@ print(f"medians over {max(r['round'] for r in rows)} rounds: sequential mean flo
       f"replay {rep:.3f} ms = {100 * rep / floor:.1f}% of the floor (target <= 105%); "
       f"--delay-ms 1 adds {d1 - rep:.3f} ms (target 1 +- 0.02)")
 PY
+fi # ONLY_PRECISION
 
 echo
-echo "## 2. delay precision (C client, replay_load, ${SECS}s each)"
+echo "## 2. delay precision (C client, replay_load, ${SECS}s each, spin ${SPIN_LABEL})"
 echo
-echo "| requested | conns | server achieved p50 | p99 | late p50 | late p99 | client RTT p50 - base | target p50 <= | target p99 <= |"
-echo "|---|---|---|---|---|---|---|---|---|"
-for c in 1 64; do
-    start_replay P "$TMP/b.json" --delay-ms 0 "${SPIN[@]}"
-    "$BUILD/bench/replay_load" $P $c $SECS >"$TMP/base.$c"
+echo "Server achieved = request's last byte read -> the reply's write() starts;"
+echo "late = achieved - requested.  write() = how long that write() took"
+echo "(loopback: it also runs the client's receive path).  Client columns are"
+echo "the round trip replay_load sees minus the same client's p50 round trip"
+echo "at --delay-ms 0: 'sleep' is the client blocking in epoll_wait (its own"
+echo "wake-up lateness is included), 'busy' polls (one core)."
+echo
+echo "| requested | conns | server achieved p50 | p99 | late p50 | late p99 | write() p50 | client sleep: RTT p50 - base | p99 - base | client busy: RTT p50 - base | p99 - base | server CPU | target p50 <= | target p99 <= |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+cpu_ticks() { awk '{print $14 + $15}' /proc/"$1"/stat; }
+# run_load OUT CONNS DELAY BUSY(''|--busy) [replay args]: one replay + one load
+run_load() {
+    local out=$1 c=$2 d=$3 busy=$4 t0 t1; shift 4
+    start_replay P "$out.srv" --delay-ms "$d" "$@"
+    t0=$(cpu_ticks $RPID)
+    "$BUILD/bench/replay_load" $P $c $SECS 0.5 $busy >"$out.cli"
+    t1=$(cpu_ticks $RPID)
     stop_replay
+    echo "$(( t1 - t0 ))" >"$out.cpu"
+}
+for c in 1 64; do
+    run_load "$TMP/base.sleep.$c" $c 0 "" "${SPIN[@]}"
+    run_load "$TMP/base.busy.$c" $c 0 --busy "${SPIN[@]}"
     for d in 0.1 1 5; do
-        start_replay P "$TMP/d.json" --delay-ms $d "${SPIN[@]}"
-        "$BUILD/bench/replay_load" $P $c $SECS >"$TMP/load.json"
-        stop_replay
-        $PY - "$d" "$c" "$TMP/d.json" "$TMP/load.json" "$TMP/base.$c" <<'PY'
+        run_load "$TMP/d.sleep" $c $d "" "${SPIN[@]}"
+        run_load "$TMP/d.busy" $c $d --busy "${SPIN[@]}"
+        $PY - "$d" "$c" "$TMP" "$SECS" "$(getconf CLK_TCK)" <<'PY'
 import json, sys
-d, c = float(sys.argv[1]), int(sys.argv[2])
-s, l, b = (json.load(open(p)) for p in sys.argv[3:6])
-a, late = s["achieved"], s["late"]
+d, c, t = float(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+secs, tck = float(sys.argv[4]), int(sys.argv[5])
+js = lambda p: json.load(open(p))
+s = js(f"{t}/d.sleep.srv")
+a, late, w = s["achieved"], s["late"], s["write"]
+cpu = int(open(f"{t}/d.sleep.cpu").read()) / tck / (secs + 0.5) * 100
+def rel(mode):
+    l, b = js(f"{t}/d.{mode}.cli"), js(f"{t}/base.{mode}.{c}.cli")
+    return (l["rtt_p50_us"] - b["rtt_p50_us"]) / 1000, (l["rtt_p99_us"] - b["rtt_p50_us"]) / 1000
+(s50, s99), (b50, b99) = rel("sleep"), rel("busy")
 t50, t99 = d * 1.01 + 0.010, d * 1.05 + 0.050
 ok = lambda v, t: f"{v:.4f}" + ("" if v <= t else " (over)")
 print(f"| {d} ms | {c} | {ok(a['p50_ms'], t50)} | {ok(a['p99_ms'], t99)} | {late['p50_ms']*1000:.1f} us "
-      f"| {late['p99_ms']*1000:.1f} us | {(l['rtt_p50_us'] - b['rtt_p50_us'])/1000:.4f} ms | {t50:.4f} | {t99:.4f} |")
+      f"| {late['p99_ms']*1000:.1f} us | {w['p50_ms']*1000:.1f} us | {ok(s50, t50)} | {ok(s99, t99)} "
+      f"| {ok(b50, t50)} | {ok(b99, t99)} | {cpu:.0f}% | {t50:.4f} | {t99:.4f} |")
 PY
     done
 done
+
+echo
+echo "## 2b. spin modes side by side (server achieved, sleeping client, ${SECS}s each)"
+echo
+echo "Server CPU = the replay process's utime+stime over the run / wall time"
+echo "(100% = one core).  wake-up = how late the loop's timerfd woke it"
+echo "(p50/p99 of its last 256 wake-ups); window = the spin window at exit;"
+echo "read lag = kernel receive of a request's last byte -> the read() whose"
+echo "time starts its delay (not part of achieved; a sleeping loop wakes late"
+echo "for I/O too)."
+echo
+echo "| requested | conns | --spin-us | achieved p50 | p99 | late p50 | late p99 | wake-up p50 / p99 us | window us | read lag p50 / p99 us | server CPU |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|"
+for cd in "1 1" "1 0.1" "64 1" "64 0.1" "64 1 1" "64 0.1 1"; do
+    read -r c d th <<<"$cd"
+    spins="0 50 auto"
+    [ -n "$th" ] && spins=auto # --threads 1: one loop spins, the client keeps a core
+    for spin in $spins; do
+        run_load "$TMP/sp" $c $d "" --spin-us $spin ${th:+--threads $th}
+        $PY - "$d" "$c" "$spin${th:+ (--threads $th)}" "$TMP" "$SECS" "$(getconf CLK_TCK)" <<'PY'
+import json, sys
+d, c, spin, t = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+secs, tck = float(sys.argv[5]), int(sys.argv[6])
+s = json.load(open(f"{t}/sp.srv"))
+a, late, w, rl = s["achieved"], s["late"], s["wake"], s["read_lag"]
+cpu = int(open(f"{t}/sp.cpu").read()) / tck / (secs + 0.5) * 100
+print(f"| {d} ms | {c} | {spin} | {a['p50_ms']:.4f} | {a['p99_ms']:.4f} | {late['p50_ms']*1000:.1f} us "
+      f"| {late['p99_ms']*1000:.1f} us | {w['p50_us']:.1f} / {w['p99_us']:.1f} | {w['spin_us']:.1f} "
+      f"| {rl['p50_ms']*1000:.1f} / {rl['p99_ms']*1000:.1f} | {cpu:.0f}% |")
+PY
+    done
+done
+
+echo
+echo "## 2c. timer wake-up lateness on this machine (bench/timer_wake.c)"
+echo
+"$BUILD/bench/timer_wake" --n $((SECS * 700)) --delay-us 1000
+[ $ONLY_PRECISION = 1 ] && exit 0
 
 echo
 echo "## 3. throughput (replay_load, closed loop, ${SECS}s, ops/s)"
@@ -155,7 +228,6 @@ echo "sensitive to other load on the machine than ops/s."
 echo
 echo "| conns | fixed-reply server ops/s (CPU us/op) | replay --threads 1 | replay (one loop per core) | replay/fixed ops (best) |"
 echo "|---|---|---|---|---|"
-cpu_ticks() { awk '{print $14 + $15}' /proc/"$1"/stat; }
 measure() { # PID PORT CONNS -> "ops cpu_us_per_op"
     local t0 t1 ops
     t0=$(cpu_ticks "$1")

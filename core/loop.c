@@ -13,7 +13,16 @@
  *      timers started during this tick wait for the next one, so a timer
  *      that re-arms itself at "now" cannot starve I/O (redis ae
  *      processTimeEvents does the same);
- *   5. ready fds are dispatched (at most LOOP_EVENTS_MAX per tick).
+ *   5. ready fds are dispatched (at most LOOP_EVENTS_MAX per tick); with a
+ *      spin window set (precision mode), timers that fall due meanwhile
+ *      run between two fd callbacks (one clock read per callback).
+ *
+ * Spin: the wait sleeps only until spin_ns before the first deadline and
+ * busy-polls (epoll_wait with timeout 0) from there, because a sleeping
+ * thread wakes tens of microseconds late on a VM.  Each timerfd wake-up's
+ * lateness (woke_ns - armed_ns) is kept in a ring of LOOP_WAKE_SAMPLES;
+ * the adaptive mode sets spin_ns from their p99 every LOOP_WAKE_WARMUP
+ * wake-ups.
  *
  * Each epoll registration carries the fd and a generation number in its
  * 64-bit user data: an event for an fd that was deleted (and maybe reused by
@@ -23,6 +32,7 @@
 
 #include <errno.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -55,7 +65,14 @@ struct loop {
     int epfd, tfd, wfd;         /* owned: epoll, timerfd, eventfd */
     uint64_t armed_ns;          /* timerfd deadline, 0 when disarmed */
     uint64_t spin_ns;           /* busy-poll this close to a deadline */
-    struct loop_fd *fds;        /* owned: fd_max entries */
+    uint64_t spin_max_ns;       /* adaptive mode: bound of spin_ns */
+    bool spin_auto;             /* spin_ns follows the wake-up lateness */
+    bool slept;                 /* this tick's epoll_wait could block */
+    uint64_t woke_ns;           /* clock right after this tick's wait */
+    uint32_t wake_ring[LOOP_WAKE_SAMPLES]; /* recent lateness, ns */
+    uint64_t wakes, wake_max_ns, spins;
+    uint64_t wake_p50_ns, wake_p99_ns; /* of wake_ring, at last update */
+    struct loop_fd *fds;               /* owned: fd_max entries */
     int fd_max;
     struct loop_timer **heap; /* owned array; elements borrowed */
     size_t heap_len, heap_cap;
@@ -443,12 +460,103 @@ loop_run_timers(struct loop *l)
  * served) until it is due.  0 (the default) never spins.  A wake-up from
  * a timerfd is typically 5-60 us late (more on virtual machines); spinning
  * the last 100 us lets a 1 ms delay land within a few microseconds, at the
- * cost of that much CPU per timer.
+ * cost of that much CPU per timer.  Turns the adaptive mode off.
  */
 void
 loop_set_timer_spin(struct loop *l, uint64_t spin_ns)
 {
     l->spin_ns = spin_ns;
+    l->spin_auto = false;
+}
+
+/*
+ * Adaptive spin window bounded by max_ns (see loop.h).  Starts at max_ns
+ * until LOOP_WAKE_WARMUP wake-ups are measured.  Cost: a sort of
+ * LOOP_WAKE_SAMPLES integers every LOOP_WAKE_WARMUP timer wake-ups.
+ */
+void
+loop_set_timer_spin_auto(struct loop *l, uint64_t max_ns)
+{
+    l->spin_max_ns = max_ns;
+    l->spin_auto = max_ns > 0;
+    l->spin_ns = max_ns;
+    if (l->spin_auto && l->wakes >= LOOP_WAKE_WARMUP)
+        l->spin_ns = l->wake_p99_ns + l->wake_p99_ns / 4 + LOOP_SPIN_MARGIN_NS;
+    if (l->spin_ns > max_ns)
+        l->spin_ns = max_ns;
+}
+
+/* The current spin window in ns (0: the loop never spins). */
+uint64_t
+loop_timer_spin_ns(const struct loop *l)
+{
+    return l->spin_ns;
+}
+
+static int
+cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* p50 and p99 of the recent wake-ups (0 when none).  Sorts a copy. */
+static void
+loop_wake_quantiles(const struct loop *l, uint64_t *p50, uint64_t *p99)
+{
+    uint32_t tmp[LOOP_WAKE_SAMPLES];
+    size_t n =
+        l->wakes < LOOP_WAKE_SAMPLES ? (size_t)l->wakes : LOOP_WAKE_SAMPLES;
+
+    *p50 = *p99 = 0;
+    if (n == 0)
+        return;
+    memcpy(tmp, l->wake_ring, n * sizeof(tmp[0]));
+    qsort(tmp, n, sizeof(tmp[0]), cmp_u32);
+    *p50 = tmp[(n - 1) / 2];
+    *p99 = tmp[(n * 99 + 99) / 100 - 1];
+}
+
+/* Recomputes the recent wake-up quantiles and the adaptive window. */
+static void
+loop_wake_update(struct loop *l)
+{
+    loop_wake_quantiles(l, &l->wake_p50_ns, &l->wake_p99_ns);
+    if (l->spin_auto) {
+        uint64_t w = l->wake_p99_ns + l->wake_p99_ns / 4 + LOOP_SPIN_MARGIN_NS;
+        l->spin_ns = w < l->spin_max_ns ? w : l->spin_max_ns;
+    }
+}
+
+/* Wake-up lateness statistics of this loop (see struct loop_wake_stats).
+ * Sorts the recent samples: call it for reports, not per event. */
+void
+loop_wake_stats_get(const struct loop *l, struct loop_wake_stats *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->wakes = l->wakes;
+    loop_wake_quantiles(l, &out->p50_ns, &out->p99_ns);
+    out->max_ns = l->wake_max_ns;
+    out->spin_ns = l->spin_ns;
+    out->spins = l->spins;
+}
+
+/* The timerfd woke a blocking wait: records how late (vs. armed_ns). */
+static void
+loop_wake_sample(struct loop *l)
+{
+    uint64_t late;
+
+    if (!l->slept || l->armed_ns == 0 || l->woke_ns < l->armed_ns)
+        return;
+    late = l->woke_ns - l->armed_ns;
+    if (late > l->wake_max_ns)
+        l->wake_max_ns = late;
+    l->wake_ring[l->wakes % LOOP_WAKE_SAMPLES] =
+        late > UINT32_MAX ? UINT32_MAX : (uint32_t)late;
+    l->wakes++;
+    if (l->wakes % LOOP_WAKE_WARMUP == 0)
+        loop_wake_update(l);
 }
 
 /* Sets fn(l, arg) to run once per iteration before the loop blocks. */
@@ -523,6 +631,7 @@ loop_dispatch(struct loop *l, const struct epoll_event *ev)
 
     if (ev->data.u64 == LOOP_TAG_TIMER) {
         loop_drain(l->tfd);
+        loop_wake_sample(l);
         l->armed_ns = 0;
         return;
     }
@@ -576,17 +685,25 @@ loop_run_once(struct loop *l, uint64_t timeout_ns)
         wait_ms = 0;
     else if (timeout_ns == 0 || deadline <= l->now_ns)
         wait_ms = 0;
-    else if (deadline != UINT64_MAX && deadline - l->now_ns <= l->spin_ns)
+    else if (deadline != UINT64_MAX && deadline - l->now_ns <= l->spin_ns) {
         wait_ms = 0; /* busy-poll the last stretch: wake-ups are late */
-    else if (deadline != UINT64_MAX && !loop_arm(l, deadline - l->spin_ns))
+        l->spins++;
+    } else if (deadline != UINT64_MAX && !loop_arm(l, deadline - l->spin_ns))
         wait_ms = 0;
+    l->slept = wait_ms != 0;
     n = epoll_wait(l->epfd, evs, LOOP_EVENTS_MAX, wait_ms);
     if (n < 0 && errno != EINTR)
         return -errno;
-    loop_update_time(l);
+    l->woke_ns = loop_update_time(l);
     loop_run_timers(l);
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
         loop_dispatch(l, &evs[i]);
+        if (l->spin_ns > 0 && l->heap_len > 0 &&
+            l->heap[0]->deadline_ns <= l->clk->now_ns(l->clk)) {
+            loop_update_time(l); /* a release fell due during the I/O */
+            loop_run_timers(l);
+        }
+    }
     return 0;
 }
 

@@ -8,7 +8,8 @@
  * src/timer.c).  Deadlines are absolute nanoseconds of the loop's clock;
  * they are armed with a timerfd so a 1 ms delay is not rounded to epoll's
  * millisecond timeout.  The loop reads its clock once per iteration
- * (loop_now_ns() is that cached value).
+ * (loop_now_ns() is that cached value), and in precision mode (a spin
+ * window set) also after each fd callback, to run timers that fell due.
  */
 #ifndef MT_LOOP_H
 #define MT_LOOP_H
@@ -73,6 +74,37 @@ uint64_t loop_deadline_after(const struct loop *l, uint64_t delay_ns);
  * precision (timerfd wake-ups are typically 5-60 us late).  0: never spin.
  */
 void loop_set_timer_spin(struct loop *l, uint64_t spin_ns);
+
+/*
+ * Adaptive spin (precision mode): like loop_set_timer_spin, but the spin
+ * window follows this loop's own measured wake-up lateness: each time the
+ * timerfd wakes the loop, how late it woke is recorded (last
+ * LOOP_WAKE_SAMPLES wake-ups); the window is their p99 plus a quarter,
+ * plus LOOP_SPIN_MARGIN_NS, at most max_ns (0 turns spinning off).  Until
+ * LOOP_WAKE_WARMUP wake-ups are seen the window is max_ns.
+ *
+ * Both spin modes also run due timers between the fd callbacks of a tick
+ * (one clock read per callback), so a burst of I/O does not delay a
+ * release that falls due meanwhile.
+ */
+#define LOOP_WAKE_SAMPLES 256
+#define LOOP_WAKE_WARMUP 32
+#define LOOP_SPIN_MARGIN_NS 5000u
+#define LOOP_SPIN_AUTO_MAX_NS 200000u /* a suggested bound: 0.2 ms */
+void loop_set_timer_spin_auto(struct loop *l, uint64_t max_ns);
+/* The spin window in use now (fixed, or the adaptive one). */
+uint64_t loop_timer_spin_ns(const struct loop *l);
+
+/* Timer wake-up lateness seen by this loop (recent LOOP_WAKE_SAMPLES). */
+struct loop_wake_stats {
+    uint64_t wakes;   /* timerfd wake-ups since loop_new */
+    uint64_t p50_ns;  /* of the recent samples */
+    uint64_t p99_ns;  /* of the recent samples */
+    uint64_t max_ns;  /* since loop_new */
+    uint64_t spin_ns; /* the current window */
+    uint64_t spins;   /* iterations that busy-polled instead of sleeping */
+};
+void loop_wake_stats_get(const struct loop *l, struct loop_wake_stats *out);
 
 /* Called once per iteration before the loop blocks. */
 void loop_set_before_sleep(struct loop *l, loop_hook_fn *fn, void *arg);

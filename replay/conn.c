@@ -68,7 +68,11 @@ replay_stats_init(struct replay_stats *s)
     delay_hist_init(&s->requested);
     delay_hist_init(&s->achieved);
     delay_hist_init(&s->late);
+    delay_hist_init(&s->write);
+    delay_hist_init(&s->read_lag);
 }
+
+#define MAX_U64(a, b) ((a) > (b) ? (a) : (b))
 
 void
 replay_stats_merge(struct replay_stats *dst, const struct replay_stats *src)
@@ -90,6 +94,21 @@ replay_stats_merge(struct replay_stats *dst, const struct replay_stats *src)
     delay_hist_merge(&dst->requested, &src->requested);
     delay_hist_merge(&dst->achieved, &src->achieved);
     delay_hist_merge(&dst->late, &src->late);
+    delay_hist_merge(&dst->write, &src->write);
+    delay_hist_merge(&dst->read_lag, &src->read_lag);
+    /* wake-up lateness and window: those of the busiest loop (most
+     * timer wake-ups); an idle loop's rare wake-ups say little */
+    if (src->wake.wakes + 1 > dst->wake_top_n) { /* top_n: wakes + 1 */
+        struct loop_wake_stats keep = dst->wake;
+        dst->wake = src->wake;
+        dst->wake.wakes = keep.wakes;
+        dst->wake.spins = keep.spins;
+        dst->wake.max_ns = keep.max_ns;
+        dst->wake_top_n = src->wake.wakes + 1;
+    }
+    dst->wake.wakes += src->wake.wakes;
+    dst->wake.spins += src->wake.spins;
+    dst->wake.max_ns = MAX_U64(dst->wake.max_ns, src->wake.max_ns);
 }
 
 void
@@ -112,7 +131,39 @@ new_request_id(struct replay_conn *c)
     return id;
 }
 
-/* Encodes body as the reply to the request: OP_REPLY or OP_MSG. */
+/*
+ * OP_COMMANDREPLY (opCode 2011, MongoDB 3.2-3.6): header, commandReply,
+ * metadata (empty), no outputDocs.
+ *   0 int32 messageLength | 4 requestID | 8 responseTo | 12 opCode 2011
+ *   16 document commandReply | document metadata {}
+ */
+static int
+encode_command_reply(struct mt_buf *out, int32_t rid, int32_t to,
+                     const bson_t *body)
+{
+    static const uint8_t empty_doc[5] = {5, 0, 0, 0, 0};
+    size_t len = WIRE_HEADER_LEN + body->len + sizeof(empty_doc);
+    uint8_t *p;
+    int rc;
+
+    if (len > WIRE_MSG_LEN_MAX)
+        return MT_ETOOBIG;
+    rc = mt_buf_reserve(out, len);
+    if (rc < 0)
+        return rc;
+    p = out->data + out->len;
+    wr_le32(p, (uint32_t)len);
+    wr_le32(p + 4, (uint32_t)rid);
+    wr_le32(p + 8, (uint32_t)to);
+    wr_le32(p + 12, WIRE_OP_COMMANDREPLY);
+    memcpy(p + WIRE_HEADER_LEN, bson_get_data(body), body->len);
+    memcpy(p + WIRE_HEADER_LEN + body->len, empty_doc, sizeof(empty_doc));
+    out->len += len;
+    return 0;
+}
+
+/* Encodes body as the reply to the request: OP_REPLY, OP_COMMANDREPLY or
+ * OP_MSG, as the request's opcode asks. */
 static int
 encode_body(struct replay_conn *c, const struct rq *q, const bson_t *body,
             uint32_t flags, struct mt_buf *out, int32_t *rid)
@@ -120,6 +171,8 @@ encode_body(struct replay_conn *c, const struct rq *q, const bson_t *body,
     const bson_t *docs[1] = {body};
 
     *rid = new_request_id(c);
+    if (q->req.op_command)
+        return encode_command_reply(out, *rid, q->m->h.request_id, body);
     if (q->req.legacy)
         return wire_encode_reply(out, *rid, q->m->h.request_id,
                                  8 /* AwaitCapable */, 0, 0, docs, 1);
@@ -180,7 +233,8 @@ encode_recorded(struct replay_conn *c, const struct rq *q, const uint8_t *rec,
                              &used, NULL);
     if (rc != MT_OK || m.body == NULL)
         return MT_ECORRUPT;
-    if (cursor_id < 0 && !q->req.legacy && m.h.op_code == WIRE_OP_MSG)
+    if (cursor_id < 0 && !q->req.legacy && !q->req.op_command &&
+        m.h.op_code == WIRE_OP_MSG)
         return patch_msg(c, q, &m, out);
     if (!bson_init_static(&body, m.body, m.body_len))
         return MT_EBSON;

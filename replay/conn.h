@@ -50,9 +50,16 @@ struct replay_stats {
     uint64_t awaited, streamed, cursor_ops, unacked, bad_input;
     uint64_t timeouts; /* closed by --idle-timeout-s / --msg-timeout-s */
     struct delay_hist requested; /* delays asked for (held hellos excluded) */
-    struct delay_hist achieved;  /* write time - read time */
+    struct delay_hist achieved;  /* write() start - request read time */
     struct delay_hist late;      /* achieved - requested, 0 if early */
+    struct delay_hist write;     /* duration of a timed reply's write() */
+    struct delay_hist read_lag;  /* kernel receive of a request's last byte
+                                    -> the read() that stamped it */
     uint64_t early;              /* replies written before their deadline */
+    struct loop_wake_stats wake; /* the loop's timer wake-ups; merged:
+                                    counts summed, max the maximum, the
+                                    rest the busiest loop's */
+    uint64_t wake_top_n;         /* merge: that loop's wake-ups + 1 */
 };
 
 /* Per loop thread. */

@@ -166,6 +166,16 @@ match_req_from_msg(const struct wire_msg *m, struct match_req *req,
         return mt_err_set(err, MT_EBSON, 0, "message has no command document");
     if (m->h.op_code == WIRE_OP_QUERY)
         return req_from_query(m, req, err);
+    if (m->h.op_code == WIRE_OP_COMMAND) {
+        /* the database is a field of the message; commandArgs is the
+         * command document (its first key is commandName) */
+        copy_str(req->db, sizeof(req->db), m->command_db,
+                 strlen(m->command_db));
+        req->cmd = m->body;
+        req->cmd_len = m->body_len;
+        req->op_command = true;
+        return cmd_scan(req, err);
+    }
     if (m->h.op_code != WIRE_OP_MSG)
         return mt_err_set(err, MT_EUNSUPPORTED, 0, "%s requests are not served",
                           wire_opcode_name(m->h.op_code));

@@ -47,6 +47,7 @@ struct match_req {
     const struct wire_seq *seq; /* OP_MSG kind-1 sections */
     size_t nseq;
     bool legacy;       /* OP_QUERY: the reply must be OP_REPLY */
+    bool op_command;   /* OP_COMMAND: the reply must be OP_COMMANDREPLY */
     bool more_to_come; /* unacknowledged: no reply is sent */
     bool exhaust_allowed;
     bool checksum; /* the client sent a checksum: reply with one */
@@ -66,7 +67,8 @@ bool match_rules_ignored_n(const struct match_rules *r, const char *field,
                            size_t n);
 
 /*
- * Fills req from a parsed request: OP_MSG, or OP_QUERY on "<db>.$cmd".
+ * Fills req from a parsed request: OP_MSG, OP_QUERY on "<db>.$cmd", or
+ * the legacy OP_COMMAND (database field + commandArgs; MongoDB 3.2-3.6).
  * MT_EUNSUPPORTED for other opcodes and legacy queries on a collection,
  * MT_EBSON for an unusable command document; err says which.
  */

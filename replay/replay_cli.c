@@ -6,7 +6,8 @@
  *                   [--timing none|recorded] [--speed F]
  *                   [--delay-mode deadline|serial] [--strict] [--threads N]
  *                   [--max-conns N] [--ignore-field F]... [--keep-field F]...
- *                   [--spin-us N] [--summary-json FILE] TRACE.zst
+ *                   [--spin-us auto|N] [--spin-max-us N]
+ *                   [--summary-json FILE] TRACE.zst
  *
  * Exit status: 0; 1 runtime failure (or --strict with misses); 2 bad usage.
  * docs/replay.md describes the behaviour.
@@ -21,8 +22,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
 #include <sys/resource.h>
 
+#include "core/addr.h"
 #include "core/log.h"
 #include "core/mem.h"
 #include "core/trace.h"
@@ -30,14 +33,17 @@
 #include "index.h"
 #include "server.h"
 
-/* A sleeping CPU wakes tens of us late (measured: p50 ~40 us on the 2-core
- * test VM); spinning the last 50 us puts a release within a few us. */
-#define CLI_SPIN_DEFAULT_US 50
+/* A sleeping CPU wakes tens of us late (measured on the 2-core test VM:
+ * p50 30-60 us, p99 100-150 us after a 1 ms sleep, quiet): by default each
+ * loop spins the last stretch before a release, as long as its own
+ * measured wake-up p99 (bench/timer_wake.c), at most this long. */
+#define CLI_SPIN_MAX_DEFAULT_US (LOOP_SPIN_AUTO_MAX_NS / 1000)
 
 struct cli {
     struct server_opts so;
     struct match_rules rules;
     bool strict;
+    uint64_t spin_max_ns; /* bound of --spin-us auto */
     const char *summary_json;
     const char *trace;
 };
@@ -74,8 +80,12 @@ usage(FILE *out)
         "                         incomplete S seconds (slow-loris; 30; 0: "
         "never)\n"
         "  --max-msg-bytes N      refuse requests over N bytes (48000000)\n"
-        "  --spin-us N            busy-wait the last N us before a release\n"
-        "                         (default 50; 0: trust the timer wake-up)\n"
+        "  --spin-us auto|N       busy-poll (I/O still served) the last\n"
+        "                         stretch before a release: auto = the\n"
+        "                         loop's measured wake-up lateness p99;\n"
+        "                         N us fixed; 0: trust the timer wake-up\n"
+        "                         and use no CPU (auto)\n"
+        "  --spin-max-us N        bound of the auto window (200)\n"
         "  --summary-json FILE    also write the exit summary as JSON\n"
         "See docs/replay.md.\n");
 }
@@ -127,25 +137,23 @@ parse_u64(const char *s, uint64_t hi, uint64_t *out)
     return 0;
 }
 
+/* HOST:PORT or [V6]:PORT (core/addr.h); the host must be a numeric
+ * address (the server binds it as is).  0, or the exit status 2. */
 static int
 parse_listen(const char *s, struct server_opts *o)
 {
-    const char *colon = strrchr(s, ':');
-    size_t hl;
-    uint64_t port;
+    struct in6_addr a6;
+    struct in_addr a4;
 
-    if (colon == NULL || parse_u64(colon + 1, 65535, &port) < 0)
-        return -1;
-    hl = (size_t)(colon - s);
-    if (hl >= 2 && s[0] == '[' && s[hl - 1] == ']') {
-        s++;
-        hl -= 2;
-    }
-    if (hl == 0 || hl >= sizeof(o->host))
-        return -1;
-    memcpy(o->host, s, hl);
-    o->host[hl] = '\0';
-    o->port = (uint16_t)port;
+    if (mt_addr_split(s, o->host, sizeof(o->host), &o->port) < 0)
+        return bad("bad --listen '%s' (HOST:PORT or [IPV6]:PORT, port "
+                   "0..65535)",
+                   s);
+    if (inet_pton(AF_INET, o->host, &a4) != 1 &&
+        inet_pton(AF_INET6, o->host, &a6) != 1)
+        return bad("bad --listen '%s': host '%s' is not a numeric IPv4 or "
+                   "IPv6 address",
+                   s, o->host);
     return 0;
 }
 
@@ -164,6 +172,7 @@ enum {
     OPT_IGNORE,
     OPT_KEEP,
     OPT_SPIN,
+    OPT_SPINMAX,
     OPT_JSON,
     OPT_IDLE,
     OPT_MSGTO,
@@ -185,6 +194,7 @@ static const struct option longopts[] = {
     {"ignore-field", required_argument, NULL, OPT_IGNORE},
     {"keep-field", required_argument, NULL, OPT_KEEP},
     {"spin-us", required_argument, NULL, OPT_SPIN},
+    {"spin-max-us", required_argument, NULL, OPT_SPINMAX},
     {"summary-json", required_argument, NULL, OPT_JSON},
     {"idle-timeout-s", required_argument, NULL, OPT_IDLE},
     {"msg-timeout-s", required_argument, NULL, OPT_MSGTO},
@@ -203,9 +213,7 @@ parse_opt(struct cli *c, int opt, const char *a)
 
     switch (opt) {
     case OPT_LISTEN:
-        return parse_listen(a, &c->so) < 0
-                   ? bad("bad --listen '%s' (HOST:PORT)", a)
-                   : 0;
+        return parse_listen(a, &c->so);
     case OPT_DELAY:
     case OPT_JITTER:
         if (parse_double(a, 0, 3600e3, &v) < 0)
@@ -256,9 +264,22 @@ parse_opt(struct cli *c, int opt, const char *a)
         (void)match_rules_keep(&c->rules, a);
         return 0;
     case OPT_SPIN:
+        if (strcmp(a, "auto") == 0) {
+            c->so.spin_auto = true;
+            c->so.spin_ns = c->spin_max_ns;
+            return 0;
+        }
         if (parse_u64(a, 1000000, &u) < 0)
-            return bad("bad --spin-us '%s'", a);
+            return bad("bad --spin-us '%s' (auto, or 0..1000000 us)", a);
+        c->so.spin_auto = false;
         c->so.spin_ns = u * 1000;
+        return 0;
+    case OPT_SPINMAX:
+        if (parse_u64(a, 1000000, &u) < 0 || u == 0)
+            return bad("bad --spin-max-us '%s' (1..1000000 us)", a);
+        c->spin_max_ns = u * 1000;
+        if (c->so.spin_auto)
+            c->so.spin_ns = c->spin_max_ns;
         return 0;
     case OPT_JSON:
         c->summary_json = a;
@@ -290,7 +311,9 @@ parse_args(struct cli *c, int argc, char **argv)
     memset(c, 0, sizeof(*c));
     snprintf(c->so.host, sizeof(c->so.host), "127.0.0.1");
     c->so.port = 27017;
-    c->so.spin_ns = CLI_SPIN_DEFAULT_US * 1000;
+    c->spin_max_ns = CLI_SPIN_MAX_DEFAULT_US * 1000;
+    c->so.spin_auto = true;
+    c->so.spin_ns = c->spin_max_ns;
     c->so.msg_timeout_ns = SERVER_MSG_TIMEOUT_DEFAULT_NS;
     delay_cfg_init(&c->so.delay);
     match_rules_default(&c->rules);
@@ -348,6 +371,18 @@ print_summary(FILE *f, const struct replay_stats *st)
             ms(delay_hist_quantile(a, 0.5)), ms(delay_hist_quantile(a, 0.99)),
             ms(a->max_ns), ms(delay_hist_quantile(l, 0.5)),
             ms(delay_hist_quantile(l, 0.99)), ms(l->max_ns));
+    fprintf(f,
+            "mtrace replay: timer wake-ups %llu (lateness p50 %.1f p99 %.1f "
+            "max %.1f us), spin window %.1f us, %llu busy polls; reply "
+            "write() p50 %.1f p99 %.1f us; request read lag p50 %.1f p99 "
+            "%.1f us\n",
+            (unsigned long long)st->wake.wakes, st->wake.p50_ns / 1e3,
+            st->wake.p99_ns / 1e3, st->wake.max_ns / 1e3,
+            st->wake.spin_ns / 1e3, (unsigned long long)st->wake.spins,
+            delay_hist_quantile(&st->write, 0.5) / 1e3,
+            delay_hist_quantile(&st->write, 0.99) / 1e3,
+            delay_hist_quantile(&st->read_lag, 0.5) / 1e3,
+            delay_hist_quantile(&st->read_lag, 0.99) / 1e3);
 }
 
 static void
@@ -387,7 +422,16 @@ write_json(const char *path, const struct replay_stats *st)
     json_hist(f, "achieved", &st->achieved);
     fputc(',', f);
     json_hist(f, "late", &st->late);
-    fprintf(f, "}\n");
+    fputc(',', f);
+    json_hist(f, "write", &st->write);
+    fputc(',', f);
+    json_hist(f, "read_lag", &st->read_lag);
+    fprintf(f,
+            ",\"wake\":{\"wakes\":%llu,\"p50_us\":%.3f,\"p99_us\":%.3f,"
+            "\"max_us\":%.3f,\"spin_us\":%.3f,\"spins\":%llu}}\n",
+            (unsigned long long)st->wake.wakes, st->wake.p50_ns / 1e3,
+            st->wake.p99_ns / 1e3, st->wake.max_ns / 1e3,
+            st->wake.spin_ns / 1e3, (unsigned long long)st->wake.spins);
     return fclose(f) == 0 ? 0 : -1;
 }
 

@@ -38,6 +38,7 @@ struct sconn {
     unsigned watching;     /* LOOP_READ / LOOP_WRITE */
     bool dead;             /* close once the current callback returns */
     bool in_input;         /* inside replay_conn_input */
+    uint64_t write_t0_ns;  /* a timed release's write() starts, or 0 */
     uint64_t last_io_ns;   /* last read or write progress */
     uint64_t msg_start_ns; /* first byte of the incomplete message, or 0 */
     char peer[64];
@@ -86,6 +87,10 @@ sconn_flush(struct sconn *c)
     while (c->out_off < c->out.len) {
         ssize_t n =
             write(c->fd, c->out.data + c->out_off, c->out.len - c->out_off);
+        if (c->write_t0_ns != 0) { /* a delayed reply: time its write() */
+            delay_hist_add(&c->sl->w.st.write, mt_now_ns() - c->write_t0_ns);
+            c->write_t0_ns = 0;
+        }
         if (n > 0) {
             c->out_off += (size_t)n;
             c->last_io_ns = loop_now_ns(c->sl->l);
@@ -109,24 +114,16 @@ sconn_flush(struct sconn *c)
 
 static void on_timer(struct loop *l, struct loop_timer *t, void *arg);
 
-/* Waits out the last spin_ns before r's deadline (opt-in precision). */
-static uint64_t
-spin_until(const struct server *s, uint64_t ready_ns)
-{
-    uint64_t now = mt_now_ns();
-
-    if (s->o.spin_ns == 0)
-        return now;
-    while (now < ready_ns && ready_ns - now <= s->o.spin_ns)
-        now = mt_now_ns();
-    return now;
-}
-
-/* Writes r now (appending to the output), or re-arms a streamed hello. */
+/*
+ * Queues r's bytes for writing and records its delay sample: the achieved
+ * delay ends at now, the moment just before the write() that carries the
+ * reply (the caller flushes right after).  A streamed hello is re-armed.
+ */
 static void
-release(struct sconn *c, struct replay_reply *r, uint64_t now)
+release(struct sconn *c, struct replay_reply *r)
 {
     int rc = mt_buf_append(&c->out, r->bytes, r->len);
+    uint64_t now = mt_now_ns();
 
     if (rc < 0) {
         replay_conn_release(&c->core, r, now);
@@ -140,35 +137,38 @@ release(struct sconn *c, struct replay_reply *r, uint64_t now)
         replay_reply_free(r);
 }
 
+/* r's release time: the loop (with its spin) calls this at ready_at. */
 static void
 on_timer(struct loop *l, struct loop_timer *t, void *arg)
 {
     struct replay_reply *r = arg;
     struct sconn *c = (struct sconn *)r->conn;
-    uint64_t now = spin_until(c->sl->srv, r->ready_at_ns);
 
+    (void)l;
     (void)t;
-    release(c, r, now);
-    sconn_flush(c);
+    release(c, r);
+    if (!c->dead) {
+        c->write_t0_ns = mt_now_ns();
+        sconn_flush(c);
+        c->write_t0_ns = 0;
+    }
     if (c->dead)
         sconn_close(c, "write failed");
 }
 
+/* A reply was built: due already (no delay) -> written once the input is
+ * processed; else on the timer heap at exactly its ready time. */
 static void
 on_emit(struct replay_conn *core, struct replay_reply *r, void *arg)
 {
     struct sconn *c = arg;
-    const struct server *s = c->sl->srv;
-    uint64_t now = mt_now_ns();
 
     (void)core;
-    if (r->ready_at_ns > now + s->o.spin_ns) {
-        uint64_t at = r->ready_at_ns - s->o.spin_ns;
-        loop_timer_start(c->sl->l, &r->timer, at, on_timer, r);
+    if (r->ready_at_ns > mt_now_ns()) {
+        loop_timer_start(c->sl->l, &r->timer, r->ready_at_ns, on_timer, r);
         return;
     }
-    now = spin_until(s, r->ready_at_ns);
-    release(c, r, now); /* flushed when the input is processed */
+    release(c, r); /* flushed when the input is processed */
 }
 
 /* ---- reading ---- */
@@ -222,11 +222,61 @@ sconn_check_len(struct sconn *c, char *tmp, size_t tmp_n, const char **why)
     return false;
 }
 
+/*
+ * read() with the kernel's receive time of the last byte read
+ * (SO_TIMESTAMPNS, CLOCK_REALTIME ns; 0 when the kernel gave none).
+ */
+static ssize_t
+sconn_recv(struct sconn *c, uint64_t *rx_ns)
+{
+    union {
+        char buf[CMSG_SPACE(sizeof(struct timespec))];
+        struct cmsghdr align;
+    } ctl;
+    struct iovec iov = {c->in.data + c->in.len, c->in.cap - c->in.len};
+    struct msghdr mh;
+    struct cmsghdr *cm;
+    ssize_t n;
+
+    memset(&mh, 0, sizeof(mh));
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    mh.msg_control = ctl.buf;
+    mh.msg_controllen = sizeof(ctl.buf);
+    *rx_ns = 0;
+    n = recvmsg(c->fd, &mh, 0);
+    if (n <= 0)
+        return n;
+    for (cm = CMSG_FIRSTHDR(&mh); cm != NULL; cm = CMSG_NXTHDR(&mh, cm)) {
+        struct timespec ts;
+        if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_TIMESTAMPNS ||
+            cm->cmsg_len < CMSG_LEN(sizeof(ts)))
+            continue;
+        memcpy(&ts, CMSG_DATA(cm), sizeof(ts));
+        if (ts.tv_sec > 0)
+            *rx_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    }
+    return n;
+}
+
+/* Records how long the request's last byte sat in the socket before the
+ * read() whose time becomes its read time (a diagnostic: the delay is
+ * counted from the read). */
+static void
+sconn_read_lag(struct sconn *c, uint64_t rx_ns)
+{
+    uint64_t now = mt_wall_ns();
+
+    if (rx_ns != 0 && now >= rx_ns && now - rx_ns < 10000000000ull)
+        delay_hist_add(&c->sl->w.st.read_lag, now - rx_ns);
+}
+
 /* Reads once; false when the connection must close (reason in *why). */
 static bool
 sconn_read(struct sconn *c, const char **why, char *tmp, size_t tmp_n)
 {
     struct mt_err err = {0};
+    uint64_t rx_ns;
     size_t used;
     ssize_t n;
     int rc;
@@ -235,7 +285,7 @@ sconn_read(struct sconn *c, const char **why, char *tmp, size_t tmp_n)
         *why = "request larger than maxMessageSizeBytes";
         return false;
     }
-    n = read(c->fd, c->in.data + c->in.len, c->in.cap - c->in.len);
+    n = sconn_recv(c, &rx_ns);
     if (n < 0) {
         if (errno == EAGAIN || errno == EINTR)
             return true;
@@ -257,6 +307,8 @@ sconn_read(struct sconn *c, const char **why, char *tmp, size_t tmp_n)
     c->last_io_ns = loop_update_time(c->sl->l);
     rc = replay_conn_input(&c->core, c->in.data, c->in.len, c->last_io_ns,
                            &used, &err);
+    if (used > 0)
+        sconn_read_lag(c, rx_ns);
     mt_buf_consume(&c->in, used);
     if (rc < 0) {
         snprintf(tmp, tmp_n, "bad input: %s (%s, at byte %zu)",
@@ -326,6 +378,8 @@ accept_one(struct sloop *sl, int fd, const struct sockaddr_storage *ss)
         return;
     }
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    /* receive times, for the read-lag statistic (ignored if refused) */
+    setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one));
     c->sl = sl;
     c->fd = fd;
     c->last_io_ns = loop_update_time(sl->l);
@@ -502,6 +556,7 @@ loop_thread(void *arg)
     rc = loop_run(sl->l);
     if (rc < 0)
         mt_error("replay: event loop failed: %s", mt_strerror(rc));
+    loop_wake_stats_get(sl->l, &sl->w.st.wake);
     return NULL;
 }
 
@@ -518,6 +573,10 @@ sloop_init(struct server *s, struct sloop *sl, uint64_t seed,
     sl->l = loop_new(NULL, 0, err);
     if (sl->l == NULL)
         return err->code ? err->code : -ENOMEM;
+    if (s->o.spin_auto)
+        loop_set_timer_spin_auto(sl->l, s->o.spin_ns);
+    else
+        loop_set_timer_spin(sl->l, s->o.spin_ns);
     if (s->port != 0 && sl == &s->loops[0]) {
         int probe = listener_open(&s->o, s->port, false, &bound, err);
         if (probe < 0)

@@ -27,7 +27,9 @@ struct server_opts {
     int threads;   /* loops; <= 0: one per online core */
     size_t conns_max;
     struct delay_cfg delay;
-    uint64_t spin_ns;        /* busy-wait the last spin_ns before a release */
+    uint64_t spin_ns;        /* busy-poll the last spin_ns before a release
+                                (the bound of the window if spin_auto) */
+    bool spin_auto;          /* window = measured wake-up lateness p99 */
     uint64_t idle_ns;        /* close a connection quiet this long; 0: never */
     uint64_t msg_timeout_ns; /* close a client whose message stays
                                 incomplete this long; 0: never */

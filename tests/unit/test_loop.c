@@ -1,7 +1,9 @@
 /*
  * test_loop.c -- core/loop.c: timer heap order and ties, stop/restart,
  * deadline overflow, fd readiness on socketpairs, stale events of deleted
- * fds, loop_stop from another thread, allocation failure.
+ * fds, loop_stop from another thread, allocation failure; spin: order and
+ * never early, the adaptive window's bound, little CPU when no timer is
+ * near, timers run between the fd callbacks of a tick.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,6 +14,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -444,6 +447,242 @@ test_loop_new_alloc_failure(void **state)
     loop_free(NULL);
 }
 
+/* ---- spin (precision mode) ---- */
+
+static uint64_t
+thread_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+struct spin_log {
+    struct loop_timer t[8];
+    uint64_t deadline[8];
+    int order[8];
+    int n;
+    int early; /* callbacks that ran before their deadline */
+};
+
+static void
+on_spin_timer(struct loop *l, struct loop_timer *t, void *arg)
+{
+    struct spin_log *s = arg;
+    int id = (int)(t - s->t);
+
+    if (mt_now_ns() < s->deadline[id])
+        s->early++;
+    s->order[s->n++] = id;
+}
+
+/* With a fixed spin wider than every deadline, timers still fire in
+ * (deadline, start order) order and never early. */
+static void
+test_loop_spin_fixed_order_not_early(void **state)
+{
+    static const uint64_t off_us[8] = {900, 300, 300, 600, 100, 900, 300, 50};
+    static const int want[8] = {7, 4, 1, 2, 6, 3, 0, 5};
+    struct mt_err err = {0};
+    struct loop *l = loop_new(NULL, 16, &err);
+    struct spin_log s = {0};
+    struct loop_wake_stats ws;
+    uint64_t now;
+
+    assert_non_null(l);
+    loop_set_timer_spin(l, 2000000); /* 2 ms: the whole wait is spun */
+    assert_int_equal(loop_timer_spin_ns(l), 2000000);
+    now = loop_update_time(l);
+    for (int i = 0; i < 8; i++) {
+        loop_timer_init(&s.t[i]);
+        s.deadline[i] = now + off_us[i] * 1000;
+        loop_timer_start(l, &s.t[i], s.deadline[i], on_spin_timer, &s);
+    }
+    while (s.n < 8)
+        assert_int_equal(loop_run_once(l, UINT64_MAX), 0);
+    assert_int_equal(s.early, 0);
+    loop_wake_stats_get(l, &ws);
+    assert_true(ws.spins > 0); /* polled: every deadline was in the window */
+    for (int i = 0; i < 8; i++)
+        assert_int_equal(s.order[i], want[i]);
+    loop_free(l);
+}
+
+struct chain {
+    struct loop_timer t;
+    uint64_t delay_ns, deadline;
+    int left, early;
+};
+
+static void
+on_chain(struct loop *l, struct loop_timer *t, void *arg)
+{
+    struct chain *c = arg;
+    uint64_t now = loop_update_time(l);
+
+    if (now < c->deadline)
+        c->early++;
+    if (--c->left > 0) {
+        c->deadline = now + c->delay_ns;
+        loop_timer_start(l, t, c->deadline, on_chain, c);
+    }
+}
+
+static void
+run_chain(struct loop *l, struct chain *c, int n, uint64_t delay_ns)
+{
+    memset(c, 0, sizeof(*c));
+    c->delay_ns = delay_ns;
+    c->left = n;
+    loop_timer_init(&c->t);
+    c->deadline = loop_update_time(l) + delay_ns;
+    loop_timer_start(l, &c->t, c->deadline, on_chain, c);
+    while (c->left > 0)
+        assert_int_equal(loop_run_once(l, UINT64_MAX), 0);
+}
+
+/* The adaptive window starts at its bound, then follows the measured
+ * wake-ups and never exceeds the bound. */
+static void
+test_loop_spin_auto_bounded(void **state)
+{
+    struct mt_err err = {0};
+    struct loop *l = loop_new(NULL, 16, &err);
+    struct loop_wake_stats ws;
+    struct chain c;
+
+    assert_non_null(l);
+    loop_set_timer_spin_auto(l, 150000);
+    assert_int_equal(loop_timer_spin_ns(l), 150000); /* before any sample */
+    run_chain(l, &c, LOOP_WAKE_WARMUP + 8, 400000);  /* 40 x 0.4 ms */
+    assert_int_equal(c.early, 0);
+    loop_wake_stats_get(l, &ws);
+    assert_true(ws.wakes >= LOOP_WAKE_WARMUP);
+    assert_true(ws.p99_ns >= ws.p50_ns);
+    assert_true(ws.max_ns >= ws.p99_ns);
+    assert_true(ws.spin_ns >= LOOP_SPIN_MARGIN_NS);
+    assert_true(ws.spin_ns <= 150000);
+    assert_int_equal(ws.spin_ns, loop_timer_spin_ns(l));
+
+    /* a tight bound wins over whatever the VM's wake-ups are */
+    loop_set_timer_spin_auto(l, 3000);
+    assert_true(loop_timer_spin_ns(l) <= 3000);
+    run_chain(l, &c, LOOP_WAKE_WARMUP, 300000);
+    assert_true(loop_timer_spin_ns(l) <= 3000);
+    loop_set_timer_spin_auto(l, 0); /* off */
+    assert_int_equal(loop_timer_spin_ns(l), 0);
+    loop_free(l);
+}
+
+/* Spinning is only for the last stretch: a loop whose only timer is
+ * 200 ms away sleeps (CPU time a small part of the wait), and a loop
+ * with no timer at all does not poll. */
+static void
+test_loop_spin_idle_uses_little_cpu(void **state)
+{
+    struct mt_err err = {0};
+    struct loop *l = loop_new(NULL, 16, &err);
+    struct loop_wake_stats ws;
+    struct loop_timer t;
+    uint64_t cpu0, wall0, cpu, wall;
+    int fired = 0;
+
+    assert_non_null(l);
+    loop_set_timer_spin_auto(l, LOOP_SPIN_AUTO_MAX_NS);
+    loop_timer_init(&t);
+    cpu0 = thread_cpu_ns();
+    wall0 = loop_update_time(l);
+    loop_timer_start(l, &t, wall0 + 200000000, on_timer_count, &fired);
+    while (!fired)
+        assert_int_equal(loop_run_once(l, UINT64_MAX), 0);
+    cpu = thread_cpu_ns() - cpu0;
+    wall = mt_now_ns() - wall0;
+    assert_true(wall >= 200000000);
+    /* at most the spin window (0.2 ms) plus a few syscalls; 20 ms is a
+     * generous bound on a loaded machine, far below a busy 200 ms */
+    assert_true(cpu < 20000000);
+
+    loop_wake_stats_get(l, &ws);
+    cpu0 = thread_cpu_ns();
+    assert_int_equal(loop_run_once(l, 200000000), 0); /* no timer: sleeps */
+    cpu = thread_cpu_ns() - cpu0;
+    assert_true(cpu < 20000000);
+    loop_free(l);
+}
+
+struct interleave {
+    struct loop_timer t;
+    uint64_t *now; /* the manual clock */
+    int log[4];
+    int n;
+};
+
+static void
+on_io_slow(struct loop *l, int fd, void *arg, unsigned ev)
+{
+    struct interleave *s = arg;
+    char b[8];
+
+    (void)l;
+    (void)ev;
+    assert_true(read(fd, b, sizeof(b)) > 0);
+    s->log[s->n++] = 1;
+    *s->now += 1000; /* this callback "takes" 1 us of the manual clock */
+}
+
+static void
+on_timer_mark(struct loop *l, struct loop_timer *t, void *arg)
+{
+    struct interleave *s = arg;
+    (void)l;
+    (void)t;
+    s->log[s->n++] = 2;
+}
+
+/* In precision mode a timer that falls due during a tick's I/O runs
+ * between two fd callbacks; without spin it waits for the next tick. */
+static void
+test_loop_spin_runs_timers_between_io(void **state)
+{
+    for (int spin = 0; spin <= 1; spin++) {
+        uint64_t now = 1000000;
+        struct mt_clock clk;
+        struct loop *l = manual_loop(&clk, &now);
+        struct interleave s = {.now = &now};
+        int a[2], b[2];
+
+        if (spin)
+            loop_set_timer_spin(l, 100000);
+        assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, a), 0);
+        assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, b), 0);
+        assert_int_equal(loop_fd_add(l, a[0], LOOP_READ, on_io_slow, &s), 0);
+        assert_int_equal(loop_fd_add(l, b[0], LOOP_READ, on_io_slow, &s), 0);
+        loop_timer_init(&s.t);
+        loop_timer_start(l, &s.t, now + 500, on_timer_mark, &s);
+        assert_int_equal(write(a[1], "1", 1), 1);
+        assert_int_equal(write(b[1], "2", 1), 1);
+        assert_int_equal(loop_run_once(l, 0), 0);
+        if (spin) {
+            assert_int_equal(s.n, 3);
+            assert_int_equal(s.log[0], 1);
+            assert_int_equal(s.log[1], 2); /* due after the first callback */
+            assert_int_equal(s.log[2], 1);
+        } else {
+            assert_int_equal(s.n, 2); /* both fds; the timer next tick */
+            assert_int_equal(loop_run_once(l, 0), 0);
+            assert_int_equal(s.n, 3);
+            assert_int_equal(s.log[2], 2);
+        }
+        loop_fd_del(l, a[0]);
+        loop_fd_del(l, b[0]);
+        for (int i = 0; i < 2; i++) {
+            close(a[i]);
+            close(b[i]);
+        }
+        loop_free(l);
+    }
+}
+
 int
 main(void)
 {
@@ -458,6 +697,10 @@ main(void)
         cmocka_unit_test(test_loop_stop_from_thread_and_restart),
         cmocka_unit_test(test_loop_wake_never_lost),
         cmocka_unit_test(test_loop_new_alloc_failure),
+        cmocka_unit_test(test_loop_spin_fixed_order_not_early),
+        cmocka_unit_test(test_loop_spin_auto_bounded),
+        cmocka_unit_test(test_loop_spin_idle_uses_little_cpu),
+        cmocka_unit_test(test_loop_spin_runs_timers_between_io),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -443,6 +443,102 @@ test_conn_every_prefix_waits(void **state)
     mt_buf_free(&m);
 }
 
+/* An OP_COMMAND (2010) message by hand: header, database, commandName,
+ * commandArgs, metadata {}, no inputDocs. */
+static void
+encode_op_command(struct mt_buf *m, int32_t rid, const char *db,
+                  const char *name, const char *js)
+{
+    static const uint8_t empty_doc[5] = {5, 0, 0, 0, 0};
+    bson_t *b = json(js);
+    uint8_t h[16];
+    size_t len = 16 + strlen(db) + 1 + strlen(name) + 1 + b->len + 5;
+
+    mt_buf_init(m, WIRE_MSG_LEN_MAX);
+    wr_le32(h, (uint32_t)len);     /*  0 messageLength */
+    wr_le32(h + 4, (uint32_t)rid); /*  4 requestID */
+    wr_le32(h + 8, 0);             /*  8 responseTo */
+    wr_le32(h + 12, 2010);         /* 12 opCode OP_COMMAND */
+    assert_int_equal(mt_buf_append(m, h, 16), 0);
+    assert_int_equal(mt_buf_append(m, db, strlen(db) + 1), 0);
+    assert_int_equal(mt_buf_append(m, name, strlen(name) + 1), 0);
+    assert_int_equal(mt_buf_append(m, bson_get_data(b), b->len), 0);
+    assert_int_equal(mt_buf_append(m, empty_doc, 5), 0);
+    assert_int_equal(m->len, len);
+    bson_destroy(b);
+}
+
+/* A recorded OP_COMMAND exchange is indexed under the same key as the
+ * equivalent OP_MSG; an OP_COMMAND request is answered with
+ * OP_COMMANDREPLY (responseTo, commandReply, empty metadata), whether the
+ * recorded reply was OP_COMMANDREPLY or OP_MSG. */
+static void
+test_conn_op_command_indexed_and_answered(void **state)
+{
+    struct fixture *f = *state;
+    struct mt_buf q, p, again;
+    struct wire_msg w;
+    struct mt_err err = {0};
+    bson_t body, *rb = json("{\"n\": 3, \"ok\": 1}");
+    const uint8_t empty_doc[5] = {5, 0, 0, 0, 0};
+    size_t used;
+    uint8_t h[16];
+
+    /* record: OP_COMMAND count on db "old" -> OP_COMMANDREPLY {n: 3} */
+    encode_op_command(&q, 70, "old", "count",
+                      "{\"count\": \"c\", \"query\": {}}");
+    mt_buf_init(&p, WIRE_MSG_LEN_MAX);
+    wr_le32(h, (uint32_t)(16 + rb->len + 5));
+    wr_le32(h + 4, 570);
+    wr_le32(h + 8, 70);
+    wr_le32(h + 12, 2011);
+    assert_int_equal(mt_buf_append(&p, h, 16), 0);
+    assert_int_equal(mt_buf_append(&p, bson_get_data(rb), rb->len), 0);
+    assert_int_equal(mt_buf_append(&p, empty_doc, 5), 0);
+    assert_int_equal(index_add(&f->idx, q.data, q.len, p.data, p.len, 1, &err),
+                     0);
+
+    /* the same request again, new requestID: OP_COMMANDREPLY {n: 3} */
+    encode_op_command(&again, 71, "old", "count",
+                      "{\"count\": \"c\", \"query\": {}}");
+    assert_int_equal(
+        replay_conn_input(&f->c, again.data, again.len, 10, &used, &err), 0);
+    assert_int_equal(used, again.len);
+    assert_int_equal(f->nout, 1);
+    reply_of(f->out[0], &w, &body);
+    assert_int_equal(w.h.op_code, WIRE_OP_COMMANDREPLY);
+    assert_int_equal(w.h.response_to, 71);
+    assert_int_equal(i64_at(&body, "n"), 3);
+    assert_int_equal(f->out[0]->len, 16 + rb->len + 5);
+    assert_int_equal(f->w.st.matched, 1);
+
+    /* the same command as OP_MSG ($db old) matches the same group */
+    assert_int_equal(
+        send_cmd(f, 72, 0,
+                 "{\"count\": \"c\", \"query\": {}, \"$db\": \"old\"}", 20),
+        1);
+    reply_of(f->out[1], &w, &body);
+    assert_int_equal(w.h.op_code, WIRE_OP_MSG);
+    assert_int_equal(i64_at(&body, "n"), 3);
+
+    /* an OP_COMMAND find matching a recorded OP_MSG exchange */
+    mt_buf_free(&again);
+    encode_op_command(&again, 73, "d", "find",
+                      "{\"find\": \"c\", \"filter\": {\"_id\": 1}}");
+    assert_int_equal(
+        replay_conn_input(&f->c, again.data, again.len, 30, &used, &err), 0);
+    assert_int_equal(f->nout, 3);
+    reply_of(f->out[2], &w, &body);
+    assert_int_equal(w.h.op_code, WIRE_OP_COMMANDREPLY);
+    assert_int_equal(w.h.response_to, 73);
+    assert_int_equal(i64_at(&body, "cursor.firstBatch.0._id"), 1);
+    assert_int_equal(f->w.st.missed, 0);
+    mt_buf_free(&q);
+    mt_buf_free(&p);
+    mt_buf_free(&again);
+    bson_destroy(rb);
+}
+
 static void
 test_conn_garbage_is_an_error(void **state)
 {
@@ -491,6 +587,8 @@ main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_conn_every_prefix_waits, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(
+            test_conn_op_command_indexed_and_answered, setup, teardown),
         cmocka_unit_test_setup_teardown(test_conn_garbage_is_an_error, setup,
                                         teardown),
     };
