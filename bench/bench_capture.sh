@@ -190,21 +190,23 @@ for n in 1 16 256; do
         "${C[mtrace]}" "${C[haproxy]}"
 done
 echo
-echo "## 3. --delay-ms 1 (us; added = RTT with delay - p50 RTT without)"
-printf "| %5s | %10s | %10s | %10s | %10s | %-44s | %12s |\n" conns "p50 base" "p50" "added p50" \
-    "added p99" "mtrace's own achieved (p50 / p99 / max, ms)" "CPU us/req"
-printf "|-------|------------|------------|------------|------------|----------------------------------------------|--------------|\n"
+echo "## 3. --delay-ms 1 (us; added = RTT with delay - p50 RTT without; spin = --spin-us)"
+printf "| %5s | %5s | %10s | %10s | %10s | %10s | %-44s | %12s |\n" conns spin "p50 base" "p50" \
+    "added p50" "added p99" "mtrace's own achieved (p50 / p99 / max, ms)" "CPU us/req"
+printf "|-------|-------|------------|------------|------------|------------|----------------------------------------------|--------------|\n"
 for n in 1 16; do
     start_proxy mtrace
     run "mtrace-nodelay" "$n"
     base=$P50
     stop_proxy
-    start_proxy mtrace --delay-ms 1
-    run "mtrace-delay1" "$n"
-    dcpu=$CPU
-    stop_proxy
-    own=$(sed -n 's/.*achieved p50 \([0-9.]*\) ms, p99 \([0-9.]*\) ms, max \([0-9.]*\) ms.*/\1 \/ \2 \/ \3/p' \
-        "$TMP/mtrace.err")
-    printf "| %5s | %10s | %10s | %10s | %10s | %-44s | %12s |\n" "$n" "$base" "$P50" \
-        "$(calc "$P50 - $base")" "$(calc "$P99 - $base")" "$own" "$dcpu"
+    for spin in 100 auto; do
+        start_proxy mtrace --delay-ms 1 --spin-us "$spin"
+        run "mtrace-delay1" "$n"
+        dcpu=$CPU
+        stop_proxy
+        own=$(sed -n 's/.*achieved p50 \([0-9.]*\) ms, p99 \([0-9.]*\) ms, max \([0-9.]*\) ms.*/\1 \/ \2 \/ \3/p' \
+            "$TMP/mtrace.err")
+        printf "| %5s | %5s | %10s | %10s | %10s | %10s | %-44s | %12s |\n" "$n" "$spin" "$base" \
+            "$P50" "$(calc "$P50 - $base")" "$(calc "$P99 - $base")" "$own" "$dcpu"
+    done
 done

@@ -27,6 +27,7 @@
 #include "core/addr.h"
 #include "core/err.h"
 #include "core/log.h"
+#include "core/loop.h"
 #include "core/trace.h"
 #include "core/wire.h"
 #include "pconn.h"
@@ -74,11 +75,14 @@ capture_usage(FILE *out)
         "(default 10000)\n"
         "  --threads N         event loops, one per thread (default: one per "
         "CPU, max %d)\n"
-        "  --spin-us N         with --delay-ms: busy-poll the last N us before "
+        "  --spin-us N|auto    with --delay-ms: busy-poll the last N us before "
         "each\n"
         "                      release, because timer wake-ups run late "
         "(default 100;\n"
-        "                      0 saves CPU, costs ~50 us of precision)\n"
+        "                      0 saves CPU, costs ~50 us of precision; auto: "
+        "the p99\n"
+        "                      of recent wake-ups, at most 200 us, as in "
+        "replay)\n"
         "  --idle-timeout-s S  close a connection after S s with no traffic "
         "and no\n"
         "                      request waiting for its reply (default 0: "
@@ -303,10 +307,16 @@ capture_parse_proxy_opt(int c, const char *arg, struct capture_args *a)
         a->px.max_conns = (unsigned)v;
         return 0;
     case OPT_SPIN:
+        if (strcmp(arg, "auto") == 0) {
+            a->px.spin_auto = true;
+            a->px.spin_ns = LOOP_SPIN_AUTO_MAX_NS;
+            return 0;
+        }
         if (!cli_parse_u64(arg, 0, 10000, &v))
-            return capture_bad("--spin-us wants microseconds from 0 to 10000, "
-                               "not '%s'",
+            return capture_bad("--spin-us wants auto or microseconds from 0 "
+                               "to 10000, not '%s'",
                                arg);
+        a->px.spin_auto = false;
         a->px.spin_ns = v * 1000;
         return 0;
     case OPT_IDLE:

@@ -93,6 +93,7 @@ struct proxy {
     char target_desc[64];
     uint64_t delay_ns; /* 0: no delay */
     uint64_t spin_ns;  /* loop timer spin when delaying */
+    bool spin_auto;    /* spin_ns is the bound of an adaptive window */
     unsigned max_conns;
     uint64_t idle_ns, msg_timeout_ns; /* 0: never */
     uint32_t msg_max;                 /* largest client message */

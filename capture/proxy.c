@@ -370,7 +370,9 @@ proxy_loops_init(struct proxy *p, struct mt_err *err)
         if (pl->scratch == NULL)
             return mt_err_set(err, -ENOMEM, 0, "out of memory");
         loop_set_before_sleep(pl->l, proxy_before_sleep, pl);
-        if (p->delay_ns > 0)
+        if (p->delay_ns > 0 && p->spin_auto)
+            loop_set_timer_spin_auto(pl->l, p->spin_ns);
+        else if (p->delay_ns > 0)
             loop_set_timer_spin(pl->l, p->spin_ns);
         int rc = loop_fd_add(pl->l, pl->lfd, LOOP_READ, proxy_on_accept, pl);
         if (rc < 0)
@@ -638,6 +640,7 @@ proxy_init(struct proxy *p, const struct proxy_opts *o, struct mt_err *err)
     snprintf(p->target_desc, sizeof(p->target_desc), "%s", o->target_desc);
     p->delay_ns = o->delay_ns;
     p->spin_ns = o->spin_ns;
+    p->spin_auto = o->spin_auto;
     p->max_conns = o->max_conns;
     p->idle_ns = o->idle_ns;
     p->msg_timeout_ns = o->msg_timeout_ns;

@@ -31,6 +31,7 @@ struct proxy_opts {
     char target_desc[64];    /* "127.0.0.1:27017" */
     uint64_t delay_ns;       /* --delay-ms, 0: none */
     uint64_t spin_ns;        /* --spin-us: busy-poll before a release */
+    bool spin_auto;          /* --spin-us auto: spin_ns is the bound */
     unsigned max_conns;      /* --max-conns */
     unsigned threads;        /* --threads, 0: one per online CPU */
     const char *out_path;    /* -o; borrowed */
