@@ -53,7 +53,7 @@ capture_usage(FILE *out)
         "OUT.zst\n"
         "       mtrace capture --iface IF [--port N]... [--filter BPF] "
         "[--duration S]\n"
-        "                      [--count N] -o OUT.zst\n"
+        "                      [--count N] [--buffer-mb M] -o OUT.zst\n"
         "\n"
         "Records MongoDB wire traffic into a zstd trace (read it with mtrace "
         "dump).\n"
@@ -112,6 +112,9 @@ capture_usage(FILE *out)
         "  --filter BPF        capture filter (replaces the port filter)\n"
         "  --duration S        live: stop after S seconds\n"
         "  --count N           live: stop after N packets\n"
+        "  --buffer-mb M       live: kernel capture ring in MiB (default %d, "
+        "up to %d;\n"
+        "                      on lo each packet takes its room twice)\n"
         "  --zstd-level L      trace compression level (zstd, %d..%d; "
         "default -3 for\n"
         "                      --pcap, which is bound by compression, 3 "
@@ -129,8 +132,8 @@ capture_usage(FILE *out)
         "the trace is closed and a summary printed.  Exit status: 0 success, 1 "
         "runtime\n"
         "failure, 2 bad usage.  See docs/capture.md.\n",
-        PROXY_THREADS_MAX, SNIFF_PORTS_MAX, trace_zstd_level_min(),
-        trace_zstd_level_max());
+        PROXY_THREADS_MAX, SNIFF_PORTS_MAX, SNIFF_BUFFER_MB_DEFAULT,
+        SNIFF_BUFFER_MB_MAX, trace_zstd_level_min(), trace_zstd_level_max());
 }
 
 static int capture_bad(const char *fmt, ...)
@@ -260,6 +263,7 @@ enum {
     OPT_FILTER,
     OPT_DURATION,
     OPT_COUNT,
+    OPT_BUFFER_MB,
     OPT_ZSTD_LEVEL,
     OPT_SPIN,
     OPT_IDLE,
@@ -406,6 +410,13 @@ capture_parse_sniff_opt(int c, const char *arg, struct capture_args *a)
                                arg);
         a->sn.zstd_level = l;
         return 0;
+    case OPT_BUFFER_MB:
+        a->sniff_only = true;
+        if (!cli_parse_u64(arg, 1, SNIFF_BUFFER_MB_MAX, &v))
+            return capture_bad("--buffer-mb wants MiB from 1 to %d, not '%s'",
+                               SNIFF_BUFFER_MB_MAX, arg);
+        a->sn.buffer_mb = (uint32_t)v;
+        return 0;
     default: /* OPT_COUNT */
         a->sniff_only = true;
         if (!cli_parse_u64(arg, 1, UINT64_MAX, &v))
@@ -438,6 +449,7 @@ capture_parse(int argc, char **argv, struct capture_args *a, const char **out)
         {"filter", required_argument, NULL, OPT_FILTER},
         {"duration", required_argument, NULL, OPT_DURATION},
         {"count", required_argument, NULL, OPT_COUNT},
+        {"buffer-mb", required_argument, NULL, OPT_BUFFER_MB},
         {"zstd-level", required_argument, NULL, OPT_ZSTD_LEVEL},
         {"output", required_argument, NULL, 'o'},
         {"help", no_argument, NULL, 'h'},
@@ -479,6 +491,7 @@ capture_parse(int argc, char **argv, struct capture_args *a, const char **out)
         case OPT_FILTER:
         case OPT_DURATION:
         case OPT_COUNT:
+        case OPT_BUFFER_MB:
         case OPT_ZSTD_LEVEL:
             if ((rc = capture_parse_sniff_opt(c, optarg, a)) != 0)
                 return -rc;
@@ -513,15 +526,17 @@ capture_check(struct capture_args *a, const char *out)
             return capture_bad("--listen, --target, --delay-ms, --max-conns, "
                                "--threads and the timeouts are for proxy "
                                "mode, not with --pcap/--iface");
-        if (a->sn.pcap_path != NULL && (a->sn.duration_s > 0 || a->sn.count))
-            return capture_bad("--duration and --count are for --iface");
+        if (a->sn.pcap_path != NULL &&
+            (a->sn.duration_s > 0 || a->sn.count || a->sn.buffer_mb))
+            return capture_bad("--duration, --count and --buffer-mb are for "
+                               "--iface");
         a->sn.redact = a->redacting ? &a->redact : NULL;
         a->sn.out_path = out;
         return 0;
     }
     if (a->sniff_only)
-        return capture_bad("--port, --filter, --duration and --count need "
-                           "--pcap or --iface");
+        return capture_bad("--port, --filter, --duration, --count and "
+                           "--buffer-mb need --pcap or --iface");
     if (!cli_parse_addr(a->listen, &a->px.listen, &a->px.listen_len,
                         (char[64]){0}, 64))
         return capture_bad("--listen wants HOST:PORT, not '%s'", a->listen);

@@ -7,6 +7,21 @@
  * (PCAP_TSTAMP_PRECISION_NANO); the trace's t_ns is the packet's Unix time
  * in ns, start_wall_ns = start_mono_ns = the first packet's time, and
  * ts_precision_ns records the file's native precision (1 or 1000).
+ *
+ * Live capture (docs/capture-pcap.md "Live capture"): libpcap without
+ * immediate mode, so that on Linux it uses a TPACKET_V3 ring of 256 KiB
+ * blocks packed with packets of any size (immediate mode forces
+ * TPACKET_V2, whose slots are sized for the interface MTU: on lo, 64 KiB
+ * each, so a 32 MiB ring held 256 packets, each lo packet taking two slots).
+ * The kernel hands a block over when it is full or LIVE_BLOCK_MS after it
+ * was opened; at the stop the loop waits that long for the last block and
+ * keeps the packets stamped up to the stop.  On a loopback interface the
+ * kernel queues each packet twice (outgoing and incoming; libpcap discards
+ * the outgoing copy after it took ring space), so the ring holds half as
+ * much and kernel_dropped may count a lost packet twice.  (An `inbound`
+ * filter would avoid the copy, but libpcap runs a new filter in user space
+ * on the first ring block, where `inbound` matches nothing: that block's
+ * packets would be lost.)
  */
 #include "sniff.h"
 
@@ -34,6 +49,10 @@
 #define PROGRESS_MIN_BYTES (32ull * 1024 * 1024)
 #define PROGRESS_EVERY_NS (200ull * 1000 * 1000)
 #define LIVE_POLL_MS 100
+/* TPACKET_V3 block timeout: a packet reaches us at most this late. */
+#define LIVE_BLOCK_MS 50
+/* At the stop, how long past LIVE_BLOCK_MS to wait for the last block. */
+#define LIVE_DRAIN_SLACK_MS 50
 #define READ_BUF (1024 * 1024)
 #define PROBE_BYTES (64 * 1024)
 
@@ -66,7 +85,8 @@ struct sniff {
     struct trace_writer *w;  /* owned */
     uint64_t first_ns, last_ns;
     uint64_t kernel_dropped;
-    int rc; /* first fatal error from the callback */
+    uint64_t stop_ns; /* live drain: keep packets stamped up to this */
+    int rc;           /* first fatal error from the callback */
     struct mt_err *err;
     /* progress */
     bool progress;
@@ -248,6 +268,11 @@ dispatch_cb(u_char *user, const struct pcap_pkthdr *ph, const u_char *data)
 
     if (s->rc < 0)
         return;
+    /* The drain after a live stop: only packets up to the stop. */
+    if (s->stop_ns != 0 &&
+        (uint64_t)ph->ts.tv_sec * 1000000000ull + (uint64_t)ph->ts.tv_usec >
+            s->stop_ns)
+        return;
     rc = handle(s, ph, data);
     if (rc < 0) {
         s->rc = rc;
@@ -380,17 +405,23 @@ static int
 open_live(struct sniff *s)
 {
     char eb[PCAP_ERRBUF_SIZE] = "";
+    uint32_t mb = s->o->buffer_mb ? s->o->buffer_mb : SNIFF_BUFFER_MB_DEFAULT;
     int rc;
 
+    if (mb > SNIFF_BUFFER_MB_MAX)
+        return mt_err_set(s->err, MT_EUSAGE, 0,
+                          "--buffer-mb %u is over the maximum %u", mb,
+                          SNIFF_BUFFER_MB_MAX);
     s->p = pcap_create(s->o->iface, eb);
     if (s->p == NULL)
         return mt_err_set(s->err, MT_EUSAGE, 0, "--iface %s: %s", s->o->iface,
                           eb);
     pcap_set_snaplen(s->p, SNAPLEN);
     pcap_set_promisc(s->p, 0);
-    pcap_set_immediate_mode(s->p, 1);
-    pcap_set_timeout(s->p, LIVE_POLL_MS);
-    pcap_set_buffer_size(s->p, 32 * 1024 * 1024);
+    /* Not immediate: TPACKET_V3 (see the top of the file). */
+    pcap_set_immediate_mode(s->p, 0);
+    pcap_set_timeout(s->p, LIVE_BLOCK_MS);
+    pcap_set_buffer_size(s->p, (int)((uint64_t)mb << 20)); /* <= 1 GiB */
     pcap_set_tstamp_precision(s->p, PCAP_TSTAMP_PRECISION_NANO);
     rc = pcap_activate(s->p);
     if (rc < 0)
@@ -405,6 +436,50 @@ open_live(struct sniff *s)
     return check_dlt(s, s->o->iface);
 }
 
+/* One pcap_dispatch of up to cnt packets (-1: all ready); counts them. */
+static void
+live_dispatch(struct sniff *s, int cnt, uint64_t *count)
+{
+    int rc = pcap_dispatch(s->p, cnt, dispatch_cb, (u_char *)s);
+
+    if (rc > 0)
+        *count += (uint64_t)rc;
+    if (rc == PCAP_ERROR && s->rc == 0) {
+        mt_err_set(s->err, MT_ECLOSED, 0, "--iface %s: %s", s->o->iface,
+                   pcap_geterr(s->p));
+        s->rc = MT_ECLOSED;
+    }
+}
+
+/*
+ * After a stop by time or signal: the kernel still holds the packets of the
+ * block it has not handed over (at most LIVE_BLOCK_MS old).  Waits for it
+ * and takes every packet stamped up to the stop, none after.
+ */
+static void
+live_drain(struct sniff *s, struct pollfd *pfd, uint64_t *count)
+{
+    uint64_t now = mt_now_ns();
+    uint64_t end =
+        now + (uint64_t)(LIVE_BLOCK_MS + LIVE_DRAIN_SLACK_MS) * 1000000;
+
+    s->stop_ns = mt_wall_ns();
+    for (;;) {
+        uint64_t left = s->o->count ? s->o->count - *count : 0;
+
+        live_dispatch(s,
+                      left == 0        ? -1
+                      : left > INT_MAX ? INT_MAX
+                                       : (int)left,
+                      count);
+        if (s->rc != 0 || now >= end ||
+            (s->o->count != 0 && *count >= s->o->count))
+            break;
+        (void)poll(pfd, 1, (int)((end - now) / 1000000 + 1));
+        now = mt_now_ns();
+    }
+}
+
 static int
 run_live(struct sniff *s)
 {
@@ -414,7 +489,6 @@ run_live(struct sniff *s)
                             : UINT64_MAX;
     struct pollfd pfd;
     struct pcap_stat ps;
-    int rc;
 
     pfd.fd = pcap_get_selectable_fd(s->p);
     pfd.events = POLLIN;
@@ -432,17 +506,12 @@ run_live(struct sniff *s)
                  left_ms < LIVE_POLL_MS ? (int)left_ms : LIVE_POLL_MS) < 0 &&
             errno != EINTR)
             break;
-        rc = pcap_dispatch(s->p, cnt, dispatch_cb, (u_char *)s);
-        if (rc > 0)
-            count += (uint64_t)rc;
-        if (rc == PCAP_ERROR) {
-            mt_err_set(s->err, MT_ECLOSED, 0, "--iface %s: %s", s->o->iface,
-                       pcap_geterr(s->p));
-            s->rc = MT_ECLOSED;
-        }
+        live_dispatch(s, cnt, &count);
         trace_writer_tick(s->w, mt_now_ns());
     }
     g_pcap = NULL;
+    if (s->rc == 0 && (s->o->count == 0 || count < s->o->count))
+        live_drain(s, &pfd, &count);
     if (pcap_stats(s->p, &ps) == 0)
         s->kernel_dropped = (uint64_t)ps.ps_drop + ps.ps_ifdrop;
     s->last_ns = mt_wall_ns();
@@ -496,6 +565,14 @@ finish(struct sniff *s, uint8_t reason)
     }
     if (!s->o->quiet)
         print_summary(s, &st);
+    if (s->kernel_dropped > 0)
+        mt_warn("--iface %s: the kernel dropped %llu packets (its %u MiB "
+                "ring was full: mtrace did not keep up); the trace lacks "
+                "their messages, and a connection that went on after the "
+                "loss shows a gap; a larger --buffer-mb or a less loaded "
+                "CPU avoids it",
+                s->o->iface, (unsigned long long)s->kernel_dropped,
+                s->o->buffer_mb ? s->o->buffer_mb : SNIFF_BUFFER_MB_DEFAULT);
     return rc;
 }
 

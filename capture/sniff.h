@@ -14,6 +14,10 @@
 struct redact_cfg;
 
 #define SNIFF_PORTS_MAX 16
+/* Live capture's kernel ring (docs/capture-pcap.md "Live capture"): the
+ * default and the largest --buffer-mb accepted, in MiB. */
+#define SNIFF_BUFFER_MB_DEFAULT 64
+#define SNIFF_BUFFER_MB_MAX 1024
 
 struct sniff_opts {
     const char *pcap_path;           /* --pcap FILE, or NULL; borrowed */
@@ -23,6 +27,8 @@ struct sniff_opts {
     const char *filter; /* --filter BPF (overrides the port filter); borrowed */
     double duration_s;  /* live: stop after this long (0: until signal) */
     uint64_t count;     /* live: stop after this many packets (0: no limit) */
+    uint32_t buffer_mb; /* live: kernel ring in MiB (0: the default;
+                           1..SNIFF_BUFFER_MB_MAX) */
     const char *out_path;            /* -o trace; borrowed */
     unsigned trace_flags;            /* TRACE_W_FORCE */
     bool quiet;                      /* no summary */
