@@ -134,6 +134,7 @@ do_op(struct sim_model *m, uint32_t t)
     case OP_WAIT:
         if (!c->reply_ready) {
             th->waiting_reply = true; /* blocks in recv_into: core released */
+            m->res->client_blocks++;
             break;
         }
         c->reply_ready = false;
@@ -181,6 +182,7 @@ call_begin(struct sim_model *m, uint32_t t)
         m->res->conns_opened++;
     } else { /* wait for a check-in, GIL released */
         m->pool_wait[m->pool_wait_n++] = (int32_t)t;
+        m->res->client_blocks++;
         sim__gil_drop(m, t, true); /* no forced-switch wait: see model doc */
         return;
     }
@@ -347,7 +349,11 @@ sim__client_job_done(struct sim_model *m, uint32_t t, uint32_t what)
         take_then(m, t, AT_NEXT_OP);
         break;
     case W_GIL_CHECK:
-        if (sim__gil_take(m, t))
+        if (sim__gil_recheck(m, t))
+            took_gil(m, t);
+        break;
+    case W_GIL_REWAIT:
+        if (sim__gil_rewait_done(m, t))
             took_gil(m, t);
         break;
     case W_GIL_TAKEN:

@@ -32,10 +32,13 @@
  * can set gil->locked, so the cycle delays the next take: the model
  * charges each woken waiter's cycle to the next thread that takes the
  * GIL, as CPU it runs with the GIL held before its next Python
- * (sim__gil_take_cost, client.c).  A sequential run has no waiters and
- * pays nothing.  mtrace calibrate measures the cycle's CPU
- * (docs/sim-model.md).  Free-threaded runtimes have no GIL: take always
- * succeeds and drop never waits.
+ * (sim__gil_take_cost, client.c).  With gil_wake_cpu_waiter = 1 the cycle
+ * is paid where the source runs it instead: by the woken waiter that finds
+ * the GIL taken (a futile wake-up), on its own core with the GIL not held,
+ * before it waits again (sim__gil_recheck, W_GIL_REWAIT).  A sequential
+ * run has no waiters and pays nothing.  mtrace calibrate measures the
+ * cycle's CPU (docs/sim-model.md).  Free-threaded runtimes have no GIL:
+ * take always succeeds and drop never waits.
  */
 #include "gil.h"
 #include "model.h"
@@ -60,7 +63,8 @@ static void
 gil_wake(struct sim_model *m, uint32_t w, double wake_us_mean)
 {
     m->res->gil_wakes++;
-    m->gil.wake_debt++;
+    if (!m->p.gil_wake_cpu_waiter)
+        m->gil.wake_debt++;
     sim__cpu_submit(m, w, 0, W_GIL_CHECK, sim__wake_ns(m, wake_us_mean));
 }
 
@@ -87,6 +91,7 @@ cond_wait(struct sim_model *m, uint32_t t)
 
     MT_ASSERT(g->qn < m->nth);
     g->q[g->qn++] = (int32_t)t;
+    m->res->client_blocks++;
     th->in_cond = true;
     th->saved_switch = g->switch_number;
     th->gil_gen++;
@@ -121,6 +126,28 @@ sim__gil_take(struct sim_model *m, uint32_t t)
     return true;
 }
 
+bool
+sim__gil_recheck(struct sim_model *m, uint32_t t)
+{
+    if (!m->gil.locked)
+        return sim__gil_take(m, t);
+    m->res->gil_futile++;
+    if (m->p.gil_wake_cpu_waiter && m->p.gil_wake_cpu_us > 0) {
+        sim__cpu_submit(m, t, sim__us(m->p.gil_wake_cpu_us), W_GIL_REWAIT, 0);
+        return false;
+    }
+    cond_wait(m, t);
+    return false;
+}
+
+bool
+sim__gil_rewait_done(struct sim_model *m, uint32_t t)
+{
+    /* Dropped meanwhile: still on its way into the futex wait, it finds
+     * the GIL free (take_gil's loop) and takes it without blocking. */
+    return sim__gil_take(m, t);
+}
+
 uint64_t
 sim__gil_take_cost(struct sim_model *m)
 {
@@ -153,6 +180,7 @@ sim__gil_drop(struct sim_model *m, uint32_t t, bool final)
         g->drop_req = false;
         g->switch_waiter = (int32_t)t;
         m->res->gil_forced++;
+        m->res->client_blocks++;
         return false;
     }
     return true;

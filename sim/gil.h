@@ -17,6 +17,17 @@ int sim__gil_init(struct sim_model *m);
  * free-threaded); false when t now waits on gil->cond (with a timeout). */
 bool sim__gil_take(struct sim_model *m, uint32_t t);
 
+/* A woken waiter t re-checks gil->locked (take_gil's loop): true when it
+ * took the GIL.  Otherwise (a futile wake-up, counted) it waits on
+ * gil->cond again, at the back, with a new interval; with
+ * gil_wake_cpu_waiter it first spends gil_wake_cpu_us on its own core
+ * (W_GIL_REWAIT, then sim__gil_rewait_done). */
+bool sim__gil_recheck(struct sim_model *m, uint32_t t);
+
+/* The futile waiter t has paid its block/wake CPU: it waits again (false),
+ * or takes the GIL if it was dropped meanwhile (true). */
+bool sim__gil_rewait_done(struct sim_model *m, uint32_t t);
+
 /* Called by a thread that has just taken the GIL: the CPU (ns) it must
  * spend, GIL held, before its next Python: gil_wake_cpu_us for each GIL
  * waiter woken since the previous take (their block/wake cycles ran under

@@ -33,6 +33,10 @@ struct sim_result {
                             timed out with the GIL free) */
     uint64_t gil_wake_takes; /* takes that paid gil_wake_cpu_us (for the
                                 wake-ups since the previous take) */
+    uint64_t gil_futile;     /* woken waiters that found the GIL taken again */
+    uint64_t client_blocks;  /* times a client thread blocked: on gil->cond
+                                (each wait, re-waits included), for a reply,
+                                on switch_cond, for a pooled connection */
     uint64_t conns_opened;
     double cpu_util; /* busy core-time / (cores * end) */
 };
@@ -79,20 +83,21 @@ enum sim__kind {
 /* Continuations: what an entity does when its CPU job completes. */
 enum sim__what {
     W_NONE = 0,
-    W_START,     /* thread: first run */
-    W_PY_DONE,   /* Python segment */
-    W_LOOP_DONE, /* benchmark loop work between calls */
-    W_SEND_DONE, /* sendall syscall */
-    W_SYS_DONE,  /* other GIL-released syscall */
-    W_GIL_CHECK, /* woken GIL waiter re-checks gil->locked */
-    W_GIL_TAKEN, /* taker paid the waiters' block/wake CPU */
-    W_SWITCHED,  /* forced holder woken from switch_cond */
-    W_POOL_GOT,  /* pool waiter handed a connection */
-    W_SRV_CPU,   /* server CPU part done */
-    W_UP_SENT,   /* proxy forwarded a request */
-    W_DOWN_READ, /* serial-go: reply read, now sleep */
-    W_DOWN_SENT, /* proxy wrote a reply to the client */
-    W_BG,        /* background burst done */
+    W_START,      /* thread: first run */
+    W_PY_DONE,    /* Python segment */
+    W_LOOP_DONE,  /* benchmark loop work between calls */
+    W_SEND_DONE,  /* sendall syscall */
+    W_SYS_DONE,   /* other GIL-released syscall */
+    W_GIL_CHECK,  /* woken GIL waiter re-checks gil->locked */
+    W_GIL_TAKEN,  /* taker paid the waiters' block/wake CPU */
+    W_GIL_REWAIT, /* futile waiter paid its block/wake CPU: waits again */
+    W_SWITCHED,   /* forced holder woken from switch_cond */
+    W_POOL_GOT,   /* pool waiter handed a connection */
+    W_SRV_CPU,    /* server CPU part done */
+    W_UP_SENT,    /* proxy forwarded a request */
+    W_DOWN_READ,  /* serial-go: reply read, now sleep */
+    W_DOWN_SENT,  /* proxy wrote a reply to the client */
+    W_BG,         /* background burst done */
 };
 
 enum sim__estate { ES_IDLE = 0, ES_WAKING, ES_QUEUED, ES_RUNNING };

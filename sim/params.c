@@ -49,7 +49,10 @@ const struct sim_param_desc sim_param_table[] = {
       "(1 + this) times its CPU"),
     P("gil_wake_cpu_us", SIM_P_DBL, gil_wake_cpu_us, 0, 1e6, "us",
       "CPU of one block/wake cycle of a GIL waiter (futex, gil->mutex); "
-      "paid, GIL held, by the next thread to take the GIL"),
+      "who pays it: gil_wake_cpu_waiter"),
+    P("gil_wake_cpu_waiter", SIM_P_INT, gil_wake_cpu_waiter, 0, 1, "",
+      "0: the next GIL taker pays gil_wake_cpu_us with the GIL held; 1: a "
+      "woken waiter that finds the GIL taken pays it on its own core"),
     P("wake_us", SIM_P_DBL, wake_us, 0, 1e6, "us",
       "wake-up latency of a blocked thread"),
     P("wake_cv", SIM_P_DBL, wake_cv, 0, 10, "",
@@ -187,6 +190,8 @@ sim_params_default(struct sim_params *p)
                 "0 until measured by mtrace calibrate");
     set_default(p, "gil_wake_cpu_us", "0", SIM_OR_ASSUMPTION,
                 "0 until measured by mtrace calibrate");
+    set_default(p, "gil_wake_cpu_waiter", "0", SIM_OR_ASSUMPTION,
+                "0: charged to the next taker (docs/sim-model.md)");
     set_default(p, "wake_us", "10", SIM_OR_ASSUMPTION,
                 "placeholder until measured by mtrace calibrate");
     set_default(p, "wake_cv", "0.5", SIM_OR_ASSUMPTION, "placeholder");

@@ -50,16 +50,18 @@ struct sim_params {
     double think_us;       /* mean exponential pause between calls (0: none) */
     double ft_slowdown;    /* free-threaded: factor on Python CPU */
     double sys_us;         /* CPU of one GIL-released socket syscall */
-    double switch_interval_us; /* sys.getswitchinterval() */
-    double gil_handoff_us;     /* drop_gil signal -> waiter running */
-    double gil_switch_stretch; /* extra share of a Python segment run after
-                                  another thread held the GIL */
-    double gil_wake_cpu_us;    /* CPU of one GIL waiter's block/wake cycle,
-                                  paid by the next taker, GIL held */
-    double wake_us;            /* blocked thread made runnable -> running */
-    double wake_cv;            /* its coefficient of variation */
-    double ctx_cpu_us;         /* CPU a wake-up costs (context switch) */
-    int64_t cores;             /* CPU cores shared by everything */
+    double switch_interval_us;   /* sys.getswitchinterval() */
+    double gil_handoff_us;       /* drop_gil signal -> waiter running */
+    double gil_switch_stretch;   /* extra share of a Python segment run after
+                                    another thread held the GIL */
+    int64_t gil_wake_cpu_waiter; /* 1: a futile waiter pays it, GIL free */
+    double gil_wake_cpu_us;      /* CPU of one GIL waiter's block/wake cycle:
+                                    the next taker pays it, GIL held, or (with
+                                    gil_wake_cpu_waiter) the futile waiter */
+    double wake_us;              /* blocked thread made runnable -> running */
+    double wake_cv;              /* its coefficient of variation */
+    double ctx_cpu_us;           /* CPU a wake-up costs (context switch) */
+    int64_t cores;               /* CPU cores shared by everything */
     double bg_load;   /* cores' worth of CPU other processes take (mean) */
     double bg_job_us; /* mean length of one of their CPU bursts */
     double thread_start_us; /* main thread: Thread.start() to next start */

@@ -176,11 +176,19 @@ sim_report_row(FILE *out, int fmt, const struct sim_row *r)
         json_num(out, "measured_stdev_pct", r->sc->meas_stdev_pct, 2);
         fprintf(out,
                 ",\"gil_switches\":%llu,\"gil_drop_requests\":%llu,"
-                "\"gil_wakes\":%llu,\"gil_wake_takes\":%llu,\"seed\":%lld}\n",
+                "\"gil_wakes\":%llu,\"gil_wake_takes\":%llu,"
+                "\"gil_futile\":%llu,\"client_blocks\":%llu",
                 (unsigned long long)r->res.gil_switches,
                 (unsigned long long)r->res.gil_drop_requests,
                 (unsigned long long)r->res.gil_wakes,
-                (unsigned long long)r->res.gil_wake_takes, (long long)p->seed);
+                (unsigned long long)r->res.gil_wake_takes,
+                (unsigned long long)r->res.gil_futile,
+                (unsigned long long)r->res.client_blocks);
+        json_num(out, "blocks_per_call",
+                 (double)r->res.client_blocks /
+                     ((double)p->threads * (double)p->calls),
+                 3);
+        fprintf(out, ",\"seed\":%lld}\n", (long long)p->seed);
     }
 }
 

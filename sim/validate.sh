@@ -16,6 +16,9 @@
 #  3b. A synthetic GIL workload (sim/validate_synth.py: Python work +
 #     time.sleep, 1, 2, 4, 10 threads), to test the GIL model without a
 #     driver or a server.
+#  3c. Who takes the GIL at each release (sim/validate_handover.py: a
+#     pymongo-shaped loop on socketpairs to an echo process, 1, 2, 4, 10
+#     threads): a check of the GIL model's mechanism (table 1d).
 #  4. `mtrace sim` is calibrated from the delay-0 sequential row only (its
 #     client CPU per call, validate_bench.py's cpu_us, and its stdev%; means
 #     over the repetitions) and the host facts, and predicts every other row
@@ -95,6 +98,12 @@ echo "== 3b. synthetic GIL workload (no driver, no server): $REPS repetitions" >
 for r in $(seq 1 "$REPS"); do
     "${NICE[@]}" "$PYTHON" sim/validate_synth.py 1,2,4,10 >>"$OUT/synth.jsonl" ||
         fail "synthetic workload failed"
+done
+
+echo "== 3c. GIL hand-overs in a pymongo-shaped loop (no driver): $REPS repetitions" >&2
+for r in $(seq 1 "$REPS"); do
+    "${NICE[@]}" "$PYTHON" sim/validate_handover.py 1,2,4,10 >>"$OUT/handover.jsonl" ||
+        fail "hand-over probe failed"
 done
 
 echo "== 4. predictions" >&2

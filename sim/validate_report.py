@@ -163,6 +163,67 @@ def synth_rows(out, host):
             ""] + lines
 
 
+def handover_rows(out, host):
+    """Table 1d: sim/validate_handover.py (a pymongo-shaped loop on
+    socketpairs to an echo process) against the model, calibrated from its
+    1-thread row, with the waiters' block/wake CPU charged to the next taker
+    (gil_wake_cpu_waiter = 0) and to the futile waiter (= 1)."""
+    path = os.path.join(out, "handover.jsonl")
+    if not os.path.exists(path):
+        return []
+    m = {}
+    for line in open(path):
+        r = json.loads(line)
+        m.setdefault(r["mode"], []).append(r)
+    t1 = m["t1"]
+    base = ["--host", host, "--set", "releases=3", "--set", "py_pre_frac=0.5",
+            "--set", "py_post_frac=0.4", "--set", "server_us=20", "--set", "server_cv=0.3",
+            "--set", "server_cpu_frac=1", "--set", "calls=300", "--set", "exclude_first=5",
+            "--seq-mean-ms", "%.5f" % statistics.mean(r["mean_ms"] for r in t1),
+            "--seq-stdev-pct", "%.3f" % statistics.mean(r["stdev_pct"] for r in t1),
+            "--seq-calls", "300"]
+    lines = ["| threads | measured mean ms (min-max) | pred. (0) | err | pred. (1) | err | "
+             "measured stdev% | (0) | (1) | measured p50 / p99 ms | (0) | (1) | "
+             "measured hand-overs per call: send + recv hdr + recv body | (0) | (1) | "
+             "measured vcsw per call | pred. blocks (0) | (1) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for mode in sorted(m, key=lambda k: int(k[1:])):
+        rows, n = m[mode], mode[1:]
+        try:
+            p = [sim_json(base + ["--set", "threads=%s" % n, "--set", "pool_initial=%s" % n,
+                                  "--set", "gil_wake_cpu_waiter=%d" % w])[0] for w in (0, 1)]
+        except subprocess.CalledProcessError as e:
+            lines.append("| %s | calibration failed: mtrace sim exit %d |" % (n, e.returncode))
+            continue
+        avg = lambda k: statistics.mean(r[k] for r in rows)
+        mm = avg("mean_ms")
+        sw = ["%.2f" % (q["gil_switches"] / (q["threads"] * q["calls"])) for q in p]
+        lines.append("| %s | %.3f (%.3f-%.3f) | %.3f | %+.0f%% | %.3f | %+.0f%% | %.0f | %.0f | %.0f | "
+                     "%.3f / %.3f | %.3f / %.3f | %.3f / %.3f | %.2f + %.2f + %.2f = %.2f | %s | %s | "
+                     "%.2f | %.2f | %.2f |" % (
+                         n, mm, min(r["mean_ms"] for r in rows), max(r["mean_ms"] for r in rows),
+                         p[0]["mean_ms"], 100 * (p[0]["mean_ms"] / mm - 1),
+                         p[1]["mean_ms"], 100 * (p[1]["mean_ms"] / mm - 1),
+                         avg("stdev_pct"), p[0]["stdev_pct"], p[1]["stdev_pct"],
+                         avg("p50_ms"), avg("p99_ms"), p[0]["p50_ms"], p[0]["p99_ms"],
+                         p[1]["p50_ms"], p[1]["p99_ms"], avg("handover_send"),
+                         avg("handover_recv_hdr"), avg("handover_recv_body"),
+                         avg("handovers_per_call"), sw[0], sw[1], avg("vcsw"),
+                         p[0]["blocks_per_call"], p[1]["blocks_per_call"]))
+    return ["", "### 1d. Who takes the GIL at each release: a pymongo-shaped loop (no driver)", "",
+            "sim/validate_handover.py: each thread loops over ~75 us of Python, `sendall` of 100 "
+            "bytes, ~7.5 us, `recv(16)`, ~7.5 us, `recv(84)`, ~60 us, on its own socketpair to an "
+            "echo process; the order of the Python segments gives, per release, the share after "
+            "which another thread ran first (a hand-over).  Model: `releases = 3`, the same "
+            "Python split, the echo as a 20 us server (assumption: a Python epoll loop's recv + "
+            "sendall), Python CPU calibrated from the 1-thread row; same host facts; (0) the GIL "
+            "waiters' block/wake CPU paid by the next taker (`gil_wake_cpu_waiter = 0`, the "
+            "default), (1) by the futile waiter on its own core.  Predicted hand-overs per call "
+            "are GIL switches per call; predicted blocks per call count every time a client "
+            "thread blocks (GIL waits, replies), to compare with the measured voluntary context "
+            "switches.  A diagnostic of the mechanism, not used to set anything.", ""] + lines
+
+
 def verdict(pm, mm, ps, ms):
     e = 100 * (pm - mm) / mm
     ok = abs(e) <= 10 and abs(ps - ms) <= 10
@@ -181,8 +242,8 @@ def cpu_cell(rows):
 
 
 def table_validation(pred, meas, threads, cpu_cal=False):
-    out = ["| delay | row | measured mean ms (reps min-max) | predicted | err | measured stdev% (min-max) | predicted | diff (pts) | pred p50 / p99 ms | meas. CPU us / vcsw per call | |",
-           "|---|---|---|---|---|---|---|---|---|---|---|"]
+    out = ["| delay | row | measured mean ms (reps min-max) | predicted | err | measured stdev% (min-max) | predicted | diff (pts) | pred p50 / p99 ms | meas. CPU us / vcsw per call | pred. blocks per call | |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     byname = {p["scenario"]: p for p in pred}
     for d in (0, 1):
         for mode in ["seq"] + ["t%d" % t for t in threads]:
@@ -193,24 +254,26 @@ def table_validation(pred, meas, threads, cpu_cal=False):
             e, v = verdict(p["mean_ms"], mm, p["stdev_pct"], ms)
             if mode == "seq" and d == 0 and not cpu_cal:
                 v = "fitted"
-            out.append("| %d ms | %s | %.3f (%.3f-%.3f) | %.3f | %+.1f%% | %.1f (%.1f-%.1f) | %.1f | %+.1f | %.3f / %.3f | %s | %s |" % (
+            out.append("| %d ms | %s | %.3f (%.3f-%.3f) | %.3f | %+.1f%% | %.1f (%.1f-%.1f) | %.1f | %+.1f | %.3f / %.3f | %s | %.2f | %s |" % (
                 d, "sequential" if mode == "seq" else "%s threads x 100" % mode[1:], mm,
                 min(r["mean_ms"] for r in rows), max(r["mean_ms"] for r in rows), p["mean_ms"], e,
                 ms, min(r["stdev_pct"] for r in rows), max(r["stdev_pct"] for r in rows),
-                p["stdev_pct"], p["stdev_pct"] - ms, p["p50_ms"], p["p99_ms"], cpu_cell(rows), v))
+                p["stdev_pct"], p["stdev_pct"] - ms, p["p50_ms"], p["p99_ms"], cpu_cell(rows),
+                p.get("blocks_per_call", float("nan")), v))
     return out
 
 
 def table_seed000(pred):
-    out = ["| row | measured mean ms | predicted | err | measured stdev% | predicted | diff (pts) | |",
-           "|---|---|---|---|---|---|---|---|"]
+    out = ["| row | measured mean ms | predicted | err | measured stdev% | predicted | diff (pts) | pred p50 / p99 ms | |",
+           "|---|---|---|---|---|---|---|---|---|"]
     for p in pred:
         mm, ms = p["measured_mean_ms"], p["measured_stdev_pct"]
         e, v = verdict(p["mean_ms"], mm, p["stdev_pct"], ms)
         if p["scenario"].endswith("direct-seq"):
             v = "fitted"
-        out.append("| %s | %.3f | %.3f | %+.1f%% | %.1f | %.1f | %+.1f | %s |" % (
-            p["scenario"], mm, p["mean_ms"], e, ms, p["stdev_pct"], p["stdev_pct"] - ms, v))
+        out.append("| %s | %.3f | %.3f | %+.1f%% | %.1f | %.1f | %+.1f | %.3f / %.3f | %s |" % (
+            p["scenario"], mm, p["mean_ms"], e, ms, p["stdev_pct"], p["stdev_pct"] - ms,
+            p["p50_ms"], p["p99_ms"], v))
     return out
 
 
@@ -232,8 +295,8 @@ def ablation(host, scn, scn_mean, seed0_path):
     run's client CPU (this machine only: seed 000 has no CPU figure), each
     without the GIL waiters' block/wake CPU; (d) the model now: (c), or (b)
     for seed 000, + gil_wake_cpu_us."""
-    out = ["| row | measured mean ms (stdev%) | (a) before | (b) + stretch | (c) + CPU calibration | (d) + gil_wake_cpu_us |",
-           "|---|---|---|---|---|---|"]
+    out = ["| row | measured mean ms (stdev%) | (a) before | (b) + stretch | (c) + CPU calibration | (d) + gil_wake_cpu_us | (e) (d) paid by the futile waiter |",
+           "|---|---|---|---|---|---|---|"]
     def cell(p, meas):
         return "%.3f (%+.1f%%; %.1f)" % (p["mean_ms"], 100 * (p["mean_ms"] / meas - 1), p["stdev_pct"])
     runs = [(["--host", host, "--scenario", scn_mean], ["--host", host, "--scenario", scn]),
@@ -245,13 +308,14 @@ def ablation(host, scn, scn_mean, seed0_path):
         use_c = cpu_args and "calibrate.seq_cpu_us" in open(scn).read()
         c = sim_json(cpu_args + w0) if use_c else None
         d = sim_json(cpu_args if use_c else mean_args)
+        e = sim_json((cpu_args if use_c else mean_args) + ["--set", "gil_wake_cpu_waiter=1"])
         for i in range(len(a)):
             if a[i]["runtime"] != "gil" or a[i]["scenario"].endswith(("d0-seq", "direct-seq")):
                 continue
             m = a[i]["measured_mean_ms"]
-            out.append("| %s | %.3f (%.1f) | %s | %s | %s | %s |" % (
+            out.append("| %s | %.3f (%.1f) | %s | %s | %s | %s | %s |" % (
                 a[i]["scenario"], m, a[i]["measured_stdev_pct"], cell(a[i], m), cell(b[i], m),
-                cell(c[i], m) if c else "n/a", cell(d[i], m)))
+                cell(c[i], m) if c else "n/a", cell(d[i], m), cell(e[i], m)))
     return out
 
 
@@ -281,7 +345,8 @@ def main():
     # sim-validation/ out of step with the tables in docs/sim-model.md)
     keep = os.path.join(out, "keep")
     os.makedirs(keep, exist_ok=True)
-    for f in ("host.txt", "meas0.jsonl", "meas1.jsonl", "synth.jsonl", "load.txt"):
+    for f in ("host.txt", "meas0.jsonl", "meas1.jsonl", "synth.jsonl", "handover.jsonl",
+              "load.txt"):
         if os.path.exists(os.path.join(out, f)):
             shutil.copy(os.path.join(out, f), keep)
     txt = open(scn).read().replace(out, "OUT")
@@ -309,6 +374,7 @@ def main():
     body += table_validation(pred, meas, threads, cpu_cal)
     body += load_line(out)
     body += synth_rows(out, host)
+    body += handover_rows(out, host)
     body += ["", "### 1c. Before / after the 2026-11-30 changes, same measurements", "",
              "Each cell: predicted mean ms (error vs measured; predicted stdev%).  (a) the model as it was: "
              "Python CPU solved from the delay-0 sequential mean, no take-over term; (b) the same plus "
@@ -318,7 +384,9 @@ def main():
              "of solved from its mean: the d0 sequential row then becomes a prediction too.  Seed 000's "
              "table has no CPU figure, so (c) does not apply to it.  (a)-(c) without, (d) with "
              "`gil_wake_cpu_us` (the GIL waiters' block/wake CPU, measured by mtrace calibrate; an "
-             "assumption in seed000.scn): (d) is the model now.", ""]
+             "assumption in seed000.scn): (d) is the model now; (e) is (d) with that CPU paid by "
+             "the woken waiter that finds the GIL taken, on its own core, instead of by the next "
+             "taker with the GIL held (`gil_wake_cpu_waiter = 1`, session 3).", ""]
     body += ablation(host, scn, scn_mean, os.path.join(TOP, "sim/scenarios/seed000.scn"))
     body += ["", "Latency CDFs, predicted (solid) and measured (dashed, repetition 1): "
              "[delay 0](sim-validation/cdf-delay0.png), [delay 1 ms](sim-validation/cdf-delay1.png).", "",
@@ -327,7 +395,8 @@ def main():
     body += ["", "### 2b. Sensitivity of seed 000's threaded rows to assumed host facts (not used to pick them)", "",
              "Each grid point is calibrated again from its own sequential row.", ""]
     for sweep in (["cores=2,4,8"], ["gil_handoff_us=7,20,40"], ["wake_us=5,20,50"],
-                  ["gil_switch_stretch=0,0.1,0.2,0.35"], ["gil_wake_cpu_us=0,5,12,24,36"]):
+                  ["gil_switch_stretch=0,0.1,0.2,0.35"], ["gil_wake_cpu_us=0,5,12,24,36"],
+                  ["gil_wake_cpu_waiter=0,1"]):
         rows = sim_json(["--scenario", os.path.join(TOP, "sim/scenarios/seed000.scn"),
                          "--sweep"] + sweep + ["--only", "threaded"])
         body += ["| %s | predicted mean ms | stdev%% | measured mean ms | stdev%% |" % sweep[0].split("=")[0],
