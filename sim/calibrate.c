@@ -38,6 +38,9 @@
  *                  shared host changes)
  *   (comment)      /proc/loadavg when calibrating
  *   (comment)      herd.walk_us for the herd model (calibrate_herd.c)
+ *   send_preempt_p, send_preempt_busy_p  calibrate_preempt.c: share of a
+ *                  thread's loopback sends during which the echo process it
+ *                  woke preempted it (unpinned; both pinned to one CPU)
  *   ft_slowdown    ratio of gil_pingpong.py's cpu_loop_us under python3.13t
  *                  and under python3.13, when both exist
  * Output: a host facts file (scenario format, origin [measured]).
@@ -60,6 +63,7 @@
 #include <unistd.h>
 
 #include "calibrate_herd.h"
+#include "calibrate_preempt.h"
 #include "core/clock.h"
 #include "core/mem.h"
 
@@ -402,15 +406,16 @@ static const char cal_usage[] =
     "Measures the host facts mtrace sim needs and writes them as a host facts\n"
     "file (read with mtrace sim --host FILE): cores, wake-up latency and its "
     "CPU,\n"
-    "loopback syscall CPU, CPython's GIL hand-off and take-over cost by "
-    "Python\n"
+    "loopback syscall CPU, how often a loopback send is preempted by the "
+    "process\n"
+    "it wakes, CPython's GIL hand-off and take-over cost by Python\n"
     "microbenchmarks, and the CPU other processes take.\n"
     "  -o FILE          write there (default: stdout)\n"
     "  --python PATH    the GIL CPython to measure (default /usr/bin/python3)\n"
     "  --python-ft PATH a free-threaded CPython (default: python3.13t if on "
     "PATH)\n"
     "  --scripts DIR    where gil_pingpong.py is (default: beside the binary)\n"
-    "Takes about 15 seconds.  Exit status: 0 ok, 1 measurement failed, 2 bad "
+    "Takes about 17 seconds.  Exit status: 0 ok, 1 measurement failed, 2 bad "
     "usage.\n";
 
 struct cal_opts {
@@ -423,6 +428,8 @@ struct facts {
     double loadavg;               /* 1-minute load average, NAN: unknown */
     int cold_rejected;
     struct pyfacts py, ft;
+    struct sim_cal_preempt pre[3]; /* by enum sim_cal_pin; rounds 0: not
+                                      measured */
 };
 
 /* Returns -1 to go on, or an exit status. */
@@ -622,6 +629,7 @@ cal_write(FILE *out, const struct facts *f, const struct cal_opts *o)
             f->py.contended, o->python, f->py.ver);
     cal_write_stretch(out, f, o);
     cal_write_wake_cpu(out, f, o);
+    sim_calibrate_preempt_print(out, f->pre);
     fprintf(out,
             "# cold 2-thread GIL hand-off: lock.release() -> the other thread "
             "running Python after 200 us blocked: %.3f us (mean less the top "
@@ -681,6 +689,13 @@ sim_calibrate_main(int argc, char **argv)
                 strerror(errno));
         f.walk_ns = f.walk_base_ns = NAN;
     }
+    for (int pin = SIM_CAL_PIN_NONE; pin <= SIM_CAL_PIN_SPLIT; pin++)
+        if (sim_calibrate_preempt(pin, SIM_CAL_PREEMPT_ROUNDS,
+                                  SIM_CAL_PREEMPT_GAP_US, &f.pre[pin]) < 0)
+            fprintf(stderr,
+                    "mtrace calibrate: send preemption (pin %d) not "
+                    "measured: %s\n",
+                    pin, strerror(errno));
     if (syscall_cost(&f.sys_ns) < 0 || pipe_cost(&f.pipe_ns) < 0 ||
         pingpong(&f.half, &f.cv, &f.cpu) < 0 ||
         cold_wake(&f.cold_ns, &f.cold_cv, &f.cold_rejected) < 0) {

@@ -17,6 +17,9 @@
  * each recv_into is preceded by a poll: 1 + 2 + 2 = 5.  WAIT is the first
  * receive: it blocks until the reply is in the socket.
  *
+ * A send may wake its peer onto the sender's core (send_preempted below):
+ * the sender then waits, GIL released, until the peer's job ends.
+ *
  * Pool: a call checks a connection out (pymongo's pool is a LIFO deque)
  * and in again at its end; with none idle and fewer than pool_max open it
  * opens one, inside the timed call: connect() plus a hello round trip that
@@ -72,8 +75,10 @@ sim__client_init(struct sim_model *m)
     MT_ASSERT(m->p.releases >= 2 && m->p.releases <= 10);
     build_ops(&m->p, m->ops, false);
     build_ops(&m->p, m->hs_ops, true);
-    for (size_t c = 0; c < m->nconn; c++)
+    for (size_t c = 0; c < m->nconn; c++) {
         m->conn[c].owner = -1;
+        m->conn[c].preempted = -1;
+    }
     for (int64_t c = m->p.pool_initial - 1; c >= 0; c--)
         m->idle[m->idle_n++] = (int32_t)c;
     m->conn_open = (size_t)m->p.pool_initial;
@@ -302,6 +307,31 @@ take_then(struct sim_model *m, uint32_t t, uint8_t after)
         took_gil(m, t);
 }
 
+/*
+ * Wake-up preemption at a send.  On loopback send(2) queues the data on
+ * the receiver and wakes it synchronously (sock_def_readable ->
+ * wake_up_interruptible_sync_poll).  Linux places a sync wake-up on the
+ * waker's CPU when the waker runs alone there (kernel/sched/fair.c
+ * wake_affine_idle) unless select_idle_sibling finds an idle CPU, and
+ * the wake-up preemption check then runs the wakee first; the sender is
+ * switched out on its way back from the syscall, the GIL still released
+ * (Py_BEGIN_ALLOW_THREADS around send() in Modules/socketmodule.c), and
+ * runs again when the peer blocks.  Probability: send_preempt_busy_p when
+ * no other core is idle here, else send_preempt_p (both measured by
+ * mtrace calibrate).  True when the peer now runs on t's core.
+ */
+static bool
+send_preempted(struct sim_model *m, uint32_t t)
+{
+    int64_t others = m->busy - (m->holding == (int32_t)t ? 1 : 0);
+    double p = others >= m->p.cores - 1 ? m->p.send_preempt_busy_p
+                                        : m->p.send_preempt_p;
+
+    if (p <= 0 || (p < 1 && mt_rng_uniform(&m->rng_pre) >= p))
+        return false;
+    return sim__net_send_sync(m, (uint32_t)m->th[t].conn, t);
+}
+
 void
 sim__client_thread_start(struct sim_model *m, uint32_t t)
 {
@@ -342,7 +372,12 @@ sim__client_job_done(struct sim_model *m, uint32_t t, uint32_t what)
         call_begin(m, t);
         break;
     case W_SEND_DONE:
+        if (send_preempted(m, t)) /* resumes at W_PREEMPT_BACK */
+            break;
         sim__net_send_request(m, (uint32_t)th->conn);
+        take_then(m, t, AT_NEXT_OP);
+        break;
+    case W_PREEMPT_BACK:
         take_then(m, t, AT_NEXT_OP);
         break;
     case W_SYS_DONE:

@@ -29,11 +29,12 @@
  * GIL meanwhile (take-if-free) it blocks again.  Both ends of that cycle
  * run under gil->mutex (drop_gil signals while holding it; the woken
  * waiter re-checks holding it), and take_gil needs gil->mutex before it
- * can set gil->locked, so the cycle delays the next take: the model
- * charges each woken waiter's cycle to the next thread that takes the
- * GIL, as CPU it runs with the GIL held before its next Python
- * (sim__gil_take_cost, client.c).  With gil_wake_cpu_waiter = 1 the cycle
- * is paid where the source runs it instead: by the woken waiter that finds
+ * can set gil->locked, so the cycle may delay the next take: with
+ * gil_wake_cpu_waiter = 0 the model charges each woken waiter's cycle to
+ * the next thread that takes the GIL, as CPU it runs with the GIL held
+ * before its next Python (sim__gil_take_cost, client.c).  With
+ * gil_wake_cpu_waiter = 1 (the default) the cycle is paid where the
+ * source runs it: by the woken waiter that finds
  * the GIL taken (a futile wake-up), on its own core with the GIL not held,
  * before it waits again (sim__gil_recheck, W_GIL_REWAIT).  A sequential
  * run has no waiters and pays nothing.  mtrace calibrate measures the

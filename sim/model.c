@@ -6,8 +6,10 @@
  * queue.  An entity whose job ends and which immediately has more CPU work
  * (a Python segment followed by a syscall) keeps its core: cores are not
  * preempted (CFS's minimum granularity, 0.75 ms and more, is far longer than
- * the 1..300 us jobs here).  An entity that was blocked becomes runnable
- * only after a wake-up latency, and its first job pays ctx_cpu_us.
+ * the 1..300 us jobs here), except by the peer a client's send wakes
+ * (client.c send_preempted, net.c sim__net_send_sync: it takes over the
+ * sender's core through m->holding).  An entity that was blocked becomes
+ * runnable only after a wake-up latency, and its first job pays ctx_cpu_us.
  *
  * Background load (bg_load > 0): other processes on the same cores, as one
  * on/off source per core: exponential bursts of mean bg_job_us separated by
@@ -292,6 +294,7 @@ sim_model_run(const struct sim_params *p, struct sim_result *res,
     mt_rng_split(&m->rng_wake, (uint64_t)p->seed, 2);
     mt_rng_split(&m->rng_srv, (uint64_t)p->seed, 3);
     mt_rng_split(&m->rng_bg, (uint64_t)p->seed, 4);
+    mt_rng_split(&m->rng_pre, (uint64_t)p->seed, 5);
     rc = sim_engine_init(&m->eng, 1u << 24);
     if (rc == 0)
         rc = model_alloc(m);

@@ -34,6 +34,8 @@ struct sim_result {
     uint64_t gil_wake_takes; /* takes that paid gil_wake_cpu_us (for the
                                 wake-ups since the previous take) */
     uint64_t gil_futile;     /* woken waiters that found the GIL taken again */
+    uint64_t send_preempts;  /* sends whose woken peer ran first on the
+                                sender's core (client.c send_preempted) */
     uint64_t client_blocks;  /* times a client thread blocked: on gil->cond
                                 (each wait, re-waits included), for a reply,
                                 on switch_cond, for a pooled connection */
@@ -83,21 +85,23 @@ enum sim__kind {
 /* Continuations: what an entity does when its CPU job completes. */
 enum sim__what {
     W_NONE = 0,
-    W_START,      /* thread: first run */
-    W_PY_DONE,    /* Python segment */
-    W_LOOP_DONE,  /* benchmark loop work between calls */
-    W_SEND_DONE,  /* sendall syscall */
-    W_SYS_DONE,   /* other GIL-released syscall */
-    W_GIL_CHECK,  /* woken GIL waiter re-checks gil->locked */
-    W_GIL_TAKEN,  /* taker paid the waiters' block/wake CPU */
-    W_GIL_REWAIT, /* futile waiter paid its block/wake CPU: waits again */
-    W_SWITCHED,   /* forced holder woken from switch_cond */
-    W_POOL_GOT,   /* pool waiter handed a connection */
-    W_SRV_CPU,    /* server CPU part done */
-    W_UP_SENT,    /* proxy forwarded a request */
-    W_DOWN_READ,  /* serial-go: reply read, now sleep */
-    W_DOWN_SENT,  /* proxy wrote a reply to the client */
-    W_BG,         /* background burst done */
+    W_START,        /* thread: first run */
+    W_PY_DONE,      /* Python segment */
+    W_LOOP_DONE,    /* benchmark loop work between calls */
+    W_SEND_DONE,    /* sendall syscall */
+    W_SYS_DONE,     /* other GIL-released syscall */
+    W_GIL_CHECK,    /* woken GIL waiter re-checks gil->locked */
+    W_GIL_TAKEN,    /* taker paid the waiters' block/wake CPU */
+    W_GIL_REWAIT,   /* futile waiter paid its block/wake CPU: waits again */
+    W_PREEMPT_BACK, /* sender back on its core after the peer its send
+                       woke ran there first: takes the GIL */
+    W_SWITCHED,     /* forced holder woken from switch_cond */
+    W_POOL_GOT,     /* pool waiter handed a connection */
+    W_SRV_CPU,      /* server CPU part done */
+    W_UP_SENT,      /* proxy forwarded a request */
+    W_DOWN_READ,    /* serial-go: reply read, now sleep */
+    W_DOWN_SENT,    /* proxy wrote a reply to the client */
+    W_BG,           /* background burst done */
 };
 
 enum sim__estate { ES_IDLE = 0, ES_WAKING, ES_QUEUED, ES_RUNNING };
@@ -159,6 +163,8 @@ struct sim__conn {
     bool down_busy;
     bool timer_armed; /* serial-go: goroutine in time.Sleep */
     uint64_t timer_at_ns;
+    int32_t preempted; /* thread whose send woke this connection's peer onto
+                          its core: resumes when that job ends, or -1 */
 };
 
 struct sim__gil {
@@ -177,7 +183,7 @@ struct sim__gil {
 struct sim_model {
     struct sim_params p; /* copy */
     struct sim_engine eng;
-    struct mt_rng rng_py, rng_wake, rng_srv, rng_bg;
+    struct mt_rng rng_py, rng_wake, rng_srv, rng_bg, rng_pre;
     size_t bg_base, nbg;  /* background sources: entities bg_base.. */
     double bg_off_us;     /* mean pause between a source's bursts */
     struct sim__ent *ent; /* owned: threads, servers, proxy up, proxy down */

@@ -39,8 +39,25 @@ server_sample_ns(struct sim_model *m)
     return sim__us(mt_rng_lognormal(&m->rng_srv, p->server_us, p->server_cv));
 }
 
+/* How a server or proxy job starts: it continues (was running), it was
+ * blocked (a wake-up latency), or a send woke it onto the sender's core
+ * (no latency, one context switch of CPU). */
+enum start_how { START_CONT = 0, START_WOKEN, START_SYNC };
+
+static uint64_t
+start_wake_ns(struct sim_model *m, int how)
+{
+    return how == START_WOKEN ? sim__wake_ns(m, m->p.wake_us) : 0;
+}
+
+static uint64_t
+start_ctx_ns(struct sim_model *m, int how)
+{
+    return how == START_SYNC ? sim__us(m->p.ctx_cpu_us) : 0;
+}
+
 static void
-server_start(struct sim_model *m, uint32_t c, bool blocked)
+server_start(struct sim_model *m, uint32_t c, int how)
 {
     struct sim__conn *cn = &m->conn[c];
     uint64_t s = server_sample_ns(m);
@@ -51,8 +68,8 @@ server_start(struct sim_model *m, uint32_t c, bool blocked)
 
     cn->srv_busy = true;
     cn->srv_lat_ns = s - cpu;
-    sim__cpu_submit(m, sim__ent_srv(m, c), cpu, W_SRV_CPU,
-                    blocked ? sim__wake_ns(m, m->p.wake_us) : 0);
+    sim__cpu_submit(m, sim__ent_srv(m, c), cpu + start_ctx_ns(m, how),
+                    W_SRV_CPU, start_wake_ns(m, how));
 }
 
 void
@@ -139,6 +156,57 @@ reply_at_proxy(struct sim_model *m, uint32_t c)
     go_event(m);
 }
 
+static void
+proxy_up_start(struct sim_model *m, uint32_t c, int how)
+{
+    m->conn[c].req_at_proxy_ns = m->eng.now_ns;
+    sim__cpu_submit(m, sim__ent_up(m, c),
+                    sim__us(m->p.proxy_cpu_us) + start_ctx_ns(m, how),
+                    W_UP_SENT, start_wake_ns(m, how));
+    go_event(m);
+}
+
+bool
+sim__net_send_sync(struct sim_model *m, uint32_t c, uint32_t t)
+{
+    struct sim__conn *cn = &m->conn[c];
+    bool direct = m->p.proxy == SIM_PROXY_NONE || m->p.proxy_inline;
+    uint32_t e = direct ? sim__ent_srv(m, c) : sim__ent_up(m, c);
+
+    if (m->ent[e].state != ES_IDLE || !m->ent[e].shared ||
+        (direct && cn->srv_busy) || cn->preempted >= 0)
+        return false;
+    cn->preempted = (int32_t)t;
+    m->res->send_preempts++;
+    if (m->holding == (int32_t)t) /* the peer runs on t's core */
+        m->holding = (int32_t)e;
+    if (!direct) {
+        proxy_up_start(m, c, START_SYNC);
+        return true;
+    }
+    if (m->p.proxy_inline)
+        cn->req_at_proxy_ns = m->eng.now_ns;
+    cn->srv_pending++;
+    server_start(m, c, START_SYNC);
+    return true;
+}
+
+/* The peer's job that preempted a sender on connection c (entity e) has
+ * ended: the sender runs again, on the core e leaves. */
+static void
+resume_sender(struct sim_model *m, uint32_t c, uint32_t e)
+{
+    int32_t t = m->conn[c].preempted;
+
+    if (t < 0)
+        return;
+    m->conn[c].preempted = -1;
+    if (m->holding == (int32_t)e)
+        m->holding = t;
+    sim__cpu_submit(m, (uint32_t)t, sim__us(m->p.ctx_cpu_us), W_PREEMPT_BACK,
+                    0);
+}
+
 void
 sim__net_event(struct sim_model *m, const struct sim_ev *ev)
 {
@@ -147,17 +215,14 @@ sim__net_event(struct sim_model *m, const struct sim_ev *ev)
 
     switch (ev->kind) {
     case SIM_EV_AT_PROXY_REQ:
-        cn->req_at_proxy_ns = m->eng.now_ns;
-        sim__cpu_submit(m, sim__ent_up(m, c), sim__us(m->p.proxy_cpu_us),
-                        W_UP_SENT, sim__wake_ns(m, m->p.wake_us));
-        go_event(m);
+        proxy_up_start(m, c, START_WOKEN);
         break;
     case SIM_EV_AT_SERVER:
         if (m->p.proxy_inline)
             cn->req_at_proxy_ns = m->eng.now_ns;
         cn->srv_pending++;
         if (!cn->srv_busy)
-            server_start(m, c, true);
+            server_start(m, c, START_WOKEN);
         break;
     case SIM_EV_SERVER_LAT:
         cn->srv_pending--;
@@ -168,7 +233,7 @@ sim__net_event(struct sim_model *m, const struct sim_ev *ev)
         else
             sim__push(m, sim__us(m->p.net_us), SIM_EV_AT_PROXY_REP, c, 0);
         if (cn->srv_pending > 0)
-            server_start(m, c, false);
+            server_start(m, c, START_CONT);
         else
             cn->srv_busy = false;
         break;
@@ -200,11 +265,13 @@ sim__net_job_done(struct sim_model *m, uint32_t e, uint32_t what)
     case W_SRV_CPU:
         c = e - sim__ent_srv(m, 0);
         sim__push(m, m->conn[c].srv_lat_ns, SIM_EV_SERVER_LAT, c, 0);
+        resume_sender(m, c, e);
         break;
     case W_UP_SENT:
         c = e - sim__ent_up(m, 0);
         sim__push(m, sim__us(m->p.net_us), SIM_EV_AT_SERVER, c, 0);
         go_event(m);
+        resume_sender(m, c, e);
         break;
     case W_DOWN_READ: /* serial-go: time.Sleep(delay) */
         c = e - sim__ent_down(m, 0);

@@ -53,6 +53,13 @@ const struct sim_param_desc sim_param_table[] = {
     P("gil_wake_cpu_waiter", SIM_P_INT, gil_wake_cpu_waiter, 0, 1, "",
       "0: the next GIL taker pays gil_wake_cpu_us with the GIL held; 1: a "
       "woken waiter that finds the GIL taken pays it on its own core"),
+    P("send_preempt_p", SIM_P_DBL, send_preempt_p, 0, 1, "",
+      "share of sends whose woken peer (server or proxy) runs first on the "
+      "sender's core, the sender off-CPU with the GIL released, when "
+      "another core is idle"),
+    P("send_preempt_busy_p", SIM_P_DBL, send_preempt_busy_p, 0, 1, "",
+      "the same when every other core is busy (the wake-up lands on the "
+      "sender's core)"),
     P("wake_us", SIM_P_DBL, wake_us, 0, 1e6, "us",
       "wake-up latency of a blocked thread"),
     P("wake_cv", SIM_P_DBL, wake_cv, 0, 10, "",
@@ -190,8 +197,15 @@ sim_params_default(struct sim_params *p)
                 "0 until measured by mtrace calibrate");
     set_default(p, "gil_wake_cpu_us", "0", SIM_OR_ASSUMPTION,
                 "0 until measured by mtrace calibrate");
-    set_default(p, "gil_wake_cpu_waiter", "0", SIM_OR_ASSUMPTION,
-                "0: charged to the next taker (docs/sim-model.md)");
+    set_default(p, "gil_wake_cpu_waiter", "1", SIM_OR_ASSUMPTION,
+                "1: the futile waiter pays it on its own thread, where "
+                "ceval_gil.c take_gil runs the cycle (docs/sim-model.md)");
+    set_default(p, "send_preempt_p", "0", SIM_OR_ASSUMPTION,
+                "an idle core takes the peer woken by a send "
+                "(kernel/sched/fair.c select_idle_sibling); until measured");
+    set_default(p, "send_preempt_busy_p", "1", SIM_OR_ASSUMPTION,
+                "no idle core: a sync wake-up lands on the waker's core "
+                "(fair.c wake_affine_idle) and preempts it; until measured");
     set_default(p, "wake_us", "10", SIM_OR_ASSUMPTION,
                 "placeholder until measured by mtrace calibrate");
     set_default(p, "wake_cv", "0.5", SIM_OR_ASSUMPTION, "placeholder");

@@ -58,6 +58,10 @@ struct sim_params {
     double gil_wake_cpu_us;      /* CPU of one GIL waiter's block/wake cycle:
                                     the next taker pays it, GIL held, or (with
                                     gil_wake_cpu_waiter) the futile waiter */
+    double send_preempt_p;       /* share of sends whose woken peer preempts
+                                    the sender on its core (another core
+                                    idle in the model) */
+    double send_preempt_busy_p;  /* the same when no other core is idle */
     double wake_us;              /* blocked thread made runnable -> running */
     double wake_cv;              /* its coefficient of variation */
     double ctx_cpu_us;           /* CPU a wake-up costs (context switch) */

@@ -188,6 +188,14 @@ sim_report_row(FILE *out, int fmt, const struct sim_row *r)
                  (double)r->res.client_blocks /
                      ((double)p->threads * (double)p->calls),
                  3);
+        json_num(out, "send_preempts_per_call",
+                 (double)r->res.send_preempts /
+                     ((double)p->threads * (double)p->calls),
+                 3);
+        json_num(out, "gil_switches_per_call",
+                 (double)r->res.gil_switches /
+                     ((double)p->threads * (double)p->calls),
+                 3);
         fprintf(out, ",\"seed\":%lld}\n", (long long)p->seed);
     }
 }

@@ -7,7 +7,8 @@ Seed 000's benchmark method (2-benchmark.py): one MongoClient; find_one
 first excluded; then, on the same client, for each T of --threads, T
 threads x CALLS calls started one after the other and joined (the pool keeps
 the connections of the previous rows).  Prints one JSON line per row:
-{"label", "mode", "threads", "n", "mean_ms", "stdev_pct", "cpu_us", "vcsw"}:
+{"label", "mode", "threads", "n", "mean_ms", "stdev_pct", "cpu_us", "vcsw",
+"ivcsw"}:
 cpu_us is
 the mean CPU time of the calling thread per call (time.thread_time() around
 find_one: Python with the GIL held, the socket syscalls and the GIL
@@ -15,7 +16,9 @@ hand-over work), which calibrates the model's Python CPU from the
 sequential row; vcsw is the calling thread's voluntary context switches per
 call (getrusage(RUSAGE_THREAD) ru_nvcsw over the thread's calls: each time
 it blocked, on the socket or on the GIL's condition variable), a diagnostic
-only.  --dump appends
+only; ivcsw the involuntary ones (ru_nivcsw: each time it was switched
+out while runnable, e.g. by the server its sendall woke), a diagnostic too.
+--dump appends
 "LABEL-MODE LATENCY_MS" lines (for mtrace sim --plot --measured)."""
 import argparse
 import json
@@ -44,6 +47,7 @@ def timings(col, n):
     r1 = resource.getrusage(resource.RUSAGE_THREAD)
     CPU.us = cpu * 1e6 / n if n else 0.0
     CPU.vcsw = (r1.ru_nvcsw - r0.ru_nvcsw) / n if n else 0.0
+    CPU.ivcsw = (r1.ru_nivcsw - r0.ru_nivcsw) / n if n else 0.0
     return out
 
 
@@ -53,6 +57,7 @@ def threaded(col, n_threads, calls):
 
     cpus = []
     vcsws = []
+    ivcsws = []
 
     def worker():
         t = timings(col, calls)
@@ -60,6 +65,7 @@ def threaded(col, n_threads, calls):
             allt.extend(t)
             cpus.append(CPU.us)
             vcsws.append(CPU.vcsw)
+            ivcsws.append(CPU.ivcsw)
 
     ths = [threading.Thread(target=worker) for _ in range(n_threads)]
     for th in ths:
@@ -68,6 +74,7 @@ def threaded(col, n_threads, calls):
         th.join()
     CPU.us = statistics.mean(cpus)
     CPU.vcsw = statistics.mean(vcsws)
+    CPU.ivcsw = statistics.mean(ivcsws)
     return allt
 
 
@@ -77,7 +84,8 @@ def row(label, mode, nthreads, t, dump):
                       "mean_ms": round(mean, 5),
                       "stdev_pct": round(100 * statistics.stdev(t) / mean, 3),
                       "cpu_us": round(CPU.us, 3),
-                      "vcsw": round(CPU.vcsw, 3)}), flush=True)
+                      "vcsw": round(CPU.vcsw, 3),
+                      "ivcsw": round(CPU.ivcsw, 3)}), flush=True)
     if dump:
         with open(dump, "a") as f:
             for x in t:

@@ -23,8 +23,15 @@ DOC = os.path.join(TOP, "docs", "sim-model.md")
 KEEP = os.path.join(TOP, "docs", "sim-validation")
 
 
+# VALIDATE_SIM_SET="k=v k=v": extra settings for every mtrace sim run (a
+# before/after on kept measurements: VALIDATE_NO_DOC=1 VALIDATE_SIM_SET=...
+# sim/validate_report.py OUT 2,4,10,20)
+EXTRA = [a for kv in os.environ.get("VALIDATE_SIM_SET", "").split() for a in ("--set", kv)]
+NOPRE = ["--set", "send_preempt_p=0", "--set", "send_preempt_busy_p=0"]
+
+
 def sim_json(args):
-    out = subprocess.run([MTRACE, "sim", "--json", "--no-params"] + args, check=True,
+    out = subprocess.run([MTRACE, "sim", "--json", "--no-params"] + args + EXTRA, check=True,
                          capture_output=True, text=True).stdout
     return [json.loads(l) for l in out.splitlines() if l.strip()]
 
@@ -185,8 +192,9 @@ def handover_rows(out, host):
     lines = ["| threads | measured mean ms (min-max) | pred. (0) | err | pred. (1) | err | "
              "measured stdev% | (0) | (1) | measured p50 / p99 ms | (0) | (1) | "
              "measured hand-overs per call: send + recv hdr + recv body | (0) | (1) | "
-             "measured vcsw per call | pred. blocks (0) | (1) |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "measured vcsw per call | pred. blocks (0) | (1) | measured ivcsw per call | "
+             "pred. send preemptions per call |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for mode in sorted(m, key=lambda k: int(k[1:])):
         rows, n = m[mode], mode[1:]
         try:
@@ -200,7 +208,7 @@ def handover_rows(out, host):
         sw = ["%.2f" % (q["gil_switches"] / (q["threads"] * q["calls"])) for q in p]
         lines.append("| %s | %.3f (%.3f-%.3f) | %.3f | %+.0f%% | %.3f | %+.0f%% | %.0f | %.0f | %.0f | "
                      "%.3f / %.3f | %.3f / %.3f | %.3f / %.3f | %.2f + %.2f + %.2f = %.2f | %s | %s | "
-                     "%.2f | %.2f | %.2f |" % (
+                     "%.2f | %.2f | %.2f | %.2f | %.2f |" % (
                          n, mm, min(r["mean_ms"] for r in rows), max(r["mean_ms"] for r in rows),
                          p[0]["mean_ms"], 100 * (p[0]["mean_ms"] / mm - 1),
                          p[1]["mean_ms"], 100 * (p[1]["mean_ms"] / mm - 1),
@@ -209,7 +217,8 @@ def handover_rows(out, host):
                          p[1]["p50_ms"], p[1]["p99_ms"], avg("handover_send"),
                          avg("handover_recv_hdr"), avg("handover_recv_body"),
                          avg("handovers_per_call"), sw[0], sw[1], avg("vcsw"),
-                         p[0]["blocks_per_call"], p[1]["blocks_per_call"]))
+                         p[0]["blocks_per_call"], p[1]["blocks_per_call"], avg("ivcsw"),
+                         p[0].get("send_preempts_per_call", float("nan"))))
     return ["", "### 1d. Who takes the GIL at each release: a pymongo-shaped loop (no driver)", "",
             "sim/validate_handover.py: each thread loops over ~75 us of Python, `sendall` of 100 "
             "bytes, ~7.5 us, `recv(16)`, ~7.5 us, `recv(84)`, ~60 us, on its own socketpair to an "
@@ -217,8 +226,8 @@ def handover_rows(out, host):
             "which another thread ran first (a hand-over).  Model: `releases = 3`, the same "
             "Python split, the echo as a 20 us server (assumption: a Python epoll loop's recv + "
             "sendall), Python CPU calibrated from the 1-thread row; same host facts; (0) the GIL "
-            "waiters' block/wake CPU paid by the next taker (`gil_wake_cpu_waiter = 0`, the "
-            "default), (1) by the futile waiter on its own core.  Predicted hand-overs per call "
+            "waiters' block/wake CPU paid by the next taker (`gil_wake_cpu_waiter = 0`), (1) by "
+            "the futile waiter on its own core (the default since session 4).  Predicted hand-overs per call "
             "are GIL switches per call; predicted blocks per call count every time a client "
             "thread blocks (GIL waits, replies), to compare with the measured voluntary context "
             "switches.  A diagnostic of the mechanism, not used to set anything.", ""] + lines
@@ -238,11 +247,13 @@ def cpu_cell(rows):
     c = "%.0f" % statistics.mean(r["cpu_us"] for r in rows)
     if all("vcsw" in r for r in rows):
         c += " / %.2f" % statistics.mean(r["vcsw"] for r in rows)
+    if all("ivcsw" in r for r in rows):
+        c += " / %.2f" % statistics.mean(r["ivcsw"] for r in rows)
     return c
 
 
 def table_validation(pred, meas, threads, cpu_cal=False):
-    out = ["| delay | row | measured mean ms (reps min-max) | predicted | err | measured stdev% (min-max) | predicted | diff (pts) | pred p50 / p99 ms | meas. CPU us / vcsw per call | pred. blocks per call | |",
+    out = ["| delay | row | measured mean ms (reps min-max) | predicted | err | measured stdev% (min-max) | predicted | diff (pts) | pred p50 / p99 ms | meas. CPU us / vcsw / ivcsw per call | pred. blocks / send preemptions per call | |",
            "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     byname = {p["scenario"]: p for p in pred}
     for d in (0, 1):
@@ -254,12 +265,13 @@ def table_validation(pred, meas, threads, cpu_cal=False):
             e, v = verdict(p["mean_ms"], mm, p["stdev_pct"], ms)
             if mode == "seq" and d == 0 and not cpu_cal:
                 v = "fitted"
-            out.append("| %d ms | %s | %.3f (%.3f-%.3f) | %.3f | %+.1f%% | %.1f (%.1f-%.1f) | %.1f | %+.1f | %.3f / %.3f | %s | %.2f | %s |" % (
+            out.append("| %d ms | %s | %.3f (%.3f-%.3f) | %.3f | %+.1f%% | %.1f (%.1f-%.1f) | %.1f | %+.1f | %.3f / %.3f | %s | %.2f / %.2f | %s |" % (
                 d, "sequential" if mode == "seq" else "%s threads x 100" % mode[1:], mm,
                 min(r["mean_ms"] for r in rows), max(r["mean_ms"] for r in rows), p["mean_ms"], e,
                 ms, min(r["stdev_pct"] for r in rows), max(r["stdev_pct"] for r in rows),
                 p["stdev_pct"], p["stdev_pct"] - ms, p["p50_ms"], p["p99_ms"], cpu_cell(rows),
-                p.get("blocks_per_call", float("nan")), v))
+                p.get("blocks_per_call", float("nan")),
+                p.get("send_preempts_per_call", float("nan")), v))
     return out
 
 
@@ -295,27 +307,32 @@ def ablation(host, scn, scn_mean, seed0_path):
     run's client CPU (this machine only: seed 000 has no CPU figure), each
     without the GIL waiters' block/wake CPU; (d) the model now: (c), or (b)
     for seed 000, + gil_wake_cpu_us."""
-    out = ["| row | measured mean ms (stdev%) | (a) before | (b) + stretch | (c) + CPU calibration | (d) + gil_wake_cpu_us | (e) (d) paid by the futile waiter |",
-           "|---|---|---|---|---|---|---|"]
+    out = ["| row | measured mean ms (stdev%) | (a) before | (b) + stretch | (c) + CPU calibration | (d) + gil_wake_cpu_us, paid by the next taker | (e) (d) paid by the futile waiter | (f) (d) + send preemption | (g) (e) + send preemption |",
+           "|---|---|---|---|---|---|---|---|---|"]
     def cell(p, meas):
         return "%.3f (%+.1f%%; %.1f)" % (p["mean_ms"], 100 * (p["mean_ms"] / meas - 1), p["stdev_pct"])
     runs = [(["--host", host, "--scenario", scn_mean], ["--host", host, "--scenario", scn]),
             (["--scenario", seed0_path], None)]
     w0 = ["--set", "gil_wake_cpu_us=0"]
     for mean_args, cpu_args in runs:
-        a = sim_json(mean_args + w0 + ["--set", "gil_switch_stretch=0"])
-        b = sim_json(mean_args + w0)
+        a = sim_json(mean_args + w0 + NOPRE + ["--set", "gil_switch_stretch=0"])
+        b = sim_json(mean_args + w0 + NOPRE)
         use_c = cpu_args and "calibrate.seq_cpu_us" in open(scn).read()
-        c = sim_json(cpu_args + w0) if use_c else None
-        d = sim_json(cpu_args if use_c else mean_args)
-        e = sim_json((cpu_args if use_c else mean_args) + ["--set", "gil_wake_cpu_waiter=1"])
+        c = sim_json(cpu_args + w0 + NOPRE) if use_c else None
+        now = cpu_args if use_c else mean_args
+        w_0, w_1 = ["--set", "gil_wake_cpu_waiter=0"], ["--set", "gil_wake_cpu_waiter=1"]
+        d = sim_json(now + NOPRE + w_0)
+        e = sim_json(now + NOPRE + w_1)
+        f = sim_json(now + w_0)
+        g = sim_json(now + w_1)
         for i in range(len(a)):
             if a[i]["runtime"] != "gil" or a[i]["scenario"].endswith(("d0-seq", "direct-seq")):
                 continue
             m = a[i]["measured_mean_ms"]
-            out.append("| %s | %.3f (%.1f) | %s | %s | %s | %s | %s |" % (
+            out.append("| %s | %.3f (%.1f) | %s | %s | %s | %s | %s | %s | %s |" % (
                 a[i]["scenario"], m, a[i]["measured_stdev_pct"], cell(a[i], m), cell(b[i], m),
-                cell(c[i], m) if c else "n/a", cell(d[i], m), cell(e[i], m)))
+                cell(c[i], m) if c else "n/a", cell(d[i], m), cell(e[i], m), cell(f[i], m),
+                cell(g[i], m)))
     return out
 
 
@@ -384,9 +401,12 @@ def main():
              "of solved from its mean: the d0 sequential row then becomes a prediction too.  Seed 000's "
              "table has no CPU figure, so (c) does not apply to it.  (a)-(c) without, (d) with "
              "`gil_wake_cpu_us` (the GIL waiters' block/wake CPU, measured by mtrace calibrate; an "
-             "assumption in seed000.scn): (d) is the model now; (e) is (d) with that CPU paid by "
+             "assumption in seed000.scn); (e) is (d) with that CPU paid by "
              "the woken waiter that finds the GIL taken, on its own core, instead of by the next "
-             "taker with the GIL held (`gil_wake_cpu_waiter = 1`, session 3).", ""]
+             "taker with the GIL held (`gil_wake_cpu_waiter = 1`, session 3).  (a)-(e) without, "
+             "(f) and (g) with the wake-up preemption at a send (`send_preempt_p`, "
+             "`send_preempt_busy_p`, measured by mtrace calibrate; session 4): (g) is the model "
+             "now (session 4 made the futile waiter's placement the default, as in the source).", ""]
     body += ablation(host, scn, scn_mean, os.path.join(TOP, "sim/scenarios/seed000.scn"))
     body += ["", "Latency CDFs, predicted (solid) and measured (dashed, repetition 1): "
              "[delay 0](sim-validation/cdf-delay0.png), [delay 1 ms](sim-validation/cdf-delay1.png).", "",
@@ -396,7 +416,7 @@ def main():
              "Each grid point is calibrated again from its own sequential row.", ""]
     for sweep in (["cores=2,4,8"], ["gil_handoff_us=7,20,40"], ["wake_us=5,20,50"],
                   ["gil_switch_stretch=0,0.1,0.2,0.35"], ["gil_wake_cpu_us=0,5,12,24,36"],
-                  ["gil_wake_cpu_waiter=0,1"]):
+                  ["gil_wake_cpu_waiter=0,1"], ["send_preempt_p=0,0.5,1"]):
         rows = sim_json(["--scenario", os.path.join(TOP, "sim/scenarios/seed000.scn"),
                          "--sweep"] + sweep + ["--only", "threaded"])
         body += ["| %s | predicted mean ms | stdev%% | measured mean ms | stdev%% |" % sweep[0].split("=")[0],

@@ -209,6 +209,7 @@ test_sim_model_gil_wake_cpu(void **state)
     assert_float_equal(run(&p, NULL).mean_ms, 0.184, 1e-9);
 
     quiet_params(&p);
+    set(&p, "gil_wake_cpu_waiter", "0"); /* the taker pays */
     set(&p, "threads", "2");
     set(&p, "calls", "1");
     set(&p, "pool_initial", "2");
@@ -232,6 +233,85 @@ test_sim_model_gil_wake_cpu(void **state)
     sim_result_free(&r);
     set(&p, "runtime", "free-threaded"); /* 1075 each */
     assert_float_equal(run(&p, NULL).mean_ms, 1075 / 1e3, 1e-9);
+}
+
+/*
+ * Wake-up preemption at a send (client.c send_preempted, net.c
+ * sim__net_send_sync): the peer the send woke runs first on the sender's
+ * core, with no wake-up latency; the sender, GIL released, runs again when
+ * that job ends.
+ * (a) One thread, the parts of the first test but server_cpu_frac 1 (the
+ * service is 50 us of server CPU): without preemption 184 us (pre 50, send
+ * 5, transit 2, server wake 10, server 50, transit 2, client wake 10, recv
+ * 5, mid 5, sys 5, post 40).  With it: pre 50, send 5, the server's 50 us
+ * on the sender's core (55..105), the reply in the socket at 107, the
+ * sender back at 105: mid 5 (110), the reply is there (no block, no
+ * wake-up), recv 5, mid 5, sys 5, post 40: 165 us.  Which probability
+ * applies: send_preempt_p when another core is idle (4 cores),
+ * send_preempt_busy_p when none is (1 core).
+ * (b) Two threads, GIL: pre 40, mid 20, post 40, releases 2, sys 5, no
+ * transit or wake-up latency, 10 us GIL hand-off, server CPU 100 us,
+ * thread 1 starting at 20 (waits for the GIL; a call's clock starts when
+ * its thread holds the GIL, as perf_counter() does).  Without preemption
+ * thread 0 drops the GIL for its send at 40 (signals thread 1, due at 50),
+ * is back at 45 and takes it again (take-if-free): thread 1 wakes to a
+ * taken GIL (futile) and gets it only at thread 0's wait (65 + 10), ends
+ * at 265: latencies 190 and 190.  With it thread 0 is off its core
+ * 45..145 while its server runs: thread 1 takes the free GIL at 50 (no
+ * futile wake), sends at 90 and is preempted 95..195; thread 0 runs mid,
+ * recv, post 145..210; thread 1, back at 195, waits for the GIL until
+ * thread 0 ends (210 + 10): mid, recv, post 220..285: latencies 210 and
+ * 235.
+ */
+static void
+test_sim_model_send_preempt(void **state)
+{
+    struct sim_params p;
+    struct sim_result r;
+    struct sim_stats st;
+
+    quiet_params(&p);
+    set(&p, "calls", "50");
+    set(&p, "exclude_first", "1");
+    set(&p, "server_cpu_frac", "1");
+    set(&p, "send_preempt_p", "0");
+    assert_float_equal(run(&p, NULL).mean_ms, 0.184, 1e-9);
+    set(&p, "send_preempt_p", "1");
+    assert_float_equal(run(&p, &r).mean_ms, 0.165, 1e-9);
+    assert_int_equal(r.send_preempts, 51); /* + the new connection's hello */
+    assert_int_equal(r.client_blocks, 0);  /* the reply is always there */
+    sim_result_free(&r);
+    set(&p, "cores", "1"); /* no other core: send_preempt_busy_p applies */
+    set(&p, "send_preempt_busy_p", "0");
+    assert_float_equal(run(&p, NULL).mean_ms, 0.184, 1e-9);
+    set(&p, "send_preempt_p", "0");
+    set(&p, "send_preempt_busy_p", "1");
+    assert_float_equal(run(&p, NULL).mean_ms, 0.165, 1e-9);
+
+    quiet_params(&p);
+    set(&p, "threads", "2");
+    set(&p, "calls", "1");
+    set(&p, "pool_initial", "2");
+    set(&p, "releases", "2");
+    set(&p, "py_pre_frac", "0.4");
+    set(&p, "py_post_frac", "0.4");
+    set(&p, "net_us", "0");
+    set(&p, "wake_us", "0");
+    set(&p, "thread_start_us", "20");
+    set(&p, "server_us", "100");
+    set(&p, "server_cpu_frac", "1");
+    set(&p, "send_preempt_p", "0");
+    assert_float_equal(run(&p, &r).mean_ms, 190 / 1e3, 1e-9);
+    assert_int_equal(r.gil_futile, 1);
+    assert_int_equal(r.send_preempts, 0);
+    sim_result_free(&r);
+    set(&p, "send_preempt_p", "1");
+    st = run(&p, &r);
+    assert_float_equal(st.p50_ms, 210 / 1e3, 1e-9);
+    assert_float_equal(st.max_ms, 235 / 1e3, 1e-9);
+    assert_int_equal(r.gil_futile, 0);
+    assert_int_equal(r.send_preempts, 2);
+    sim_result_free(&r);
 }
 
 /* Background load: one core, other processes keep it busy half the time
@@ -371,6 +451,8 @@ test_sim_model_same_seed_same_output(void **state)
     set(&p, "calls", "100");
     set(&p, "seed", "77");
     set(&p, "gil_wake_cpu_us", "20"); /* its path is deterministic too */
+    set(&p, "gil_wake_cpu_waiter", "0");
+    set(&p, "send_preempt_p", "0.5"); /* and the send preemption's draws */
     run(&p, &a);
     run(&p, &b);
     set(&p, "seed", "78");
@@ -379,6 +461,8 @@ test_sim_model_same_seed_same_output(void **state)
     assert_memory_equal(a.lat_ns, b.lat_ns, a.n * sizeof(*a.lat_ns));
     assert_int_equal(a.events, b.events);
     assert_true(a.gil_wake_takes > 0);
+    assert_true(a.send_preempts > 0 && a.send_preempts < 1000);
+    assert_int_equal(a.send_preempts, b.send_preempts);
     assert_int_equal(a.gil_wake_takes, b.gil_wake_takes);
     assert_true(a.n != c.n ||
                 memcmp(a.lat_ns, c.lat_ns, a.n * sizeof(*a.lat_ns)) != 0);
@@ -603,6 +687,7 @@ main(void)
         cmocka_unit_test(test_sim_model_gil_serialises_with_handoff_cost),
         cmocka_unit_test(test_sim_model_gil_switch_stretch),
         cmocka_unit_test(test_sim_model_gil_wake_cpu),
+        cmocka_unit_test(test_sim_model_send_preempt),
         cmocka_unit_test(test_sim_model_background_load),
         cmocka_unit_test(test_sim_model_md1_queue_mean),
         cmocka_unit_test(test_sim_model_serial_go_sleep_overshoots),
