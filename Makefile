@@ -2,9 +2,9 @@
 #
 #   make            build ./mtrace (release flavour)
 #   make test       install missing packages, build, run unit + integration tests
-#   make asan       unit tests and fuzz regression under ASan+UBSan
+#   make asan       unit tests, fuzz regression and integration under ASan+UBSan
 #   make ubsan      unit tests under UBSan alone
-#   make tsan       unit + threaded tests under TSan
+#   make tsan       unit + integration tests under TSan
 #   make fuzz       libFuzzer targets (FUZZ_SECONDS each, default 600)
 #   make bench      benchmarks (never part of `make test`)
 #   make lint       clang-format check and banned functions
@@ -69,7 +69,8 @@ BENCH_SRC := $(sort $(wildcard bench/*.c))
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
 .PHONY: all test unit integration asan ubsan tsan fuzz fuzz-build bench lint \
-        install clean deps check-deps regress helpers soak format whatif FORCE
+        install clean deps check-deps regress helpers soak format whatif FORCE \
+        san-integration
 
 all: mtrace
 
@@ -134,14 +135,20 @@ test: check-deps
 	$(MAKE) all $(UNIT_BIN) $(FUZZ_REGRESS) $(HELPER_BIN)
 	@BUILD=$(BUILD) tests/run_all.sh "$(UNIT_BIN)" "$(FUZZ_REGRESS)"
 
+# The integration suite against this flavour's binaries (never copied to
+# ./mtrace); sanitizer reports fail the test they appear in (run.sh).
+san-integration: $(BUILD)/mtrace $(HELPER_BIN)
+	@MTRACE=$(CURDIR)/$(BUILD)/mtrace BUILD=$(BUILD) MT_SANITIZE=$(FLAVOUR) \
+		tests/integration/run.sh
+
 asan:
-	$(MAKE) FLAVOUR=asan unit regress
+	$(MAKE) FLAVOUR=asan unit regress san-integration
 
 ubsan:
 	$(MAKE) FLAVOUR=ubsan unit regress
 
 tsan:
-	$(MAKE) FLAVOUR=tsan unit
+	$(MAKE) FLAVOUR=tsan unit san-integration
 
 FUZZ_SECONDS ?= 600
 fuzz-build: $(FUZZ_BIN)
