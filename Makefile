@@ -3,7 +3,7 @@
 #   make            build ./mtrace (release flavour)
 #   make test       install missing packages, build, run unit + integration tests
 #   make asan       unit tests, fuzz regression and integration under ASan+UBSan
-#   make ubsan      unit tests under UBSan alone
+#   make ubsan      unit tests, fuzz regression and integration under UBSan alone
 #   make tsan       unit + integration tests under TSan
 #   make fuzz       libFuzzer targets (FUZZ_SECONDS each, default 600)
 #   make bench      benchmarks (never part of `make test`)
@@ -145,7 +145,7 @@ asan:
 	$(MAKE) FLAVOUR=asan unit regress san-integration
 
 ubsan:
-	$(MAKE) FLAVOUR=ubsan unit regress
+	$(MAKE) FLAVOUR=ubsan unit regress san-integration
 
 tsan:
 	$(MAKE) FLAVOUR=tsan unit san-integration

@@ -7,7 +7,7 @@
 # Prints "integration: N passed, N failed, N skipped".
 # MTRACE (default ./mtrace) and BUILD (default build/release, for the
 # helper programs) choose the binaries under test.
-# MT_SANITIZE=asan|tsan (make asan / make tsan): every sanitizer report of
+# MT_SANITIZE=asan|ubsan|tsan (make asan / ubsan / tsan): every sanitizer report of
 # any instrumented process goes to a file; a test after which a report
 # appeared fails even when its own checks passed (a server stopped at the
 # end of a test could not fail it otherwise); the reports are printed.
