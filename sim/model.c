@@ -4,11 +4,13 @@
  * Cores: everything that runs (client threads, server, proxy) takes a core
  * for each CPU job.  A job that finds no free core waits in one FIFO run
  * queue.  An entity whose job ends and which immediately has more CPU work
- * (a Python segment followed by a syscall) keeps its core: cores are not
- * preempted (CFS's minimum granularity, 0.75 ms and more, is far longer than
- * the 1..300 us jobs here), except by the peer a client's send wakes
- * (client.c send_preempted, net.c sim__net_send_sync: it takes over the
- * sender's core through m->holding).  An entity that was blocked becomes
+ * (a Python segment followed by a syscall) keeps its core, except that
+ * (1) the peer a client's send wakes takes it over (client.c
+ * send_preempted, net.c sim__net_send_sync, through m->holding), and (2)
+ * an entity that has kept a core for a whole time slice (cpu_slice_us x
+ * (1 + ilog2(min(cores, 8))), Linux's scaled base slice) while others wait
+ * goes to the back of the run queue (cpu_enqueue).  Jobs here are 1..300
+ * us, so (2) only matters to threads that seldom block.  An entity that was blocked becomes
  * runnable only after a wake-up latency, and its first job pays ctx_cpu_us.
  *
  * Background load (bg_load > 0): other processes on the same cores, as one
@@ -61,8 +63,10 @@ cpu_start(struct sim_model *m, uint32_t e)
     if (e < m->nth && x->what == W_PY_DONE && sim__gil_start_check(m, e))
         return; /* forced to drop the GIL before running: blocked now */
     x->on_core = x->shared && x->dur_ns > 0; /* zero CPU needs no core */
-    if (x->on_core)
+    if (x->on_core) {
         m->busy++;
+        x->held_ns = m->eng.now_ns;
+    }
     x->state = ES_RUNNING;
     x->end_ns = m->eng.now_ns + x->dur_ns;
     sim__push(m, x->dur_ns, SIM_EV_CPU_DONE, e, x->gen);
@@ -85,9 +89,24 @@ cpu_enqueue(struct sim_model *m, uint32_t e)
     struct sim__ent *x = &m->ent[e];
 
     if (m->holding == (int32_t)e) { /* continues on the core it holds */
+        uint64_t since = x->held_ns;
+
         m->holding = -1;
         m->busy--;
-        cpu_start(m, e);
+        if (m->rq_n == 0 || !x->shared || x->dur_ns == 0 ||
+            m->eng.now_ns - since < m->slice_ns) {
+            cpu_start(m, e);
+            if (x->on_core)
+                x->held_ns = since; /* the same stretch on the core */
+            return;
+        }
+        /* Its slice is used up and others wait: to the back of the queue. */
+        MT_ASSERT(m->rq_n < m->nent);
+        m->runq[(m->rq_head + m->rq_n) % m->nent] = e;
+        m->rq_n++;
+        x->state = ES_QUEUED;
+        m->res->slice_ends++;
+        cpu_fill(m);
         return;
     }
     if (!x->shared || x->dur_ns == 0 || m->busy < m->p.cores) {
@@ -276,6 +295,22 @@ model_loop(struct sim_model *m, struct mt_err *err)
     return 0;
 }
 
+/* cpu_slice_us x (1 + ilog2(min(cores, 8))), as Linux scales its base slice
+ * (SCHED_TUNABLESCALING_LOG); 0 turns slicing off. */
+static uint64_t
+slice_ns(const struct sim_params *p)
+{
+    int n = p->cores < 8 ? p->cores : 8, f = 1;
+
+    if (p->cpu_slice_us <= 0)
+        return UINT64_MAX;
+    while (n > 1) {
+        n >>= 1;
+        f++;
+    }
+    return sim__us(p->cpu_slice_us * f);
+}
+
 int
 sim_model_run(const struct sim_params *p, struct sim_result *res,
               struct mt_err *err)
@@ -290,6 +325,7 @@ sim_model_run(const struct sim_params *p, struct sim_result *res,
     m->p = *p;
     m->res = res;
     m->holding = -1;
+    m->slice_ns = slice_ns(p);
     mt_rng_split(&m->rng_py, (uint64_t)p->seed, 1);
     mt_rng_split(&m->rng_wake, (uint64_t)p->seed, 2);
     mt_rng_split(&m->rng_srv, (uint64_t)p->seed, 3);

@@ -36,6 +36,8 @@ struct sim_result {
     uint64_t gil_futile;     /* woken waiters that found the GIL taken again */
     uint64_t send_preempts;  /* sends whose woken peer ran first on the
                                 sender's core (client.c send_preempted) */
+    uint64_t slice_ends;     /* entities sent to the back of the run queue
+                                at the end of a time slice (cpu_slice_us) */
     uint64_t client_blocks;  /* times a client thread blocked: on gil->cond
                                 (each wait, re-waits included), for a reply,
                                 on switch_cond, for a pooled connection */
@@ -107,13 +109,14 @@ enum sim__what {
 enum sim__estate { ES_IDLE = 0, ES_WAKING, ES_QUEUED, ES_RUNNING };
 
 struct sim__ent {
-    uint32_t what;   /* enum sim__what: continuation of the pending job */
-    uint8_t state;   /* enum sim__estate */
-    bool shared;     /* uses the shared cores */
-    bool on_core;    /* running job holds one of the shared cores */
-    uint64_t dur_ns; /* pending or running job */
-    uint64_t end_ns; /* running: completion time */
-    uint64_t gen;    /* bumped to cancel CPU_DONE / WAKE events */
+    uint32_t what;    /* enum sim__what: continuation of the pending job */
+    uint8_t state;    /* enum sim__estate */
+    bool shared;      /* uses the shared cores */
+    bool on_core;     /* running job holds one of the shared cores */
+    uint64_t dur_ns;  /* pending or running job */
+    uint64_t end_ns;  /* running: completion time */
+    uint64_t gen;     /* bumped to cancel CPU_DONE / WAKE events */
+    uint64_t held_ns; /* on a core without a break since (time slice) */
 };
 
 enum sim__op { OP_PY, OP_SEND, OP_WAIT, OP_SYS, OP_CONNECT, OP_END };
@@ -186,6 +189,7 @@ struct sim_model {
     struct mt_rng rng_py, rng_wake, rng_srv, rng_bg, rng_pre;
     size_t bg_base, nbg;  /* background sources: entities bg_base.. */
     double bg_off_us;     /* mean pause between a source's bursts */
+    uint64_t slice_ns;    /* cpu_slice_us scaled by the core count */
     struct sim__ent *ent; /* owned: threads, servers, proxy up, proxy down */
     size_t nent;
     struct sim__thread *th; /* owned */

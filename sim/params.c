@@ -72,6 +72,9 @@ const struct sim_param_desc sim_param_table[] = {
       "other processes: mean number of the cores they keep busy (0: none)"),
     P("bg_job_us", SIM_P_DBL, bg_job_us, 1, 1e7, "us",
       "other processes: mean length of one CPU burst on a core"),
+    P("cpu_slice_us", SIM_P_DBL, cpu_slice_us, 0, 1e7, "us",
+      "scheduler base slice (x 1+log2(min(cores,8))): an entity that keeps "
+      "its core this long gives it to a queued one (0: never)"),
     P("thread_start_us", SIM_P_DBL, thread_start_us, 0, 1e6, "us",
       "interval between Thread.start() calls"),
     P("pool_max", SIM_P_INT, pool_max, 1, 100000, "",
@@ -219,6 +222,10 @@ sim_params_default(struct sim_params *p)
                 "Linux EEVDF base slice 0.75 ms (sysctl_sched_base_slice): "
                 "how long a CPU-bound task keeps a core before a waiting one "
                 "is picked");
+    set_default(p, "cpu_slice_us", "750", SIM_OR_CONSTANT,
+                "Linux EEVDF sysctl_sched_base_slice 0.75 ms, scaled by "
+                "1 + ilog2(min(ncpus, 8)) (kernel/sched/fair.c "
+                "update_sysctl, SCHED_TUNABLESCALING_LOG)");
     set_default(p, "thread_start_us", "100", SIM_OR_ASSUMPTION,
                 "Thread.start() creates an OS thread and waits for its start");
     set_default(p, "pool_max", "100", SIM_OR_CONSTANT,

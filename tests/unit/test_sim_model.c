@@ -678,6 +678,54 @@ test_sim_herd_grows_with_procs_without_lock(void **state)
     assert_true(l512 < h512);
 }
 
+/*
+ * Time slices (model.c cpu_enqueue, cpu_slice_us).  Three free-threaded
+ * threads on two cores whose replies are always ready (every send is
+ * preempted by the server, which runs at once on the sender's core, so no
+ * recv blocks) never give a core up by themselves.  Without slices the
+ * third thread waits, before its first call, until another thread has made
+ * all its calls: no call ever waits inside, and every call takes the
+ * one-thread time (0.16 ms here).  With the 0.75 ms base slice (x 2 on two
+ * cores: 1.5 ms) a thread is sent to the back of the run queue mid-call
+ * when its slice ends, and that call waits one slice of another thread.
+ */
+static void
+test_sim_model_cpu_slice(void **state)
+{
+    struct sim_params p;
+    struct sim_result r;
+    struct sim_stats st;
+
+    sim_params_default(&p); /* costs as measured on the 2-core test VM */
+    set(&p, "runtime", "free-threaded");
+    set(&p, "threads", "3");
+    set(&p, "calls", "100");
+    set(&p, "pool_initial", "3");
+    set(&p, "cores", "2");
+    set(&p, "py_call_us", "58.4");
+    set(&p, "py_cv", "0");
+    set(&p, "wake_us", "6.9");
+    set(&p, "wake_cv", "0");
+    set(&p, "ctx_cpu_us", "31.3");
+    set(&p, "sys_us", "1.5");
+    set(&p, "server_us", "50");
+    set(&p, "server_cv", "0");
+    set(&p, "server_cpu_frac", "0.7");
+    set(&p, "send_preempt_p", "0");
+    set(&p, "send_preempt_busy_p", "1");
+    set(&p, "cpu_slice_us", "0");
+    st = run(&p, &r);
+    assert_true(st.max_ms < 0.2);
+    assert_int_equal(r.slice_ends, 0);
+    sim_result_free(&r);
+    set(&p, "cpu_slice_us", "750");
+    st = run(&p, &r);
+    assert_true(st.max_ms > 1.5);
+    assert_true(st.max_ms < 1.5 + 2 * 0.2);
+    assert_true(r.slice_ends > 0);
+    sim_result_free(&r);
+}
+
 int
 main(void)
 {
@@ -688,6 +736,7 @@ main(void)
         cmocka_unit_test(test_sim_model_gil_switch_stretch),
         cmocka_unit_test(test_sim_model_gil_wake_cpu),
         cmocka_unit_test(test_sim_model_send_preempt),
+        cmocka_unit_test(test_sim_model_cpu_slice),
         cmocka_unit_test(test_sim_model_background_load),
         cmocka_unit_test(test_sim_model_md1_queue_mean),
         cmocka_unit_test(test_sim_model_serial_go_sleep_overshoots),
