@@ -10,8 +10,9 @@
  * an entity that has kept a core for a whole time slice (cpu_slice_us x
  * (1 + ilog2(min(cores, 8))), Linux's scaled base slice) while others wait
  * goes to the back of the run queue (cpu_enqueue).  Jobs here are 1..300
- * us, so (2) only matters to threads that seldom block.  An entity that was blocked becomes
- * runnable only after a wake-up latency, and its first job pays ctx_cpu_us.
+ * us, so (2) only matters to threads that seldom block.  An entity that was
+ * blocked becomes runnable only after a wake-up latency, and its first job pays
+ * ctx_cpu_us.
  *
  * Background load (bg_load > 0): other processes on the same cores, as one
  * on/off source per core: exponential bursts of mean bg_job_us separated by

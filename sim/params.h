@@ -68,7 +68,8 @@ struct sim_params {
     int64_t cores;               /* CPU cores shared by everything */
     double bg_load;   /* cores' worth of CPU other processes take (mean) */
     double bg_job_us; /* mean length of one of their CPU bursts */
-    double cpu_slice_us; /* base time slice before a queued entity gets the core */
+    double
+        cpu_slice_us; /* base time slice before a queued entity gets the core */
     double thread_start_us; /* main thread: Thread.start() to next start */
     int64_t pool_max;       /* maxPoolSize */
     int64_t pool_initial;   /* connections already open at the start */
