@@ -255,13 +255,39 @@ encode_payload(struct enc *e, const struct trace_rec *rec)
     }
 }
 
+/*
+ * Reserves room in out for a record of `type` with an n-byte payload and
+ * writes its prefix; e then points at the payload.  The caller encodes the
+ * payload and calls rec_end.
+ */
+static int
+rec_begin(struct mt_buf *out, uint8_t type, size_t n, struct enc *e,
+          struct mt_err *err)
+{
+    int rc = mt_buf_reserve(out, TRACE_REC_PREFIX_LEN + n);
+
+    if (rc < 0)
+        return mt_err_set(err, rc, 0, "no room for a %zu-byte record: %s", n,
+                          mt_strerror(rc));
+    e->p = out->data + out->len;
+    enc_u8(e, type);
+    enc_u32(e, (uint32_t)n);
+    return 0;
+}
+
+/* Commits the record rec_begin started (n: its payload length). */
+static void
+rec_end(struct mt_buf *out, size_t n)
+{
+    out->len += TRACE_REC_PREFIX_LEN + n;
+}
+
 int
 trace__rec_encode(struct mt_buf *out, const struct trace_rec *rec,
                   struct mt_err *err)
 {
     struct enc e;
     size_t n;
-    uint8_t *start;
     int rc;
 
     rc = trace__rec_check(rec, err);
@@ -269,17 +295,12 @@ trace__rec_encode(struct mt_buf *out, const struct trace_rec *rec,
         return rc;
     n = payload_len(rec);
     MT_ASSERT(n <= TRACE_REC_LEN_MAX);
-    rc = mt_buf_reserve(out, TRACE_REC_PREFIX_LEN + n);
+    rc = rec_begin(out, rec->type, n, &e, err);
     if (rc < 0)
-        return mt_err_set(err, rc, 0, "no room for a %zu-byte record: %s", n,
-                          mt_strerror(rc));
-    start = out->data + out->len;
-    e.p = start;
-    enc_u8(&e, rec->type);
-    enc_u32(&e, (uint32_t)n);
+        return rc;
     encode_payload(&e, rec);
-    MT_ASSERT((size_t)(e.p - start) == TRACE_REC_PREFIX_LEN + n);
-    out->len += TRACE_REC_PREFIX_LEN + n;
+    MT_ASSERT(e.p == out->data + out->len + TRACE_REC_PREFIX_LEN + n);
+    rec_end(out, n);
     return 0;
 }
 
@@ -289,24 +310,18 @@ trace__msg_encode(struct mt_buf *out, const struct trace_msg *m,
 {
     struct enc e;
     size_t n;
-    uint8_t *start;
     int rc;
 
     rc = check_msg(m, err);
     if (rc < 0)
         return rc;
     n = msg_payload_len(m);
-    rc = mt_buf_reserve(out, TRACE_REC_PREFIX_LEN + n);
+    rc = rec_begin(out, TRACE_REC_MSG, n, &e, err);
     if (rc < 0)
-        return mt_err_set(err, rc, 0, "no room for a %zu-byte record: %s", n,
-                          mt_strerror(rc));
-    start = out->data + out->len;
-    e.p = start;
-    enc_u8(&e, TRACE_REC_MSG);
-    enc_u32(&e, (uint32_t)n);
+        return rc;
     encode_msg(&e, m);
-    MT_DASSERT((size_t)(e.p - start) == TRACE_REC_PREFIX_LEN + n);
-    out->len += TRACE_REC_PREFIX_LEN + n;
+    MT_DASSERT(e.p == out->data + out->len + TRACE_REC_PREFIX_LEN + n);
+    rec_end(out, n);
     return 0;
 }
 
