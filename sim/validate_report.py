@@ -46,6 +46,7 @@ def sniff_ok(path):
 
 
 def load_meas(path):
+    """A JSON-lines file of runs, grouped by their "mode"."""
     rows = {}
     for line in open(path):
         r = json.loads(line)
@@ -118,10 +119,7 @@ def synth_rows(out, host):
     path = os.path.join(out, "synth.jsonl")
     if not os.path.exists(path):
         return []
-    m = {}
-    for line in open(path):
-        r = json.loads(line)
-        m.setdefault(r["mode"], []).append(r)
+    m = load_meas(path)
     sleep_us = statistics.mean(r["mean_ms"] for r in m["sleep"]) * 1000
     t1 = m["t1"]
     shape = ["--host", host, "--set", "releases=2", "--set", "py_pre_frac=1",
@@ -178,10 +176,7 @@ def handover_rows(out, host):
     path = os.path.join(out, "handover.jsonl")
     if not os.path.exists(path):
         return []
-    m = {}
-    for line in open(path):
-        r = json.loads(line)
-        m.setdefault(r["mode"], []).append(r)
+    m = load_meas(path)
     t1 = m["t1"]
     base = ["--host", host, "--set", "releases=3", "--set", "py_pre_frac=0.5",
             "--set", "py_post_frac=0.4", "--set", "server_us=20", "--set", "server_cv=0.3",
