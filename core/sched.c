@@ -1,0 +1,67 @@
+/*
+ * sched.c -- SCHED_FIFO for event-loop threads; see sched.h.
+ */
+#include "core/sched.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <string.h>
+
+/*
+ * Puts the calling thread under SCHED_FIFO at prio; see sched.h.
+ */
+int
+sched_set_realtime(int prio, struct mt_err *err)
+{
+    struct sched_param sp;
+    int rc;
+
+    if (prio == 0)
+        return MT_OK;
+    if (prio < 1 || prio > SCHED_RT_PRIO_MAX)
+        return mt_err_set(err, MT_EUSAGE, 0,
+                          "real-time priority %d out of range 1..%d", prio,
+                          SCHED_RT_PRIO_MAX);
+    memset(&sp, 0, sizeof(sp));
+    sp.sched_priority = prio;
+    rc = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
+    if (rc != 0)
+        return mt_err_set(err, -rc, 0,
+                          "cannot use SCHED_FIFO priority %d: %s%s", prio,
+                          strerror(rc),
+                          rc == EPERM ? " (needs CAP_SYS_NICE or "
+                                        "RLIMIT_RTPRIO, see ulimit -r)"
+                                      : "");
+    return MT_OK;
+}
+
+/*
+ * Puts the calling thread back under SCHED_OTHER; see sched.h.
+ */
+int
+sched_set_normal(void)
+{
+    struct sched_param sp;
+    int rc;
+
+    if (!sched_is_realtime())
+        return MT_OK;
+    memset(&sp, 0, sizeof(sp));
+    rc = pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp);
+    return rc == 0 ? MT_OK : -rc;
+}
+
+/*
+ * Reports whether the calling thread runs under a real-time policy.
+ */
+int
+sched_is_realtime(void)
+{
+    struct sched_param sp;
+    int policy;
+
+    if (pthread_getschedparam(pthread_self(), &policy, &sp) != 0)
+        return 0;
+    return policy == SCHED_FIFO || policy == SCHED_RR;
+}
