@@ -12,14 +12,18 @@
 #    process over the loadgen run, warm-up included, divided by
 #    rps x (SECS + WARM)): on a shared machine ops/s swing with what else
 #    runs, CPU per request much less
+#    (a row "16 rt" adds mtrace capture --rt-prio 1 at 16 connections)
 # 3. --delay-ms 1 with 1 and 16 connections: added delay = RTT with the
 #    delay minus the p50 RTT of the same proxy without it (p50 and p99),
-#    plus the proxy's own achieved-delay figures from its summary.
+#    plus the proxy's own achieved-delay figures from its summary; with
+#    normal scheduling (spin 100, auto) and --rt-prio 1 (spin 0, 50, 100,
+#    auto), interleaved, REPS times, medians (DELAY_CONFIGS overrides).
 #
 # Env: SECS (seconds per measurement, default 3), WARM (default 0.5),
-#      THREADS (mtrace/haproxy threads, default: nproc), REPS (table 2:
-#      runs per cell, interleaved, medians reported; default 1), BUILD,
-#      MTRACE.
+#      THREADS (mtrace/haproxy threads, default: nproc), REPS (tables 2
+#      and 3: runs per cell, interleaved, medians reported; default 1),
+#      DELAY_CONFIGS (table 3: "RT:SPIN ..." pairs), TABLES (which of
+#      1 2 3 to run, default "1 2 3"), BUILD, MTRACE.
 # Every process it starts is stopped on exit; files go to a mktemp dir.
 set -u
 TOP=${TOP:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -145,68 +149,101 @@ run() {
     [ -n "$PROXY_PID" ] && CPU=$(awk "BEGIN { printf \"%.2f\", ($c1 - $c0) / $HZ * 1e6 / ($RPS * ($SECS + $WARM)) }")
     echo "  $line proxy_cpu_us_per_req=$CPU" >&2
 }
+TABLES=${TABLES:-1 2 3}
+want_table() { [[ " $TABLES " == *" $1 "* ]]; }
 calc() { awk "BEGIN { printf \"%.1f\", $* }"; }
 median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 echo "mtrace capture vs HAProxy $(haproxy -v | awk 'NR==1 {print $3}') vs socat," \
     "loopback, $(nproc) cpus, $SECS s per run, $THREADS proxy threads"
 echo
-echo "## 1. added latency, 1 connection (us; added = proxy - direct)"
-declare -A L50 L99
-for kind in direct mtrace haproxy socat; do
-    start_proxy $kind
-    run "$kind" 1
-    L50[$kind]=$P50 L99[$kind]=$P99
-    stop_proxy
-done
-printf "| %-15s | %8s | %8s | %10s | %10s |\n" proxy p50 p99 "added p50" "added p99"
-printf "|-----------------|----------|----------|------------|------------|\n"
-for kind in direct mtrace haproxy socat; do
-    printf "| %-15s | %8s | %8s | %10s | %10s |\n" "$kind" "${L50[$kind]}" "${L99[$kind]}" \
-        "$(calc "${L50[$kind]} - ${L50[direct]}")" "$(calc "${L99[$kind]} - ${L99[direct]}")"
-done
-echo
-echo "## 2. throughput (requests/s, closed loop; CPU = proxy's CPU us per request; median of $REPS run(s))"
-printf "| %5s | %10s | %10s | %10s | %14s | %10s | %11s |\n" conns direct mtrace haproxy "mtrace/haproxy" \
-    "mtrace CPU" "haproxy CPU"
-printf "|-------|------------|------------|------------|----------------|------------|-------------|\n"
-for n in 1 16 256; do
-    declare -A T C
-    for kind in direct mtrace haproxy; do T[$kind]="" C[$kind]=""; done
-    for ((r = 0; r < REPS; r++)); do
-        for kind in direct mtrace haproxy; do
-            start_proxy $kind
-            run "$kind" "$n"
-            T[$kind]+=" $RPS" C[$kind]+=" $CPU"
-            stop_proxy
+if want_table 1; then
+    echo "## 1. added latency, 1 connection (us; added = proxy - direct)"
+    declare -A L50 L99
+    for kind in direct mtrace haproxy socat; do
+        start_proxy $kind
+        run "$kind" 1
+        L50[$kind]=$P50 L99[$kind]=$P99
+        stop_proxy
+    done
+    printf "| %-15s | %8s | %8s | %10s | %10s |\n" proxy p50 p99 "added p50" "added p99"
+    printf "|-----------------|----------|----------|------------|------------|\n"
+    for kind in direct mtrace haproxy socat; do
+        printf "| %-15s | %8s | %8s | %10s | %10s |\n" "$kind" "${L50[$kind]}" "${L99[$kind]}" \
+            "$(calc "${L50[$kind]} - ${L50[direct]}")" "$(calc "${L99[$kind]} - ${L99[direct]}")"
+    done
+    echo
+fi
+if want_table 2; then
+    echo "## 2. throughput (requests/s, closed loop; CPU = proxy's CPU us per request; median of $REPS run(s))"
+    echo "(rt = mtrace capture --rt-prio 1, the loops under SCHED_FIFO; 16 connections only)"
+    printf "| %-8s | %10s | %10s | %10s | %14s | %10s | %11s |\n" conns direct mtrace haproxy "mtrace/haproxy" \
+        "mtrace CPU" "haproxy CPU"
+    printf "|----------|------------|------------|------------|----------------|------------|-------------|\n"
+    for n in 1 16 256; do
+        declare -A T C
+        kinds="direct mtrace haproxy"
+        [ "$n" = 16 ] && kinds="direct mtrace mtrace-rt haproxy"
+        for kind in $kinds; do T[$kind]="" C[$kind]=""; done
+        for ((r = 0; r < REPS; r++)); do
+            for kind in $kinds; do
+                if [ "$kind" = mtrace-rt ]; then start_proxy mtrace --rt-prio 1; else start_proxy $kind; fi
+                run "$kind" "$n"
+                T[$kind]+=" $RPS" C[$kind]+=" $CPU"
+                stop_proxy
+            done
+        done
+        for kind in $kinds; do
+            T[$kind]=$(median <<<"${T[$kind]}")
+            [ "$kind" != direct ] && C[$kind]=$(median <<<"${C[$kind]}")
+        done
+        for kind in $kinds; do
+            case $kind in direct | haproxy) continue ;; esac
+            label=$n
+            [ "$kind" = mtrace-rt ] && label="$n rt"
+            printf "| %-8s | %10s | %10s | %10s | %14s | %10s | %11s |\n" "$label" "${T[direct]}" \
+                "${T[$kind]}" "${T[haproxy]}" \
+                "$(awk "BEGIN { printf \"%.2fx\", ${T[$kind]} / ${T[haproxy]} }")" \
+                "${C[$kind]}" "${C[haproxy]}"
         done
     done
-    for kind in direct mtrace haproxy; do
-        T[$kind]=$(median <<<"${T[$kind]}")
-        [ "$kind" != direct ] && C[$kind]=$(median <<<"${C[$kind]}")
+    echo
+fi
+if want_table 3; then
+    # Table 3's configurations: "rt spin": rt is 0 (normal scheduling) or the
+    # --rt-prio; spin is the --spin-us.  DELAY_CONFIGS overrides the list.
+    DELAY_CONFIGS=${DELAY_CONFIGS:-"0:100 0:auto 1:0 1:50 1:100 1:auto"}
+    echo "## 3. --delay-ms 1 (us; added = RTT with delay - p50 RTT without; spin = --spin-us; rt = --rt-prio, 0: normal scheduling; medians of $REPS interleaved run(s))"
+    printf "| %5s | %2s | %5s | %10s | %10s | %10s | %10s | %-44s | %10s |\n" conns rt spin "p50 base" "p50" \
+        "added p50" "added p99" "mtrace's own achieved (p50 / p99 / max, ms)" "CPU us/req"
+    printf "|-------|----|-------|------------|------------|------------|------------|----------------------------------------------|------------|\n"
+    for n in 1 16; do
+        declare -A D50 D99 O50 O99 OMX DC
+        for cfg in $DELAY_CONFIGS; do D50[$cfg]="" D99[$cfg]="" O50[$cfg]="" O99[$cfg]="" OMX[$cfg]="" DC[$cfg]=""; done
+        bases=""
+        for ((r = 0; r < REPS; r++)); do
+            start_proxy mtrace
+            run "mtrace-nodelay" "$n"
+            bases+=" $P50"
+            stop_proxy
+            for cfg in $DELAY_CONFIGS; do
+                rt=${cfg%%:*} spin=${cfg#*:}
+                start_proxy mtrace --delay-ms 1 --spin-us "$spin" --rt-prio "$rt"
+                run "mtrace-delay1-rt$rt-spin$spin" "$n"
+                stop_proxy
+                read -r o50 o99 omx < <(sed -n 's/.*achieved p50 \([0-9.]*\) ms, p99 \([0-9.]*\) ms, max \([0-9.]*\) ms.*/\1 \2 \3/p' \
+                    "$TMP/mtrace.err")
+                D50[$cfg]+=" $P50" D99[$cfg]+=" $P99" DC[$cfg]+=" $CPU"
+                O50[$cfg]+=" $o50" O99[$cfg]+=" $o99" OMX[$cfg]+=" $omx"
+            done
+        done
+        base=$(median <<<"$bases")
+        for cfg in $DELAY_CONFIGS; do
+            rt=${cfg%%:*} spin=${cfg#*:}
+            p50=$(median <<<"${D50[$cfg]}") p99=$(median <<<"${D99[$cfg]}")
+            own="$(median <<<"${O50[$cfg]}") / $(median <<<"${O99[$cfg]}") / $(median <<<"${OMX[$cfg]}")"
+            printf "| %5s | %2s | %5s | %10s | %10s | %10s | %10s | %-44s | %10s |\n" "$n" "$rt" "$spin" "$base" \
+                "$p50" "$(calc "$p50 - $base")" "$(calc "$p99 - $base")" "$own" "$(median <<<"${DC[$cfg]}")"
+        done
     done
-    printf "| %5s | %10s | %10s | %10s | %14s | %10s | %11s |\n" "$n" "${T[direct]}" "${T[mtrace]}" \
-        "${T[haproxy]}" "$(awk "BEGIN { printf \"%.2fx\", ${T[mtrace]} / ${T[haproxy]} }")" \
-        "${C[mtrace]}" "${C[haproxy]}"
-done
-echo
-echo "## 3. --delay-ms 1 (us; added = RTT with delay - p50 RTT without; spin = --spin-us)"
-printf "| %5s | %5s | %10s | %10s | %10s | %10s | %-44s | %12s |\n" conns spin "p50 base" "p50" \
-    "added p50" "added p99" "mtrace's own achieved (p50 / p99 / max, ms)" "CPU us/req"
-printf "|-------|-------|------------|------------|------------|------------|----------------------------------------------|--------------|\n"
-for n in 1 16; do
-    start_proxy mtrace
-    run "mtrace-nodelay" "$n"
-    base=$P50
-    stop_proxy
-    for spin in 100 auto; do
-        start_proxy mtrace --delay-ms 1 --spin-us "$spin"
-        run "mtrace-delay1" "$n"
-        dcpu=$CPU
-        stop_proxy
-        own=$(sed -n 's/.*achieved p50 \([0-9.]*\) ms, p99 \([0-9.]*\) ms, max \([0-9.]*\) ms.*/\1 \/ \2 \/ \3/p' \
-            "$TMP/mtrace.err")
-        printf "| %5s | %5s | %10s | %10s | %10s | %10s | %-44s | %12s |\n" "$n" "$spin" "$base" \
-            "$P50" "$(calc "$P50 - $base")" "$(calc "$P99 - $base")" "$own" "$dcpu"
-    done
-done
+fi

@@ -2,7 +2,8 @@
  * capture_cli.c -- `mtrace capture`: option parsing for both capture modes.
  *
  *   proxy:  mtrace capture [--listen H:P] [--target H:P] -o OUT [--delay-ms X]
- *                          [--max-conns N] [--threads N] [--quiet] [--force]
+ *                          [--max-conns N] [--threads N] [--rt-prio N]
+ *                          [--quiet] [--force]
  *   pcap:   mtrace capture --pcap FILE [--port N]... [--filter BPF] -o OUT
  *   live:   mtrace capture --iface IF [--port N]... [--filter BPF]
  *                          [--duration S] [--count N] -o OUT
@@ -28,6 +29,7 @@
 #include "core/err.h"
 #include "core/log.h"
 #include "core/loop.h"
+#include "core/sched.h"
 #include "core/trace.h"
 #include "core/wire.h"
 #include "pconn.h"
@@ -46,7 +48,9 @@ capture_usage(FILE *out)
         "OUT.zst\n"
         "                      [--delay-ms X] [--max-conns N] [--threads N] "
         "[--quiet] [--force]\n"
-        "                      [--idle-timeout-s S] [--msg-timeout-s S] "
+        "                      [--spin-us N|auto] [--rt-prio N] "
+        "[--idle-timeout-s S]\n"
+        "                      [--msg-timeout-s S] "
         "[--max-msg-bytes N]\n"
         "                      [--redact [FIELD]]...\n"
         "       mtrace capture --pcap FILE [--port N]... [--filter BPF] -o "
@@ -83,6 +87,13 @@ capture_usage(FILE *out)
         "the p99\n"
         "                      of recent wake-ups, at most 200 us, as in "
         "replay)\n"
+        "  --rt-prio N         run the event loops under SCHED_FIFO priority "
+        "N (1..%d;\n"
+        "                      default 0: normal scheduling); the trace writer "
+        "stays\n"
+        "                      normal.  Cuts wake-up lateness on a busy host; "
+        "needs root\n"
+        "                      or CAP_SYS_NICE (exit 1 when refused)\n"
         "  --idle-timeout-s S  close a connection after S s with no traffic "
         "and no\n"
         "                      request waiting for its reply (default 0: "
@@ -115,10 +126,11 @@ capture_usage(FILE *out)
         "  --buffer-mb M       live: kernel capture ring in MiB (default %d, "
         "up to %d;\n"
         "                      on lo each packet takes its room twice)\n"
-        "  --zstd-level L      trace compression level (zstd, %d..%d; "
-        "default -3 for\n"
-        "                      --pcap, which is bound by compression, 3 "
-        "for --iface)\n"
+        "  --zstd-level L      trace compression level (zstd, %d..%d, not "
+        "0; default -3\n"
+        "                      for --pcap, which is bound by compression, 3 "
+        "for --iface\n"
+        "                      and the proxy)\n"
         "\n"
         "Common:\n"
         "  -o, --output OUT    trace file to create (mode 0600: it may hold "
@@ -132,8 +144,9 @@ capture_usage(FILE *out)
         "the trace is closed and a summary printed.  Exit status: 0 success, 1 "
         "runtime\n"
         "failure, 2 bad usage.  See docs/capture.md.\n",
-        PROXY_THREADS_MAX, SNIFF_PORTS_MAX, SNIFF_BUFFER_MB_DEFAULT,
-        SNIFF_BUFFER_MB_MAX, trace_zstd_level_min(), trace_zstd_level_max());
+        PROXY_THREADS_MAX, SCHED_RT_PRIO_MAX, SNIFF_PORTS_MAX,
+        SNIFF_BUFFER_MB_DEFAULT, SNIFF_BUFFER_MB_MAX, trace_zstd_level_min(),
+        trace_zstd_level_max());
 }
 
 static int capture_bad(const char *fmt, ...)
@@ -270,6 +283,7 @@ enum {
     OPT_MSGTO,
     OPT_MSGMAX,
     OPT_REDACT,
+    OPT_RTPRIO,
 };
 
 struct capture_args {
@@ -340,6 +354,13 @@ capture_parse_proxy_opt(int c, const char *arg, struct capture_args *a)
                                arg);
         a->px.msg_max = (uint32_t)v;
         return 0;
+    case OPT_RTPRIO:
+        if (!cli_parse_u64(arg, 0, SCHED_RT_PRIO_MAX, &v))
+            return capture_bad("--rt-prio wants a SCHED_FIFO priority from 1 "
+                               "to %d (0: off), not '%s'",
+                               SCHED_RT_PRIO_MAX, arg);
+        a->px.rt_prio = (int)v;
+        return 0;
     default: /* OPT_THREADS */
         if (!cli_parse_u64(arg, 1, PROXY_THREADS_MAX, &v))
             return capture_bad("--threads wants a number from 1 to 64, not "
@@ -399,8 +420,7 @@ capture_parse_sniff_opt(int c, const char *arg, struct capture_args *a)
                                arg);
         a->sn.duration_s = s;
         return 0;
-    case OPT_ZSTD_LEVEL:
-        a->sniff_only = true;
+    case OPT_ZSTD_LEVEL: /* both modes */
         if (!cli_parse_int(arg, trace_zstd_level_min(), trace_zstd_level_max(),
                            &l) ||
             l == 0)
@@ -408,7 +428,7 @@ capture_parse_sniff_opt(int c, const char *arg, struct capture_args *a)
                                "%d other than 0, not '%s'",
                                trace_zstd_level_min(), trace_zstd_level_max(),
                                arg);
-        a->sn.zstd_level = l;
+        a->sn.zstd_level = a->px.zstd_level = l;
         return 0;
     case OPT_BUFFER_MB:
         a->sniff_only = true;
@@ -437,6 +457,7 @@ capture_parse(int argc, char **argv, struct capture_args *a, const char **out)
         {"max-conns", required_argument, NULL, OPT_MAXCONNS},
         {"threads", required_argument, NULL, OPT_THREADS},
         {"spin-us", required_argument, NULL, OPT_SPIN},
+        {"rt-prio", required_argument, NULL, OPT_RTPRIO},
         {"idle-timeout-s", required_argument, NULL, OPT_IDLE},
         {"msg-timeout-s", required_argument, NULL, OPT_MSGTO},
         {"max-msg-bytes", required_argument, NULL, OPT_MSGMAX},
@@ -479,6 +500,7 @@ capture_parse(int argc, char **argv, struct capture_args *a, const char **out)
         case OPT_MAXCONNS:
         case OPT_THREADS:
         case OPT_SPIN:
+        case OPT_RTPRIO:
         case OPT_IDLE:
         case OPT_MSGTO:
         case OPT_MSGMAX:
@@ -524,8 +546,9 @@ capture_check(struct capture_args *a, const char *out)
     if (a->sn.pcap_path != NULL || a->sn.iface != NULL) {
         if (a->proxy_only)
             return capture_bad("--listen, --target, --delay-ms, --max-conns, "
-                               "--threads and the timeouts are for proxy "
-                               "mode, not with --pcap/--iface");
+                               "--threads, --spin-us, --rt-prio and the "
+                               "timeouts are for proxy mode, not with "
+                               "--pcap/--iface");
         if (a->sn.pcap_path != NULL &&
             (a->sn.duration_s > 0 || a->sn.count || a->sn.buffer_mb))
             return capture_bad("--duration, --count and --buffer-mb are for "

@@ -8,13 +8,10 @@
  * except for replies under --delay-ms).  Bytes in [out_off, in_off) wait in
  * the direction's out buffer.
  *
- * --delay-ms: when a reply's last byte arrives at t, a hold {ready = t +
- * delay, end = in_off} is queued; the connection's timer fires at the
- * earliest ready and moves rel_off to that end (DESIGN.md rule 3: a
- * deadline on the timer heap, not a sleep, so pipelined replies do not
- * queue behind each other's delays).  Bytes of an incomplete reply at the
- * tail wait with it.  Each hold also measures the achieved delay: from
- * arrival to the moment its last byte was handed to the client socket.
+ * --delay-ms (pdelay.c): when a reply's last byte arrives, a hold moves
+ * rel_off to its end once the delay is over.  Bytes of an incomplete reply
+ * at the tail wait with it.  Recording (framing the copy, open and close
+ * records) is in precord.c.
  */
 #include "pconn.h"
 
@@ -30,47 +27,12 @@
 #include "core/mem.h"
 #include "core/rd.h"
 #include "core/wire.h"
-#include "pbuf.h"
-#include "pframe.h"
+#include "pdelay.h"
+#include "precord.h"
 
 /* A direction's out buffer: the backlog bound, plus one held reply that
  * is still arriving, plus one read. */
 #define PCONN_OUT_MAX (PCONN_OUT_HWM + WIRE_MSG_LEN_MAX + PCONN_READ_LEN)
-
-struct phold {
-    uint64_t ready_ns, end_off, arrival_ns;
-};
-
-struct pdir {
-    struct pbuf out;
-    uint64_t in_off, out_off, rel_off;
-    uint64_t msg_end_off; /* end of the last complete message */
-    bool eof;             /* source said EOF */
-    bool shut;            /* destination shut down for writing */
-    bool wblocked;
-    struct pframer fr;
-};
-
-struct pconn {
-    struct ploop *pl; /* borrowed */
-    struct pconn *prev, *next;
-    uint64_t id;
-    int cfd, sfd; /* owned */
-    bool connecting;
-    bool paused; /* waiting for queue room */
-    bool dead;
-    uint8_t reason; /* when dead */
-    struct pdir d[2];
-    struct phold *holds;                    /* owned ring */
-    size_t holds_cap, h_done, h_rel, h_end; /* monotonic indices */
-    struct loop_timer hold_timer;
-    uint64_t nmsgs[2];     /* complete messages per direction */
-    uint64_t last_io_ns;   /* last read or send progress, either side */
-    uint64_t msg_start_ns; /* a client message is incomplete since; or 0 */
-    char client[64];
-};
-
-static void pconn_after(struct pconn *c);
 
 /* ---- helpers ---- */
 
@@ -86,14 +48,16 @@ pconn_dst_fd(const struct pconn *c, int d)
     return d == TRACE_DIR_C2S ? c->sfd : c->cfd;
 }
 
-static const char *
-pconn_side(int d)
+/* See pconn.h. */
+const char *
+pconn__side(int d)
 {
     return d == TRACE_DIR_C2S ? "client" : "server";
 }
 
-static void
-pconn_die(struct pconn *c, uint8_t reason)
+/* See pconn.h. */
+void
+pconn__die(struct pconn *c, uint8_t reason)
 {
     if (!c->dead) {
         c->dead = true;
@@ -101,10 +65,10 @@ pconn_die(struct pconn *c, uint8_t reason)
     }
 }
 
-/* Adds a record to the loop's batch (queued before the loop sleeps, or
- * now when the batch is large, so back-pressure sees it). */
-static void
-pconn_push(struct pconn *c, struct recq_item *it)
+/* See pconn.h: queued before the loop sleeps, or now when the batch is
+ * large, so back-pressure sees it. */
+void
+pconn__push(struct pconn *c, struct recq_item *it)
 {
     struct ploop *pl = c->pl;
 
@@ -112,224 +76,11 @@ pconn_push(struct pconn *c, struct recq_item *it)
         recq_push_batch(pl->p->q, &pl->batch);
 }
 
-static bool
-pconn_delayed(const struct pconn *c, int d)
-{
-    return d == TRACE_DIR_S2C && c->pl->p->delay_ns > 0;
-}
-
-/* ---- framing the copy ---- */
-
-static void pconn_hold_add(struct pconn *c, uint64_t t_ns, uint64_t end_off);
-
-struct pconn_fctx {
-    struct pconn *c;
-    int d;
-    uint64_t t_ns;
-};
-
-static void
-pconn_too_big(struct pconn *c, uint32_t len)
-{
-    if (c->dead)
-        return;
-    mt_warn("capture: conn %llu from %s: the client announced a message of "
-            "%u bytes, over --max-msg-bytes %u, at stream offset %llu; "
-            "closing the connection",
-            (unsigned long long)c->id, c->client, len, c->pl->p->msg_max,
-            (unsigned long long)c->d[TRACE_DIR_C2S].msg_end_off);
-    c->pl->st.too_big++;
-    pconn_die(c, TRACE_CLOSE_ERROR);
-}
-
-/* A whole message was framed: stamp, queue, maybe hold. */
-static void
-pconn_msg_done(void *arg, struct recq_item *it, uint64_t end_off)
-{
-    struct pconn_fctx *x = arg;
-    struct pconn *c = x->c;
-    int d = x->d;
-
-    it->u.msg.conn_id = c->id;
-    it->u.msg.t_ns = x->t_ns;
-    it->u.msg.dir = (uint8_t)d;
-    c->pl->st.msgs[d]++;
-    c->nmsgs[d]++;
-    c->pl->st.rec_bytes[d] += it->u.msg.wire_len;
-    c->d[d].msg_end_off = end_off;
-    if (d == TRACE_DIR_C2S && it->u.msg.wire_len > c->pl->p->msg_max)
-        pconn_too_big(c, it->u.msg.wire_len);
-    pconn_push(c, it);
-    if (pconn_delayed(c, d))
-        pconn_hold_add(c, x->t_ns, end_off);
-}
-
-static void
-pconn_frame_error(struct pconn *c, int d, const struct mt_err *err)
-{
-    struct rd r = rd_init(c->d[d].fr.hdr, WIRE_HEADER_LEN);
-    int32_t len = 0, op = 0;
-
-    if (err->code == -ENOMEM) {
-        mt_error("capture: conn %llu: out of memory framing a message; "
-                 "closing the connection",
-                 (unsigned long long)c->id);
-        c->pl->st.lost_items++;
-        pconn_die(c, TRACE_CLOSE_ERROR);
-        return;
-    }
-    rd_le32s(&r, &len);
-    rd_skip(&r, 8);
-    rd_le32s(&r, &op);
-    mt_warn("capture: conn %llu: the %s sent bytes that are not MongoDB wire "
-            "protocol at stream offset %llu (messageLength %d, opCode %d: %s);"
-            " closing the connection",
-            (unsigned long long)c->id, pconn_side(d),
-            (unsigned long long)(c->d[d].msg_end_off), len, op,
-            err->msg[0] ? err->msg : mt_strerror(err->code));
-    c->pl->st.garbage++;
-    pconn_die(c, TRACE_CLOSE_ERROR);
-}
-
-/* After framing client bytes: when did the incomplete message start, and
- * does the length it announces fit --max-msg-bytes? */
-static void
-pconn_frame_check(struct pconn *c, uint64_t msgs_before, uint64_t t_ns)
-{
-    const struct pframer *fr = &c->d[TRACE_DIR_C2S].fr;
-    struct rd r = rd_init(fr->hdr, fr->hdr_len);
-    uint32_t len;
-
-    if (pframe_idle(fr)) {
-        c->msg_start_ns = 0;
-        return;
-    }
-    if (c->nmsgs[TRACE_DIR_C2S] != msgs_before || c->msg_start_ns == 0)
-        c->msg_start_ns = t_ns;
-    if (rd_le32(&r, &len) && len > c->pl->p->msg_max)
-        pconn_too_big(c, len);
-}
-
-/*
- * Frames n bytes just read in direction d (stream offset base), copying
- * them into records; t_ns is when the read returned.
- */
-static void
-pconn_frame(struct pconn *c, int d, const uint8_t *p, size_t n, uint64_t base,
-            uint64_t t_ns)
-{
-    struct pconn_fctx x = {c, d, t_ns};
-    struct mt_err err = {0};
-    size_t left = 0;
-    bool was_broken = c->d[d].fr.broken;
-    uint64_t before = c->nmsgs[d];
-    int rc =
-        pframe_feed(&c->d[d].fr, p, n, base, pconn_msg_done, &x, &left, &err);
-
-    if (rc == 0) {
-        if (d == TRACE_DIR_C2S)
-            pconn_frame_check(c, before, t_ns);
-        return;
-    }
-    c->pl->st.unframed[d] += left;
-    if (!was_broken) {
-        /* what the broken framer holds is never recorded either */
-        const struct pframer *fr = &c->d[d].fr;
-        c->pl->st.unframed[d] += fr->cur != NULL ? fr->cur_len : fr->hdr_len;
-        pconn_frame_error(c, d, &err);
-    }
-}
-
-/* At close: a message cut short is recorded with what arrived. */
-static uint32_t
-pconn_frame_flush_partial(struct pconn *c, int d, uint64_t t_ns)
-{
-    uint32_t len;
-    struct recq_item *it = pframe_take_partial(&c->d[d].fr, &len);
-
-    if (len == 0)
-        return 0;
-    c->pl->st.partial[d]++;
-    c->pl->st.partial_bytes[d] += len;
-    if (it == NULL) {
-        c->pl->st.lost_items++;
-        return len;
-    }
-    it->u.msg.conn_id = c->id;
-    it->u.msg.t_ns = t_ns;
-    it->u.msg.dir = (uint8_t)d;
-    pconn_push(c, it);
-    return len;
-}
-
-/* ---- holding replies (--delay-ms) ---- */
-
-static int
-pconn_holds_grow(struct pconn *c)
-{
-    size_t cap = c->holds_cap ? c->holds_cap * 2 : 16;
-    struct phold *h;
-
-    if (cap > PCONN_HOLDS_MAX)
-        return MT_ELIMIT;
-    h = mt_malloc(cap * sizeof(*h));
-    if (h == NULL)
-        return -ENOMEM;
-    for (size_t i = c->h_done; i < c->h_end; i++)
-        h[i % cap] = c->holds[i % c->holds_cap];
-    mt_free(c->holds);
-    c->holds = h;
-    c->holds_cap = cap;
-    return 0;
-}
-
-static void pconn_on_hold_timer(struct loop *l, struct loop_timer *t,
-                                void *arg);
-
-/* Holds the reply bytes up to end_off until t_ns + delay.  arrival_ns 0:
- * not a whole reply (the tail at EOF), not measured. */
-static void
-pconn_hold_add(struct pconn *c, uint64_t arrival_ns, uint64_t end_off)
-{
-    struct phold *h;
-    uint64_t t = arrival_ns ? arrival_ns : loop_now_ns(c->pl->l);
-
-    if (c->h_end - c->h_done == c->holds_cap && pconn_holds_grow(c) < 0) {
-        mt_error("capture: conn %llu: more than %u replies held; closing",
-                 (unsigned long long)c->id, PCONN_HOLDS_MAX);
-        pconn_die(c, TRACE_CLOSE_ERROR);
-        return;
-    }
-    h = &c->holds[c->h_end % c->holds_cap];
-    h->ready_ns = t + c->pl->p->delay_ns;
-    h->end_off = end_off;
-    h->arrival_ns = arrival_ns;
-    c->h_end++;
-    if (!loop_timer_active(&c->hold_timer))
-        loop_timer_start(c->pl->l, &c->hold_timer, h->ready_ns,
-                         pconn_on_hold_timer, c);
-}
-
-/* Measures the achieved delay of each held reply now fully written: from
- * the arrival of its last byte to t_send, when the send that completed it
- * began (the hand-off to the client socket). */
-static void
-pconn_holds_written(struct pconn *c, uint64_t t_send)
-{
-    while (c->h_done < c->h_rel) {
-        struct phold *h = &c->holds[c->h_done % c->holds_cap];
-        if (h->end_off > c->d[TRACE_DIR_S2C].out_off)
-            break;
-        if (h->arrival_ns != 0)
-            phist_add(&c->pl->hist, t_send - h->arrival_ns);
-        c->h_done++;
-    }
-}
-
 /* ---- forwarding ---- */
 
-static void
-pconn_flush(struct pconn *c, int d)
+/* See pconn.h. */
+void
+pconn__flush(struct pconn *c, int d)
 {
     struct pdir *pd = &c->d[d];
     int dst = pconn_dst_fd(c, d);
@@ -358,8 +109,8 @@ pconn_flush(struct pconn *c, int d)
         }
         if (w < 0) {
             c->pl->st.resets++;
-            pconn_die(c, d == TRACE_DIR_C2S ? TRACE_CLOSE_SERVER_RESET
-                                            : TRACE_CLOSE_CLIENT_RESET);
+            pconn__die(c, d == TRACE_DIR_C2S ? TRACE_CLOSE_SERVER_RESET
+                                             : TRACE_CLOSE_CLIENT_RESET);
             break;
         }
         pd->out_off += (uint64_t)w;
@@ -372,31 +123,11 @@ pconn_flush(struct pconn *c, int d)
         }
     }
     if (t_send != 0)
-        pconn_holds_written(c, t_send);
+        pdelay_written(c, t_send);
     if (pbuf_len(&pd->out) == 0 && pd->eof && !pd->shut && !c->dead) {
         shutdown(dst, SHUT_WR);
         pd->shut = true;
     }
-}
-
-static void
-pconn_on_hold_timer(struct loop *l, struct loop_timer *t, void *arg)
-{
-    struct pconn *c = arg;
-    struct pdir *pd = &c->d[TRACE_DIR_S2C];
-    uint64_t now = loop_now_ns(l);
-
-    while (c->h_rel < c->h_end) {
-        struct phold *h = &c->holds[c->h_rel % c->holds_cap];
-        if (h->ready_ns > now) {
-            loop_timer_start(l, t, h->ready_ns, pconn_on_hold_timer, c);
-            break;
-        }
-        pd->rel_off = h->end_off;
-        c->h_rel++;
-    }
-    pconn_flush(c, TRACE_DIR_S2C);
-    pconn_after(c);
 }
 
 /* Bytes waiting that count against PCONN_OUT_HWM (not an incomplete held
@@ -406,7 +137,7 @@ pconn_backlog(const struct pconn *c, int d)
 {
     const struct pdir *pd = &c->d[d];
     size_t n = pbuf_len(&pd->out);
-    if (pconn_delayed(c, d) && pd->in_off - pd->msg_end_off <= n)
+    if (pdelay_on(c, d) && pd->in_off - pd->msg_end_off <= n)
         n -= (size_t)(pd->in_off - pd->msg_end_off);
     return n;
 }
@@ -419,7 +150,7 @@ pconn_want_read(const struct pconn *c, int d)
         return false;
     if (pconn_backlog(c, d) >= PCONN_OUT_HWM)
         return false;
-    if (pconn_delayed(c, d) &&
+    if (pdelay_on(c, d) &&
         c->h_end - c->h_done >
             PCONN_HOLDS_MAX - PCONN_READ_LEN / WIRE_HEADER_LEN)
         return false;
@@ -463,8 +194,8 @@ pconn_forward_direct(struct pconn *c, int d, const uint8_t *p, size_t n)
     while (w < 0 && errno == EINTR);
     if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
         c->pl->st.resets++;
-        pconn_die(c, d == TRACE_DIR_C2S ? TRACE_CLOSE_SERVER_RESET
-                                        : TRACE_CLOSE_CLIENT_RESET);
+        pconn__die(c, d == TRACE_DIR_C2S ? TRACE_CLOSE_SERVER_RESET
+                                         : TRACE_CLOSE_CLIENT_RESET);
         return;
     }
     if (w < 0)
@@ -478,7 +209,7 @@ pconn_forward_direct(struct pconn *c, int d, const uint8_t *p, size_t n)
         mt_error("capture: conn %llu: out of memory buffering %zu bytes; "
                  "closing the connection",
                  (unsigned long long)c->id, n - (size_t)w);
-        pconn_die(c, TRACE_CLOSE_ERROR);
+        pconn__die(c, TRACE_CLOSE_ERROR);
         return;
     }
     memcpy(pd->out.data + pd->out.tail, p + w, n - (size_t)w);
@@ -492,9 +223,9 @@ pconn_on_eof(struct pconn *c, int d)
 
     pd->eof = true;
     loop_update_time(c->pl->l);
-    if (pconn_delayed(c, d) && pd->in_off > pd->msg_end_off)
-        pconn_hold_add(c, 0, pd->in_off); /* the incomplete tail follows */
-    pconn_flush(c, d);
+    if (pdelay_on(c, d) && pd->in_off > pd->msg_end_off)
+        pdelay_hold_add(c, 0, pd->in_off); /* the incomplete tail follows */
+    pconn__flush(c, d);
 }
 
 /*
@@ -524,8 +255,8 @@ pconn_read(struct pconn *c, int d, bool force)
         if (pbuf_reserve(&pd->out, PCONN_READ_LEN, PCONN_OUT_MAX) < 0) {
             mt_error("capture: conn %llu: out of memory for the %s stream; "
                      "closing the connection",
-                     (unsigned long long)c->id, pconn_side(d));
-            pconn_die(c, TRACE_CLOSE_ERROR);
+                     (unsigned long long)c->id, pconn__side(d));
+            pconn__die(c, TRACE_CLOSE_ERROR);
             return;
         }
         p = pd->out.data + pd->out.tail;
@@ -537,8 +268,8 @@ pconn_read(struct pconn *c, int d, bool force)
         if (errno == EAGAIN || errno == EWOULDBLOCK)
             return;
         c->pl->st.resets++;
-        pconn_die(c, d == TRACE_DIR_C2S ? TRACE_CLOSE_CLIENT_RESET
-                                        : TRACE_CLOSE_SERVER_RESET);
+        pconn__die(c, d == TRACE_DIR_C2S ? TRACE_CLOSE_CLIENT_RESET
+                                         : TRACE_CLOSE_SERVER_RESET);
         return;
     }
     if (n == 0) {
@@ -552,11 +283,11 @@ pconn_read(struct pconn *c, int d, bool force)
     c->pl->st.read_bytes[d] += (uint64_t)n;
     if (direct) {
         pconn_forward_direct(c, d, p, (size_t)n);
-        pconn_frame(c, d, p, (size_t)n, base, t);
+        precord_frame(c, d, p, (size_t)n, base, t);
     } else {
         pd->out.tail += (size_t)n;
-        pconn_frame(c, d, p, (size_t)n, base, t);
-        pconn_flush(c, d);
+        precord_frame(c, d, p, (size_t)n, base, t);
+        pconn__flush(c, d);
     }
 }
 
@@ -578,14 +309,14 @@ pconn_on_error(struct pconn *c, int d)
     /* The source already ended; make sure the error is not spinning. */
     if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &len) == 0 && soerr) {
         c->pl->st.resets++;
-        pconn_die(c, d == TRACE_DIR_C2S ? TRACE_CLOSE_CLIENT_RESET
-                                        : TRACE_CLOSE_SERVER_RESET);
+        pconn__die(c, d == TRACE_DIR_C2S ? TRACE_CLOSE_CLIENT_RESET
+                                         : TRACE_CLOSE_SERVER_RESET);
         return;
     }
-    pconn_flush(c, 1 - d);
+    pconn__flush(c, 1 - d);
     n = recv(fd, &b, 1, MSG_PEEK);
     if (n <= 0 && !c->dead)
-        pconn_die(c, TRACE_CLOSE_NORMAL); /* hung up both ways */
+        pconn__die(c, TRACE_CLOSE_NORMAL); /* hung up both ways */
 }
 
 static void
@@ -595,13 +326,13 @@ pconn_on_client(struct loop *l, int fd, void *arg, unsigned ev)
 
     if (ev & LOOP_WRITE) {
         c->d[TRACE_DIR_S2C].wblocked = false;
-        pconn_flush(c, TRACE_DIR_S2C);
+        pconn__flush(c, TRACE_DIR_S2C);
     }
     if ((ev & LOOP_READ) && !c->dead)
         pconn_read(c, TRACE_DIR_C2S, false);
     else if ((ev & LOOP_ERROR) && !c->dead)
         pconn_on_error(c, TRACE_DIR_C2S);
-    pconn_after(c);
+    pconn__after(c);
 }
 
 static void
@@ -620,7 +351,7 @@ pconn_connected(struct pconn *c)
                 (unsigned long long)c->id, c->client, c->pl->p->target_desc,
                 strerror(soerr));
         c->pl->st.upstream_fail++;
-        pconn_die(c, TRACE_CLOSE_UPSTREAM_FAIL);
+        pconn__die(c, TRACE_CLOSE_UPSTREAM_FAIL);
         return;
     }
     c->connecting = false;
@@ -636,19 +367,19 @@ pconn_on_server(struct loop *l, int fd, void *arg, unsigned ev)
     } else {
         if (ev & LOOP_WRITE) {
             c->d[TRACE_DIR_C2S].wblocked = false;
-            pconn_flush(c, TRACE_DIR_C2S);
+            pconn__flush(c, TRACE_DIR_C2S);
         }
         if ((ev & LOOP_READ) && !c->dead)
             pconn_read(c, TRACE_DIR_S2C, false);
         else if ((ev & LOOP_ERROR) && !c->dead)
             pconn_on_error(c, TRACE_DIR_S2C);
     }
-    pconn_after(c);
+    pconn__after(c);
 }
 
-/* Closes c when it is dead or both directions are done; else re-arms. */
-static void
-pconn_after(struct pconn *c)
+/* See pconn.h: closes c when it is dead or both directions are done. */
+void
+pconn__after(struct pconn *c)
 {
     if (c->dead)
         pconn_close(c, c->reason);
@@ -677,23 +408,6 @@ pconn_format_addr(const struct sockaddr *sa, char *out, size_t len)
     } else {
         snprintf(out, len, "?");
     }
-}
-
-static void
-pconn_record_open(struct pconn *c)
-{
-    struct recq_item *it = recq_batch_item(&c->pl->batch, RECQ_OPEN, 0);
-
-    if (it == NULL) {
-        c->pl->st.lost_items++;
-        return;
-    }
-    it->u.open.conn_id = c->id;
-    it->u.open.t_ns = loop_update_time(c->pl->l);
-    snprintf(it->u.open.client, sizeof(it->u.open.client), "%s", c->client);
-    snprintf(it->u.open.server, sizeof(it->u.open.server), "%s",
-             c->pl->p->target_desc);
-    pconn_push(c, it);
 }
 
 static int
@@ -762,7 +476,7 @@ pconn_accept(struct ploop *pl, int cfd, const struct sockaddr *peer,
     pl->nconns++;
     atomic_fetch_add(&pl->load, 1);
     pl->st.accepted++;
-    pconn_record_open(c);
+    precord_open(c);
 
     rc = pconn_connect(c);
     if (rc < 0) {
@@ -784,33 +498,13 @@ pconn_accept(struct ploop *pl, int cfd, const struct sockaddr *peer,
     pconn_update(c);
 }
 
-static void
-pconn_record_close(struct pconn *c, uint8_t reason)
-{
-    uint64_t t = loop_update_time(c->pl->l);
-    uint32_t pc = pconn_frame_flush_partial(c, TRACE_DIR_C2S, t);
-    uint32_t ps = pconn_frame_flush_partial(c, TRACE_DIR_S2C, t);
-    struct recq_item *it = recq_batch_item(&c->pl->batch, RECQ_CLOSE, 0);
-
-    if (it == NULL) {
-        c->pl->st.lost_items++;
-        return;
-    }
-    it->u.close.conn_id = c->id;
-    it->u.close.t_ns = t;
-    it->u.close.reason = reason;
-    it->u.close.partial_c2s = pc;
-    it->u.close.partial_s2c = ps;
-    pconn_push(c, it);
-}
-
 /* See pconn.h.  Frees c. */
 void
 pconn_close(struct pconn *c, uint8_t reason)
 {
     struct ploop *pl = c->pl;
 
-    pconn_record_close(c, reason);
+    precord_close(c, reason);
     for (int d = 0; d < 2; d++) {
         pl->st.unsent[d] += c->d[d].in_off - c->d[d].out_off;
         pbuf_free(&c->d[d].out);
@@ -821,8 +515,7 @@ pconn_close(struct pconn *c, uint8_t reason)
         loop_fd_del(pl->l, c->sfd);
         close(c->sfd);
     }
-    loop_timer_stop(pl->l, &c->hold_timer);
-    mt_free(c->holds);
+    pdelay_close(c);
     if (c->prev != NULL)
         c->prev->next = c->next;
     else

@@ -21,6 +21,8 @@
 #include <sys/socket.h>
 
 #include "core/loop.h"
+#include "pbuf.h"
+#include "pframe.h"
 #include "phist.h"
 #include "recq.h"
 
@@ -78,8 +80,11 @@ struct ploop {
     struct pstats st;
     struct phist hist;
     struct recq_batch batch; /* records of this tick; pushed before sleep */
+    size_t held;             /* replies held in its connections (pdelay.c) */
+    uint64_t spin_cur_ns;    /* the loop's spin window (pdelay_bound_spin) */
     atomic_uint load;        /* connections open in this loop */
     atomic_uint handing;     /* connections queued to it by other loops */
+    struct mt_err rt_err;    /* --rt-prio refused in this loop's thread */
     pthread_mutex_t hand_mu;
     struct phand hand[PLOOP_HAND_MAX]; /* under hand_mu */
     size_t hand_n;                     /* under hand_mu */
@@ -97,6 +102,7 @@ struct proxy {
     unsigned max_conns;
     uint64_t idle_ns, msg_timeout_ns; /* 0: never */
     uint32_t msg_max;                 /* largest client message */
+    int rt_prio;                      /* loop threads' SCHED_FIFO prio, 0 */
     struct recq *q;                   /* owned */
     atomic_uint_fast64_t next_id;
     atomic_uint nconns;
@@ -104,6 +110,58 @@ struct proxy {
     struct ploop *loops; /* owned array */
     int nloops;
 };
+
+/* ---- internals of pconn.c, precord.c and pdelay.c ---- */
+
+/* A held reply (pdelay.c). */
+struct phold {
+    uint64_t ready_ns, end_off, arrival_ns;
+};
+
+/* One direction of a connection (see pconn.c for the offsets). */
+struct pdir {
+    struct pbuf out;
+    uint64_t in_off, out_off, rel_off;
+    uint64_t msg_end_off; /* end of the last complete message */
+    bool eof;             /* source said EOF */
+    bool shut;            /* destination shut down for writing */
+    bool wblocked;
+    struct pframer fr;
+};
+
+/* A proxied connection: pconn.c forwards, precord.c records, pdelay.c
+ * holds replies; only they touch its fields, from its loop's thread. */
+struct pconn {
+    struct ploop *pl; /* borrowed */
+    struct pconn *prev, *next;
+    uint64_t id;
+    int cfd, sfd; /* owned */
+    bool connecting;
+    bool paused; /* waiting for queue room */
+    bool dead;
+    uint8_t reason; /* when dead */
+    struct pdir d[2];
+    struct phold *holds;                    /* owned ring */
+    size_t holds_cap, h_done, h_rel, h_end; /* monotonic indices */
+    struct loop_timer hold_timer;
+    uint64_t nmsgs[2];     /* complete messages per direction */
+    uint64_t last_io_ns;   /* last read or send progress, either side */
+    uint64_t msg_start_ns; /* a client message is incomplete since; or 0 */
+    char client[64];
+};
+
+/* Marks c dead with reason (the first one wins); pconn__after closes it. */
+void pconn__die(struct pconn *c, uint8_t reason);
+/* Adds a record to c's loop batch (queued now when the batch is large). */
+void pconn__push(struct pconn *c, struct recq_item *it);
+/* Writes what direction d may send of its out buffer (rel_off). */
+void pconn__flush(struct pconn *c, int d);
+/* After an event: closes c if dead or done, else re-arms its fds. */
+void pconn__after(struct pconn *c);
+/* "client" for TRACE_DIR_C2S, else "server". */
+const char *pconn__side(int d);
+
+/* ---- the connection API used by proxy.c ---- */
 
 /* Accepted client fd cfd (non-blocking) from peer: starts the upstream
  * connection.  Always consumes cfd (closed on failure). */

@@ -24,9 +24,11 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/mem.h"
+#include "core/sched.h"
 #include "core/trace.h"
 #include "core/wire.h"
 #include "pconn.h"
+#include "pdelay.h"
 #include "recq.h"
 
 #define PROXY_DRAIN_NS 1000000000u
@@ -311,6 +313,8 @@ proxy_before_sleep(struct loop *l, void *arg)
         if (pl->conns == NULL)
             loop_stop(l);
     }
+    if (pl->p->rt_prio > 0 && pl->p->delay_ns > 0)
+        pdelay_bound_spin(pl); /* a FIFO loop must not spin non-stop */
     /* this tick's records, in one hand-off to the writer */
     recq_push_batch(pl->p->q, &pl->batch);
 }
@@ -323,6 +327,14 @@ proxy_thread(void *arg)
 
     /* 1 ns timer slack: the default 50 us would blur --delay-ms. */
     (void)prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+    /* --rt-prio: this thread, not its creator (which stays normal) */
+    rc = sched_set_realtime(pl->p->rt_prio, &pl->rt_err);
+    if (rc < 0) {
+        proxy_stop(); /* proxy_threads_run reports pl->rt_err */
+        pl->draining = true;
+        proxy_take_hand_offs(pl);
+        return NULL;
+    }
     rc = loop_run(pl->l);
     if (rc < 0)
         mt_error("capture: event loop %d failed: %s", pl->idx, mt_strerror(rc));
@@ -370,6 +382,7 @@ proxy_loops_init(struct proxy *p, struct mt_err *err)
         if (pl->scratch == NULL)
             return mt_err_set(err, -ENOMEM, 0, "out of memory");
         loop_set_before_sleep(pl->l, proxy_before_sleep, pl);
+        pl->spin_cur_ns = p->spin_ns;
         if (p->delay_ns > 0 && p->spin_auto)
             loop_set_timer_spin_auto(pl->l, p->spin_ns);
         else if (p->delay_ns > 0)
@@ -429,7 +442,14 @@ proxy_threads_run(struct proxy *p, pthread_t *th, struct mt_err *err)
         proxy_stop();
     for (int i = 0; i < started; i++)
         pthread_join(th[i], NULL);
-    return rc ? -rc : 0;
+    if (rc != 0)
+        return -rc;
+    for (int i = 0; i < started; i++)
+        if (p->loops[i].rt_err.code != 0) {
+            *err = p->loops[i].rt_err;
+            return err->code;
+        }
+    return 0;
 }
 
 /* ---- summary ---- */
@@ -578,6 +598,7 @@ proxy_open_trace(const struct proxy_opts *o, const char *ldesc,
                  struct mt_err *err)
 {
     struct trace_header hdr;
+    struct trace_writer *w;
 
     memset(&hdr, 0, sizeof(hdr));
     snprintf(hdr.tool_version, sizeof(hdr.tool_version), "mtrace %s",
@@ -593,7 +614,13 @@ proxy_open_trace(const struct proxy_opts *o, const char *ldesc,
     hdr.start_wall_ns = mt_wall_ns();
     hdr.start_mono_ns = mt_now_ns();
     hdr.ts_precision_ns = 1;
-    return trace_writer_open(o->out_path, o->trace_flags, &hdr, err);
+    w = trace_writer_open(o->out_path, o->trace_flags, &hdr, err);
+    if (w != NULL &&
+        trace_writer_set_level(w, o->zstd_level ? o->zstd_level
+                                                : PROXY_ZSTD_LEVEL) < 0)
+        mt_warn("capture: zstd level %d refused; using the default",
+                o->zstd_level);
+    return w;
 }
 
 /* After the loops stopped: drain the queue, close the trace, summarise.
@@ -631,6 +658,24 @@ proxy_finish(struct proxy *p, struct trace_writer *w,
     return rc;
 }
 
+/*
+ * --rt-prio: tries SCHED_FIFO on the calling thread and puts it back, so
+ * that a refusal (EPERM) is reported before the trace file is created.
+ * A caller already under a real-time policy (chrt) is left alone.
+ */
+static int
+proxy_rt_probe(int prio, struct mt_err *err)
+{
+    int rc;
+
+    if (prio == 0 || sched_is_realtime())
+        return 0;
+    rc = sched_set_realtime(prio, err);
+    if (rc < 0)
+        return rc;
+    return sched_set_normal();
+}
+
 static int
 proxy_init(struct proxy *p, const struct proxy_opts *o, struct mt_err *err)
 {
@@ -645,6 +690,7 @@ proxy_init(struct proxy *p, const struct proxy_opts *o, struct mt_err *err)
     p->idle_ns = o->idle_ns;
     p->msg_timeout_ns = o->msg_timeout_ns;
     p->msg_max = o->msg_max ? o->msg_max : WIRE_MSG_LEN_MAX;
+    p->rt_prio = o->rt_prio;
     atomic_init(&p->next_id, 1);
     atomic_init(&p->nconns, 0);
     atomic_init(&p->stopping, false);
@@ -659,6 +705,22 @@ proxy_init(struct proxy *p, const struct proxy_opts *o, struct mt_err *err)
     return 0;
 }
 
+/* Real-time loops on every core: a woken loop preempts whatever runs
+ * there, the client under test included (spinning is bounded to half a
+ * core per loop: pdelay_bound_spin). */
+static void
+proxy_warn_rt_cores(int rt_prio, int loops)
+{
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+
+    if (rt_prio > 0 && ncpu > 0 && loops >= ncpu)
+        mt_warn("capture: --rt-prio %d with %d real-time loops on %ld cores: "
+                "a loop preempts every normal process on its core, a client "
+                "on this host included; --threads %ld leaves one "
+                "(docs/capture.md)",
+                rt_prio, loops, ncpu, ncpu > 1 ? ncpu - 1 : 1);
+}
+
 /* See proxy.h. */
 int
 proxy_run(const struct proxy_opts *o, struct mt_err *err)
@@ -671,6 +733,7 @@ proxy_run(const struct proxy_opts *o, struct mt_err *err)
     int rc;
 
     TRY(proxy_init(&p, o, err));
+    TRY(proxy_rt_probe(o->rt_prio, err));
     th = mt_calloc((size_t)p.nloops, sizeof(*th));
     if (th == NULL) {
         rc = mt_err_set(err, -ENOMEM, 0, "out of memory");
@@ -692,9 +755,11 @@ proxy_run(const struct proxy_opts *o, struct mt_err *err)
     TRY(recq_start(p.q, err));
     TRY(proxy_loops_init(&p, err));
     atomic_store(&proxy_running, &p);
-    mt_info("capture: proxy listening on %s -> %s with %d loop%s%s, "
+    proxy_warn_rt_cores(o->rt_prio, p.nloops);
+    mt_info("capture: proxy listening on %s -> %s with %d loop%s%s%s, "
             "recording to %s",
             ldesc, o->target_desc, p.nloops, p.nloops > 1 ? "s" : "",
+            o->rt_prio ? " (SCHED_FIFO)" : "",
             o->delay_ns ? ", replies delayed" : "", o->out_path);
     t0 = mt_now_ns();
     rc = proxy_threads_run(&p, th, err);

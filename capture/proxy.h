@@ -22,6 +22,8 @@
 #define PROXY_THREADS_MAX 64
 #define PROXY_QUEUE_BYTES (64u * 1024 * 1024) /* default record queue bound */
 #define PROXY_QUEUE_COUNT 200000u
+/* Trace compression of the proxy's writer thread (--zstd-level). */
+#define PROXY_ZSTD_LEVEL 3
 
 struct proxy_opts {
     struct sockaddr_storage listen; /* --listen */
@@ -43,6 +45,9 @@ struct proxy_opts {
                                 message; 0 never */
     uint32_t msg_max;        /* --max-msg-bytes from a client; 0: 48e6 */
     const struct redact_cfg *redact; /* --redact; borrowed, NULL: none */
+    int zstd_level;                  /* --zstd-level; 0: PROXY_ZSTD_LEVEL */
+    int rt_prio; /* --rt-prio: SCHED_FIFO priority of the loop threads;
+                    0: they stay SCHED_OTHER */
 };
 
 #define PROXY_MSG_TIMEOUT_DEFAULT_NS (60ull * 1000000000ull)
@@ -53,7 +58,8 @@ struct proxy_opts {
  * trace and prints the summary on stderr (unless quiet).  Call it with
  * SIGINT/SIGTERM handlers that call proxy_stop(); its threads block those
  * signals.  Returns 0, or a negative code with err filled (could not
- * listen, could not create the trace, the trace could not be written).
+ * listen, could not create the trace, the trace could not be written, or
+ * --rt-prio was refused: -EPERM, checked before the trace is created).
  */
 int proxy_run(const struct proxy_opts *o, struct mt_err *err);
 

@@ -23,6 +23,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/mem.h"
+#include "core/sched.h"
 #include "core/wire.h"
 
 struct recq {
@@ -100,6 +101,10 @@ recq_batch_item(struct recq_batch *b, enum recq_kind kind, size_t len)
     if (it != NULL) {
         b->spare = it->next;
         b->nspare--;
+        /* the writer thread recycled the next spare on another CPU: fetch
+         * its header now, not as a stall when the next message needs it */
+        if (b->spare != NULL)
+            __builtin_prefetch(b->spare, 1);
     } else {
         it = mt_malloc(sizeof(*it) + RECQ_ITEM_SMALL);
         if (it == NULL)
@@ -373,6 +378,8 @@ recq_thread(void *arg)
 
         while (it != NULL) {
             struct recq_item *next = it->next;
+            if (next != NULL) /* filled by a loop on another CPU */
+                __builtin_prefetch(next, 0);
             recq_write_one(q, it);
             n++;
             bytes += recq_item_bytes(it);
@@ -390,10 +397,12 @@ recq_thread(void *arg)
     return NULL;
 }
 
-/* The writer thread's entry: nicer, then the loop above. */
+/* The writer thread's entry: back to SCHED_OTHER if its creator ran
+ * under a real-time policy (--rt-prio, chrt), nicer, then the loop above. */
 static void *
 recq_thread_main(void *arg)
 {
+    (void)sched_set_normal();
     recq_thread_nice();
     return recq_thread(arg);
 }

@@ -39,12 +39,17 @@ usage "empty component" -o "$TMP/x" --redact a..b
 usage "bad --filter" -o "$TMP/x" --pcap "$TOP/../shared/captures/deeptrace-mongo-msg.pcap" --filter "not a bpf ((("
 [ ! -e "$TMP/x" ] || fail "a refused --filter left a trace behind"
 usage "proxy mode" -o "$TMP/x" --pcap a --msg-timeout-s 5
+usage "--rt-prio" -o "$TMP/x" --rt-prio abc
+usage "--rt-prio" -o "$TMP/x" --rt-prio 100
+usage "--rt-prio" -o "$TMP/x" --rt-prio -1
+usage "proxy mode" -o "$TMP/x" --pcap a --rt-prio 1
+usage "--zstd-level" -o "$TMP/x" --zstd-level 0
 [ ! -e "$TMP/x" ] || fail "a usage error created the output file"
 
 "$MTRACE" capture --help >"$TMP/help" || fail "--help exit $?"
 for opt in --listen --target -o --delay-ms --spin-us --max-conns --threads --quiet --force \
     --pcap --iface --port --filter --duration --count --idle-timeout-s --msg-timeout-s \
-    --max-msg-bytes --redact; do
+    --max-msg-bytes --redact --rt-prio --zstd-level; do
     grep -q -- "$opt" "$TMP/help" || fail "--help does not document $opt"
 done
 
@@ -90,13 +95,14 @@ grep -q "dropped 0" "$TMP/cap.err" || fail "no summary: $(cat "$TMP/cap.err")"
 "$MTRACE" dump "$TMP/exists" >"$TMP/dump" || fail "dump of the --force trace failed"
 grep -q "ping" "$TMP/dump" || fail "ping not in the trace"
 
-# --quiet: no summary
+# --quiet: no summary (and --zstd-level in proxy mode: a readable trace)
 "$MTRACE" capture --listen 127.0.0.1:0 --target 127.0.0.1:$MOCK -o "$TMP/q.zst" --quiet \
-    2>"$TMP/q.err" &
+    --zstd-level 1 2>"$TMP/q.err" &
 CAP=$!
 track_pid $CAP
 sleep 0.3
 kill -INT $CAP
 wait $CAP || fail "--quiet: exit $?"
 ! grep -q "recorded" "$TMP/q.err" || fail "--quiet printed a summary"
+"$MTRACE" dump "$TMP/q.zst" >/dev/null || fail "dump of the --zstd-level 1 trace failed"
 echo "ok: capture CLI"

@@ -1,0 +1,197 @@
+/*
+ * precord.c -- recording a proxied connection (see precord.h): framing the
+ * copy of each stream into records, connection open and close records.
+ *
+ * The framer (pframe.c) copies each message into a record item as its
+ * bytes arrive; when the last byte is in, the record is stamped with the
+ * time of that read, added to the loop's batch (recq.h) and, for a reply
+ * under --delay-ms, held (pdelay.c).  A framing error (bytes that are not
+ * MongoDB wire protocol) closes the connection; what follows is counted
+ * as unframed, never recorded.
+ */
+#include "precord.h"
+
+#include <errno.h>
+#include <stdio.h>
+
+#include "core/log.h"
+#include "core/rd.h"
+#include "core/trace.h"
+#include "core/wire.h"
+#include "pdelay.h"
+
+struct precord_fctx {
+    struct pconn *c;
+    int d;
+    uint64_t t_ns;
+};
+
+static void
+precord_too_big(struct pconn *c, uint32_t len)
+{
+    if (c->dead)
+        return;
+    mt_warn("capture: conn %llu from %s: the client announced a message of "
+            "%u bytes, over --max-msg-bytes %u, at stream offset %llu; "
+            "closing the connection",
+            (unsigned long long)c->id, c->client, len, c->pl->p->msg_max,
+            (unsigned long long)c->d[TRACE_DIR_C2S].msg_end_off);
+    c->pl->st.too_big++;
+    pconn__die(c, TRACE_CLOSE_ERROR);
+}
+
+/* A whole message was framed: stamp, queue, maybe hold. */
+static void
+precord_msg_done(void *arg, struct recq_item *it, uint64_t end_off)
+{
+    struct precord_fctx *x = arg;
+    struct pconn *c = x->c;
+    int d = x->d;
+
+    it->u.msg.conn_id = c->id;
+    it->u.msg.t_ns = x->t_ns;
+    it->u.msg.dir = (uint8_t)d;
+    c->pl->st.msgs[d]++;
+    c->nmsgs[d]++;
+    c->pl->st.rec_bytes[d] += it->u.msg.wire_len;
+    c->d[d].msg_end_off = end_off;
+    if (d == TRACE_DIR_C2S && it->u.msg.wire_len > c->pl->p->msg_max)
+        precord_too_big(c, it->u.msg.wire_len);
+    pconn__push(c, it);
+    if (pdelay_on(c, d))
+        pdelay_hold_add(c, x->t_ns, end_off);
+}
+
+static void
+precord_frame_error(struct pconn *c, int d, const struct mt_err *err)
+{
+    struct rd r = rd_init(c->d[d].fr.hdr, WIRE_HEADER_LEN);
+    int32_t len = 0, op = 0;
+
+    if (err->code == -ENOMEM) {
+        mt_error("capture: conn %llu: out of memory framing a message; "
+                 "closing the connection",
+                 (unsigned long long)c->id);
+        c->pl->st.lost_items++;
+        pconn__die(c, TRACE_CLOSE_ERROR);
+        return;
+    }
+    rd_le32s(&r, &len);
+    rd_skip(&r, 8);
+    rd_le32s(&r, &op);
+    mt_warn("capture: conn %llu: the %s sent bytes that are not MongoDB wire "
+            "protocol at stream offset %llu (messageLength %d, opCode %d: %s);"
+            " closing the connection",
+            (unsigned long long)c->id, pconn__side(d),
+            (unsigned long long)(c->d[d].msg_end_off), len, op,
+            err->msg[0] ? err->msg : mt_strerror(err->code));
+    c->pl->st.garbage++;
+    pconn__die(c, TRACE_CLOSE_ERROR);
+}
+
+/* After framing client bytes: when did the incomplete message start, and
+ * does the length it announces fit --max-msg-bytes? */
+static void
+precord_frame_check(struct pconn *c, uint64_t msgs_before, uint64_t t_ns)
+{
+    const struct pframer *fr = &c->d[TRACE_DIR_C2S].fr;
+    struct rd r = rd_init(fr->hdr, fr->hdr_len);
+    uint32_t len;
+
+    if (pframe_idle(fr)) {
+        c->msg_start_ns = 0;
+        return;
+    }
+    if (c->nmsgs[TRACE_DIR_C2S] != msgs_before || c->msg_start_ns == 0)
+        c->msg_start_ns = t_ns;
+    if (rd_le32(&r, &len) && len > c->pl->p->msg_max)
+        precord_too_big(c, len);
+}
+
+/* See precord.h. */
+void
+precord_frame(struct pconn *c, int d, const uint8_t *p, size_t n, uint64_t base,
+              uint64_t t_ns)
+{
+    struct precord_fctx x = {c, d, t_ns};
+    struct mt_err err = {0};
+    size_t left = 0;
+    bool was_broken = c->d[d].fr.broken;
+    uint64_t before = c->nmsgs[d];
+    int rc =
+        pframe_feed(&c->d[d].fr, p, n, base, precord_msg_done, &x, &left, &err);
+
+    if (rc == 0) {
+        if (d == TRACE_DIR_C2S)
+            precord_frame_check(c, before, t_ns);
+        return;
+    }
+    c->pl->st.unframed[d] += left;
+    if (!was_broken) {
+        /* what the broken framer holds is never recorded either */
+        const struct pframer *fr = &c->d[d].fr;
+        c->pl->st.unframed[d] += fr->cur != NULL ? fr->cur_len : fr->hdr_len;
+        precord_frame_error(c, d, &err);
+    }
+}
+
+/* At close: a message cut short is recorded with what arrived. */
+static uint32_t
+precord_flush_partial(struct pconn *c, int d, uint64_t t_ns)
+{
+    uint32_t len;
+    struct recq_item *it = pframe_take_partial(&c->d[d].fr, &len);
+
+    if (len == 0)
+        return 0;
+    c->pl->st.partial[d]++;
+    c->pl->st.partial_bytes[d] += len;
+    if (it == NULL) {
+        c->pl->st.lost_items++;
+        return len;
+    }
+    it->u.msg.conn_id = c->id;
+    it->u.msg.t_ns = t_ns;
+    it->u.msg.dir = (uint8_t)d;
+    pconn__push(c, it);
+    return len;
+}
+
+/* See precord.h. */
+void
+precord_open(struct pconn *c)
+{
+    struct recq_item *it = recq_batch_item(&c->pl->batch, RECQ_OPEN, 0);
+
+    if (it == NULL) {
+        c->pl->st.lost_items++;
+        return;
+    }
+    it->u.open.conn_id = c->id;
+    it->u.open.t_ns = loop_update_time(c->pl->l);
+    snprintf(it->u.open.client, sizeof(it->u.open.client), "%s", c->client);
+    snprintf(it->u.open.server, sizeof(it->u.open.server), "%s",
+             c->pl->p->target_desc);
+    pconn__push(c, it);
+}
+
+/* See precord.h. */
+void
+precord_close(struct pconn *c, uint8_t reason)
+{
+    uint64_t t = loop_update_time(c->pl->l);
+    uint32_t pc = precord_flush_partial(c, TRACE_DIR_C2S, t);
+    uint32_t ps = precord_flush_partial(c, TRACE_DIR_S2C, t);
+    struct recq_item *it = recq_batch_item(&c->pl->batch, RECQ_CLOSE, 0);
+
+    if (it == NULL) {
+        c->pl->st.lost_items++;
+        return;
+    }
+    it->u.close.conn_id = c->id;
+    it->u.close.t_ns = t;
+    it->u.close.reason = reason;
+    it->u.close.partial_c2s = pc;
+    it->u.close.partial_s2c = ps;
+    pconn__push(c, it);
+}

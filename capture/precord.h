@@ -1,0 +1,31 @@
+/*
+ * precord.h -- what a proxied connection records: each complete message
+ * (framed on a copy of the stream, stamped with the time its last byte
+ * was read), partial messages at close, and open/close records.
+ */
+#ifndef MT_CAPTURE_PRECORD_H
+#define MT_CAPTURE_PRECORD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pconn.h"
+
+/*
+ * Frames n bytes just read from direction d of c (stream offset base),
+ * copying them into records queued on c's loop; t_ns is when the read
+ * returned.  Holds complete replies under --delay-ms.  Bytes that are not
+ * MongoDB wire protocol, or a client message over --max-msg-bytes, mark c
+ * dead (logged and counted).
+ */
+void precord_frame(struct pconn *c, int d, const uint8_t *p, size_t n,
+                   uint64_t base, uint64_t t_ns);
+
+/* Records c's opening (both endpoints), stamped now. */
+void precord_open(struct pconn *c);
+
+/* Records what c's framers hold as partial messages, then its closing
+ * with reason (enum trace_close_reason), stamped now. */
+void precord_close(struct pconn *c, uint8_t reason);
+
+#endif
