@@ -28,6 +28,8 @@
  *                  cores, Python segment + sendall/recv to an echo process;
  *                  thread CPU of the send+recv part over 1 thread's, per
  *                  extra voluntary context switch)
+ *   gil_xcore_cpu_us  gil_pingpong.py xcore_cpu(): extra CPU of a loop
+ *                  iteration run on the other core than the previous one
  *   gil_switch_stretch  gil_pingpong.py: mean wall time of a fixed Python
  *                  burst when 3 threads take turns on the GIL (time.sleep
  *                  between bursts) over the same with 1 thread, minus 1
@@ -303,7 +305,8 @@ pipe_cost(double *ns)
 struct pyfacts {
     double handoff, handoff_cv, cold, cold_cv, cpu_loop, switch_cpu, pp_switch,
         contended, switch_base, stretch, stretch_lo, stretch_hi, wake_cpu,
-        wake_lo, wake_hi, take_cpu, take_unpinned, wake_vcsw;
+        wake_lo, wake_hi, take_cpu, take_unpinned, wake_vcsw, xcore, xcore_lo,
+        xcore_hi, xcore_fixed;
     char ver[64];
 };
 
@@ -355,6 +358,14 @@ run_py(const char *python, const char *script, struct pyfacts *f_out)
             f_out->take_unpinned = strtod(val, NULL);
         else if (strcmp(key, "wake_vcsw") == 0)
             f_out->wake_vcsw = strtod(val, NULL);
+        else if (strcmp(key, "xcore_cpu_us") == 0)
+            f_out->xcore = strtod(val, NULL);
+        else if (strcmp(key, "xcore_min") == 0)
+            f_out->xcore_lo = strtod(val, NULL);
+        else if (strcmp(key, "xcore_max") == 0)
+            f_out->xcore_hi = strtod(val, NULL);
+        else if (strcmp(key, "xcore_fixed_us") == 0)
+            f_out->xcore_fixed = strtod(val, NULL);
         else if (strcmp(key, "cpu_loop_us") == 0)
             f_out->cpu_loop = strtod(val, NULL);
         else if (strcmp(key, "py_version") == 0)
@@ -409,13 +420,15 @@ static const char cal_usage[] =
     "loopback syscall CPU, how often a loopback send is preempted by the "
     "process\n"
     "it wakes, CPython's GIL hand-off and take-over cost by Python\n"
-    "microbenchmarks, and the CPU other processes take.\n"
+    "microbenchmarks (incl. the CPU a loop iteration pays when it runs on\n"
+    "the other core than the previous one: gil_xcore_cpu_us), and the CPU\n"
+    "other processes take.\n"
     "  -o FILE          write there (default: stdout)\n"
     "  --python PATH    the GIL CPython to measure (default /usr/bin/python3)\n"
     "  --python-ft PATH a free-threaded CPython (default: python3.13t if on "
     "PATH)\n"
     "  --scripts DIR    where gil_pingpong.py is (default: beside the binary)\n"
-    "Takes about 17 seconds.  Exit status: 0 ok, 1 measurement failed, 2 bad "
+    "Takes about 25 seconds.  Exit status: 0 ok, 1 measurement failed, 2 bad "
     "usage.\n";
 
 struct cal_opts {
@@ -548,6 +561,19 @@ cal_write_wake_cpu(FILE *out, const struct facts *f, const struct cal_opts *o)
             "switches; 10 threads left where the scheduler puts them: "
             "%.3f us per take\n",
             f->py.take_cpu, f->py.wake_vcsw, f->py.take_unpinned);
+    if (isnan(f->py.xcore))
+        return;
+    fprintf(out,
+            "gil_xcore_cpu_us = %.3f [measured] %s %s: extra thread CPU of "
+            "an iteration (~%.0f us: Python, sendall + recv of 100 bytes on "
+            "loopback TCP to an echo process, Python) run on the other core "
+            "than the previous one, over the same on one core; one thread, "
+            "median of 5 phase pairs (range %.1f..%.1f); the generic "
+            "workload's working set: a driver's can be larger "
+            "(docs/sim-model.md)%s\n",
+            fmax(f->py.xcore, 0.0), o->python, f->py.ver, f->py.xcore_fixed,
+            f->py.xcore_lo, f->py.xcore_hi,
+            f->py.xcore < 0 ? "; measured below 0, written as 0" : "");
 }
 
 /* gil_switch_stretch and the host's load average (comment). */
@@ -669,8 +695,9 @@ int
 sim_calibrate_main(int argc, char **argv)
 {
     struct cal_opts o = {0};
-    struct facts f = {.py = {.cpu_loop = NAN, .stretch = NAN, .wake_cpu = NAN},
-                      .ft = {.cpu_loop = NAN, .stretch = NAN, .wake_cpu = NAN}};
+    struct facts f = {
+        .py = {.cpu_loop = NAN, .stretch = NAN, .wake_cpu = NAN, .xcore = NAN},
+        .ft = {.cpu_loop = NAN, .stretch = NAN, .wake_cpu = NAN, .xcore = NAN}};
     char sbuf[600];
     const char *script;
     FILE *out = stdout;

@@ -31,6 +31,7 @@
 #include "model.h"
 
 #include <errno.h>
+#include <math.h>
 
 #include "core/mem.h"
 
@@ -70,7 +71,14 @@ sim__client_init(struct sim_model *m)
     m->conn = mt_calloc(m->nconn, sizeof(*m->conn));
     m->idle = mt_calloc(m->nconn, sizeof(*m->idle));
     m->pool_wait = mt_calloc(m->nth, sizeof(*m->pool_wait));
-    if (!m->th || !m->conn || !m->idle || !m->pool_wait)
+    m->nhome = m->nth < (size_t)m->p.cores ? m->nth : (size_t)m->p.cores;
+    if (m->nhome == 0)
+        m->nhome = 1;
+    m->py_home_ns = mt_calloc(m->nhome, sizeof(*m->py_home_ns));
+    m->py_seen_ns = mt_calloc(m->nhome * SIM_XC_SLOTS, sizeof(uint64_t));
+    m->py_seen_own_ns = mt_calloc(m->nhome * SIM_XC_SLOTS, sizeof(uint64_t));
+    if (!m->th || !m->conn || !m->idle || !m->pool_wait || !m->py_home_ns ||
+        !m->py_seen_ns || !m->py_seen_own_ns)
         return -ENOMEM;
     MT_ASSERT(m->p.releases >= 2 && m->p.releases <= 10);
     build_ops(&m->p, m->ops, false);
@@ -91,32 +99,75 @@ sim__client_init(struct sim_model *m)
 }
 
 /*
+ * The working set's move between cores, under the GIL: thread t runs on
+ * its home core t % cores.  A segment with share frac of the call's Python
+ * touches that share of the working set; W = the Python CPU that other
+ * cores ran since this core last ended the same segment of a call (slot)
+ * wrote those objects (refcounts, allocator pools, driver state) in their
+ * caches, so the segment pays gil_xcore_cpu_us x frac x min(1, W /
+ * py_call_us): a call's worth of work elsewhere moves the whole working
+ * set, as in the calibration (one thread, consecutive calls on
+ * alternating cores: every segment sees W = one call, the call pays
+ * gil_xcore_cpu_us).  A sequential run has W = 0.  Extra CPU in us.
+ */
+static double
+xcore_us(struct sim_model *m, uint32_t t, unsigned slot, double frac)
+{
+    size_t h = t % m->nhome, i = h * SIM_XC_SLOTS + slot;
+    double w;
+
+    MT_ASSERT(slot < SIM_XC_SLOTS);
+    m->th[t].py_slot = (uint8_t)slot;
+    if (m->p.runtime == SIM_RT_FREE || m->nhome < 2 ||
+        m->p.gil_xcore_cpu_us <= 0 || m->p.py_call_us <= 0 || frac <= 0)
+        return 0;
+    w = (double)((m->py_total_ns - m->py_seen_ns[i]) -
+                 (m->py_home_ns[h] - m->py_seen_own_ns[i])) /
+        1e3;
+    if (w <= 0)
+        return 0;
+    m->res->gil_xcore++;
+    return m->p.gil_xcore_cpu_us * frac * fmin(1.0, w / m->p.py_call_us);
+}
+
+/*
  * One Python segment of thread t (lognormal, cv py_cv).  Under the GIL a
  * segment that runs after another thread has held the GIL since t's
  * previous segment ended (gil.switch_number moved) takes
  * (1 + gil_switch_stretch) times as long: the measured cost of taking over
  * from another thread (caches refilled after the other thread's work, the
- * holder preempted by threads woken meanwhile; mtrace calibrate).
+ * holder preempted by threads woken meanwhile; mtrace calibrate); plus
+ * xcore_us.
  */
 static uint64_t
-py_ns(struct sim_model *m, uint32_t t, double frac)
+py_ns(struct sim_model *m, uint32_t t, unsigned slot, double frac)
 {
     struct sim__thread *th = &m->th[t];
     double us = m->p.py_call_us * frac;
+    uint64_t ns;
 
     if (m->p.runtime == SIM_RT_FREE)
         us *= m->p.ft_slowdown;
     else if (th->ran_py && th->seen_switch != m->gil.switch_number)
         us *= 1.0 + m->p.gil_switch_stretch;
-    return sim__us(mt_rng_lognormal(&m->rng_py, us, m->p.py_cv));
+    ns = sim__us(mt_rng_lognormal(&m->rng_py, us, m->p.py_cv));
+    th->py_seg_ns = ns;
+    return ns + sim__us(xcore_us(m, t, slot, frac));
 }
 
-/* A Python segment of t ended: remember the GIL's switch count. */
+/* A Python segment of t ended: remember the GIL's switch count and count
+ * its CPU as work done on t's home core. */
 static void
 py_ended(struct sim_model *m, uint32_t t)
 {
+    size_t h = t % m->nhome, i = h * SIM_XC_SLOTS + m->th[t].py_slot;
+
     m->th[t].ran_py = true;
     m->th[t].seen_switch = m->gil.switch_number;
+    m->py_total_ns += m->th[t].py_seg_ns;
+    m->py_home_ns[h] += m->th[t].py_seg_ns;
+    m->py_seen_ns[i] = m->py_total_ns;
+    m->py_seen_own_ns[i] = m->py_home_ns[h];
 }
 
 static void advance(struct sim_model *m, uint32_t t);
@@ -214,7 +265,7 @@ call_end(struct sim_model *m, uint32_t t)
     }
     if (th->call < (uint64_t)m->p.calls) {
         sim__cpu_submit(m, t,
-                        py_ns(m, t,
+                        py_ns(m, t, SIM_XC_LOOP,
                               m->p.py_loop_us /
                                   (m->p.py_call_us > 0 ? m->p.py_call_us : 1)),
                         W_LOOP_DONE, 0);
@@ -235,7 +286,9 @@ advance(struct sim_model *m, uint32_t t)
             &(th->handshake ? m->hs_ops : m->ops)[th->op];
         switch (op->type) {
         case OP_PY:
-            sim__cpu_submit(m, t, py_ns(m, t, op->frac), W_PY_DONE, 0);
+            sim__cpu_submit(
+                m, t, py_ns(m, t, th->op - (th->handshake ? 1u : 0u), op->frac),
+                W_PY_DONE, 0);
             return;
         case OP_END:
             if (th->handshake) {

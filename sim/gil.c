@@ -38,8 +38,13 @@
  * the GIL taken (a futile wake-up), on its own core with the GIL not held,
  * before it waits again (sim__gil_recheck, W_GIL_REWAIT).  A sequential
  * run has no waiters and pays nothing.  mtrace calibrate measures the
- * cycle's CPU (docs/sim-model.md).  Free-threaded runtimes have no GIL:
- * take always succeeds and drop never waits.
+ * cycle's CPU (docs/sim-model.md).
+ *
+ * The working set's move between cores (gil_xcore_cpu_us) is charged on
+ * the Python segments themselves: client.c py_ns.
+ *
+ * Free-threaded runtimes have no GIL: take always succeeds and drop never
+ * waits.
  */
 #include "gil.h"
 #include "model.h"

@@ -31,7 +31,8 @@ bool sim__gil_rewait_done(struct sim_model *m, uint32_t t);
 /* Called by a thread that has just taken the GIL: the CPU (ns) it must
  * spend, GIL held, before its next Python: gil_wake_cpu_us for each GIL
  * waiter woken since the previous take (their block/wake cycles ran under
- * gil->mutex).  Resets that count; 0 when free-threaded. */
+ * gil->mutex; with gil_wake_cpu_waiter = 0).  Resets that count; 0 when
+ * free-threaded. */
 uint64_t sim__gil_take_cost(struct sim_model *m);
 
 /* drop_gil by holder t: signals one waiter.  Returns false when t must wait

@@ -271,6 +271,9 @@ model_free(struct sim_model *m)
     mt_free(m->idle);
     mt_free(m->pool_wait);
     mt_free(m->gil.q);
+    mt_free(m->py_seen_ns);
+    mt_free(m->py_seen_own_ns);
+    mt_free(m->py_home_ns);
     mt_free(m->lat);
 }
 

@@ -34,6 +34,8 @@ struct sim_result {
     uint64_t gil_wake_takes; /* takes that paid gil_wake_cpu_us (for the
                                 wake-ups since the previous take) */
     uint64_t gil_futile;     /* woken waiters that found the GIL taken again */
+    uint64_t gil_xcore;      /* Python segments that paid gil_xcore_cpu_us
+                                (work ran on other home cores meanwhile) */
     uint64_t send_preempts;  /* sends whose woken peer ran first on the
                                 sender's core (client.c send_preempted) */
     uint64_t slice_ends;     /* entities sent to the back of the run queue
@@ -151,9 +153,16 @@ struct sim__thread {
     bool in_cond;          /* in the gil->cond wait queue */
     bool ran_py;           /* has run a Python segment */
     uint64_t seen_switch;  /* switch_number when its last segment ended */
+    uint64_t py_seg_ns;    /* CPU of its current Python segment */
+    uint8_t py_slot;       /* which segment of the call (SIM_XC_SLOTS) */
     uint8_t after_take;    /* enum sim__after */
     uint8_t after_switch;  /* enum sim__after */
 };
+
+/* Python segments of a call told apart by gil_xcore_cpu_us (client.c):
+ * the op index (ops[] has at most 24 entries), and the loop segment. */
+#define SIM_XC_SLOTS 26
+#define SIM_XC_LOOP 25
 
 struct sim__conn {
     int32_t owner;        /* thread, or -1 */
@@ -211,6 +220,12 @@ struct sim_model {
     uint64_t *lat; /* owned */
     size_t lat_n, lat_cap;
     size_t threads_done;
+    uint64_t py_total_ns;     /* Python CPU run so far, all client threads */
+    uint64_t *py_home_ns;     /* owned: per home core, Python CPU run there */
+    uint64_t *py_seen_ns;     /* owned: [home][slot] py_total_ns when that
+                                 core last ended that segment of a call */
+    uint64_t *py_seen_own_ns; /* owned: [home][slot] py_home_ns then */
+    size_t nhome;             /* home cores: min(cores, threads) */
     struct sim_result *res;
     int rc; /* first error */
 };

@@ -47,6 +47,10 @@ const struct sim_param_desc sim_param_table[] = {
     P("gil_switch_stretch", SIM_P_DBL, gil_switch_stretch, 0, 10, "x",
       "a Python segment run after another thread held the GIL takes "
       "(1 + this) times its CPU"),
+    P("gil_xcore_cpu_us", SIM_P_DBL, gil_xcore_cpu_us, 0, 1e6, "us",
+      "extra CPU of a Python segment (GIL held) when threads of other home "
+      "cores (thread index % cores) ran a call's Python since this core "
+      "last did; pro rata below that: the working set's move"),
     P("gil_wake_cpu_us", SIM_P_DBL, gil_wake_cpu_us, 0, 1e6, "us",
       "CPU of one block/wake cycle of a GIL waiter (futex, gil->mutex); "
       "who pays it: gil_wake_cpu_waiter"),
@@ -198,6 +202,9 @@ sim_params_default(struct sim_params *p)
                 "placeholder until measured by mtrace calibrate");
     set_default(p, "gil_switch_stretch", "0", SIM_OR_ASSUMPTION,
                 "0 until measured by mtrace calibrate");
+    set_default(p, "gil_xcore_cpu_us", "0", SIM_OR_ASSUMPTION,
+                "0 until measured (mtrace calibrate, or the sequential run "
+                "with alternating cores)");
     set_default(p, "gil_wake_cpu_us", "0", SIM_OR_ASSUMPTION,
                 "0 until measured by mtrace calibrate");
     set_default(p, "gil_wake_cpu_waiter", "1", SIM_OR_ASSUMPTION,

@@ -32,7 +32,7 @@ enum sim_origin {
     SIM_OR__COUNT
 };
 
-#define SIM_PARAMS_N 48
+#define SIM_PARAMS_N 49
 #define SIM_NOTE_MAX 160
 
 struct sim_params {
@@ -54,6 +54,9 @@ struct sim_params {
     double gil_handoff_us;       /* drop_gil signal -> waiter running */
     double gil_switch_stretch;   /* extra share of a Python segment run after
                                     another thread held the GIL */
+    double gil_xcore_cpu_us;     /* extra CPU of a Python segment after a
+                                    call's Python ran on other home cores
+                                    (the working set's move; client.c) */
     int64_t gil_wake_cpu_waiter; /* 1: a futile waiter pays it, GIL free */
     double gil_wake_cpu_us;      /* CPU of one GIL waiter's block/wake cycle:
                                     the next taker pays it, GIL held, or (with

@@ -196,6 +196,10 @@ sim_report_row(FILE *out, int fmt, const struct sim_row *r)
                  (double)r->res.gil_switches /
                      ((double)p->threads * (double)p->calls),
                  3);
+        json_num(out, "gil_xcore_per_call",
+                 (double)r->res.gil_xcore /
+                     ((double)p->threads * (double)p->calls),
+                 3);
         fprintf(out, ",\"seed\":%lld}\n", (long long)p->seed);
     }
 }

@@ -8,8 +8,10 @@
 #  2. `mtrace calibrate` -> host facts.
 #  3. For delay 0 and 1 ms: `mtrace replay --delay-ms D` is the server;
 #     sim/validate_bench.py (seed 000's method, pymongo under /usr/bin/python3)
-#     measures sequential 1000 calls (first excluded) then 2, 4, 10, 20
-#     threads x 100 calls, N times (--reps, default 5).  One extra sequential
+#     measures sequential 1000 calls (first excluded), the same sequential
+#     client's CPU per call with consecutive calls on alternating cores
+#     (--xcore: gil_xcore_cpu_us), then 2, 4, 10, 20 threads x 100 calls,
+#     N times (--reps, default 5).  One extra sequential
 #     run is sniffed on lo (`mtrace capture --iface lo`) for the server's
 #     request->reply times; if sniffing fails the model's default server time
 #     is used and the report says so.
@@ -87,7 +89,7 @@ for d in 0 1; do
         echo "d$d $r $(cat /proc/loadavg)" >>"$OUT/load.txt"
         dumparg=()
         [ "$r" = 1 ] && dumparg=(--dump "$OUT/lat$d.txt")
-        "${NICE[@]}" "$PYTHON" sim/validate_bench.py "$URI" --threads "$THREADS" --label "d$d" \
+        "${NICE[@]}" "$PYTHON" sim/validate_bench.py "$URI" --threads "$THREADS" --label "d$d" --xcore \
             "${dumparg[@]}" >>"$OUT/meas$d.jsonl" 2>>"$OUT/bench.err" ||
             fail "benchmark failed (delay $d, rep $r)"
     done

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """validate_bench.py URI [--threads 2,4,10,20] [--calls 100] [--seq 1000]
-[--seq-only] [--dump FILE] [--label L]
+[--seq-only] [--xcore] [--dump FILE] [--label L]
 
 Seed 000's benchmark method (2-benchmark.py): one MongoClient; find_one
 {"_id": "test-doc-1"} timed with time.perf_counter(); sequential SEQ calls,
@@ -18,10 +18,20 @@ call (getrusage(RUSAGE_THREAD) ru_nvcsw over the thread's calls: each time
 it blocked, on the socket or on the GIL's condition variable), a diagnostic
 only; ivcsw the involuntary ones (ru_nivcsw: each time it was switched
 out while runnable, e.g. by the server its sendall woke), a diagnostic too.
+--xcore adds to the sequential row "xcore_cpu_us": the same sequential
+client (one thread, no contention), its thread CPU per call when each call
+runs on the other core than the previous one (os.sched_setaffinity before
+the call, outside the timed part) minus the same with every call on the
+first core; 5 phase pairs of 200 calls, each phase's mean less its top 5 %,
+the median difference ("xcore_fixed_us": the median one-core CPU).  The
+working set of one call, moved between cores: what a GIL hand-over between
+threads on different cores costs the new holder (mtrace sim's
+gil_xcore_cpu_us).  Affinity is restored before the threaded rows.
 --dump appends
 "LABEL-MODE LATENCY_MS" lines (for mtrace sim --plot --measured)."""
 import argparse
 import json
+import os
 import resource
 import statistics
 import threading
@@ -51,6 +61,34 @@ def timings(col, n):
     return out
 
 
+def _xcore_phase(col, n, cores, alternate):
+    xs = []
+    for i in range(n):
+        os.sched_setaffinity(0, {cores[i % len(cores)] if alternate else cores[0]})
+        c0 = time.thread_time()
+        col.find_one({"_id": "test-doc-1"})
+        xs.append(time.thread_time() - c0)
+    xs.sort()
+    return statistics.mean(xs[:len(xs) - len(xs) // 20])
+
+
+def xcore(col, n=200, phases=5):
+    """See --xcore in the module doc: (xcore_cpu_us, xcore_fixed_us) or None."""
+    cores = sorted(os.sched_getaffinity(0))
+    if len(cores) < 2:
+        return None
+    diff, fixed = [], []
+    try:
+        for _ in range(phases):
+            f = _xcore_phase(col, n, cores, False)
+            a = _xcore_phase(col, n, cores, True)
+            diff.append(a - f)
+            fixed.append(f)
+    finally:
+        os.sched_setaffinity(0, set(cores))
+    return statistics.median(diff) * 1e6, statistics.median(fixed) * 1e6
+
+
 def threaded(col, n_threads, calls):
     allt = []
     lock = threading.Lock()
@@ -78,14 +116,16 @@ def threaded(col, n_threads, calls):
     return allt
 
 
-def row(label, mode, nthreads, t, dump):
+def row(label, mode, nthreads, t, dump, extra=None):
     mean = statistics.mean(t)
-    print(json.dumps({"label": label, "mode": mode, "threads": nthreads, "n": len(t),
-                      "mean_ms": round(mean, 5),
-                      "stdev_pct": round(100 * statistics.stdev(t) / mean, 3),
-                      "cpu_us": round(CPU.us, 3),
-                      "vcsw": round(CPU.vcsw, 3),
-                      "ivcsw": round(CPU.ivcsw, 3)}), flush=True)
+    r = {"label": label, "mode": mode, "threads": nthreads, "n": len(t),
+         "mean_ms": round(mean, 5),
+         "stdev_pct": round(100 * statistics.stdev(t) / mean, 3),
+         "cpu_us": round(CPU.us, 3),
+         "vcsw": round(CPU.vcsw, 3),
+         "ivcsw": round(CPU.ivcsw, 3)}
+    r.update(extra or {})
+    print(json.dumps(r), flush=True)
     if dump:
         with open(dump, "a") as f:
             for x in t:
@@ -99,12 +139,18 @@ def main():
     ap.add_argument("--calls", type=int, default=100)
     ap.add_argument("--seq", type=int, default=1000)
     ap.add_argument("--seq-only", action="store_true")
+    ap.add_argument("--xcore", action="store_true")
     ap.add_argument("--dump")
     ap.add_argument("--label", default="run")
     a = ap.parse_args()
     client = MongoClient(a.uri)
     col = client["benchmark_db"]["test_col"]
-    row(a.label, "seq", 1, timings(col, a.seq)[1:], a.dump)
+    seq = timings(col, a.seq)[1:]
+    cpu = (CPU.us, CPU.vcsw, CPU.ivcsw)
+    x = xcore(col) if a.xcore else None
+    CPU.us, CPU.vcsw, CPU.ivcsw = cpu
+    row(a.label, "seq", 1, seq, a.dump,
+        {"xcore_cpu_us": round(x[0], 3), "xcore_fixed_us": round(x[1], 3)} if x else None)
     if not a.seq_only:
         for n in [int(x) for x in a.threads.split(",") if x]:
             row(a.label, "t%d" % n, n, threaded(col, n, a.calls), a.dump)

@@ -72,6 +72,12 @@ def scenario(out, threads, use_cpu=True):
                      "replay's own work; the rest of each sample (delay, timer, hiccups) waits" % p50)
     else:
         lines.append("server_cpu_frac = 0.7 [assumption] no sniffed trace")
+    seq0 = load_meas(os.path.join(out, "meas0.jsonl"))["seq"]
+    if all("xcore_cpu_us" in r for r in seq0):
+        lines.append("gil_xcore_cpu_us = %.3f [calibrated] the delay-0 sequential run (one thread): "
+                     "client CPU per call with consecutive calls on alternating cores minus on one "
+                     "core (validate_bench.py --xcore), mean of the repetitions"
+                     % max(0.0, statistics.mean(r["xcore_cpu_us"] for r in seq0)))
     meas = {}
     for d in (0, 1):
         m = load_meas(os.path.join(out, "meas%d.jsonl" % d))
@@ -302,13 +308,14 @@ def ablation(host, scn, scn_mean, seed0_path):
     run's client CPU (this machine only: seed 000 has no CPU figure), each
     without the GIL waiters' block/wake CPU; (d) the model now: (c), or (b)
     for seed 000, + gil_wake_cpu_us."""
-    out = ["| row | measured mean ms (stdev%) | (a) before | (b) + stretch | (c) + CPU calibration | (d) + gil_wake_cpu_us, paid by the next taker | (e) (d) paid by the futile waiter | (f) (d) + send preemption | (g) (e) + send preemption |",
-           "|---|---|---|---|---|---|---|---|---|"]
+    out = ["| row | measured mean ms (stdev%) | (a) before | (b) + stretch | (c) + CPU calibration | (d) + gil_wake_cpu_us, paid by the next taker | (e) (d) paid by the futile waiter | (f) (d) + send preemption | (g) (e) + send preemption | (h) (g) + cross-core hand-over CPU |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
     def cell(p, meas):
         return "%.3f (%+.1f%%; %.1f)" % (p["mean_ms"], 100 * (p["mean_ms"] / meas - 1), p["stdev_pct"])
     runs = [(["--host", host, "--scenario", scn_mean], ["--host", host, "--scenario", scn]),
             (["--scenario", seed0_path], None)]
-    w0 = ["--set", "gil_wake_cpu_us=0"]
+    w0 = ["--set", "gil_wake_cpu_us=0", "--set", "gil_xcore_cpu_us=0"]
+    x0 = ["--set", "gil_xcore_cpu_us=0"]
     for mean_args, cpu_args in runs:
         a = sim_json(mean_args + w0 + NOPRE + ["--set", "gil_switch_stretch=0"])
         b = sim_json(mean_args + w0 + NOPRE)
@@ -316,18 +323,19 @@ def ablation(host, scn, scn_mean, seed0_path):
         c = sim_json(cpu_args + w0 + NOPRE) if use_c else None
         now = cpu_args if use_c else mean_args
         w_0, w_1 = ["--set", "gil_wake_cpu_waiter=0"], ["--set", "gil_wake_cpu_waiter=1"]
-        d = sim_json(now + NOPRE + w_0)
-        e = sim_json(now + NOPRE + w_1)
-        f = sim_json(now + w_0)
-        g = sim_json(now + w_1)
+        d = sim_json(now + NOPRE + w_0 + x0)
+        e = sim_json(now + NOPRE + w_1 + x0)
+        f = sim_json(now + w_0 + x0)
+        g = sim_json(now + w_1 + x0)
+        h = sim_json(now + w_1)
         for i in range(len(a)):
             if a[i]["runtime"] != "gil" or a[i]["scenario"].endswith(("d0-seq", "direct-seq")):
                 continue
             m = a[i]["measured_mean_ms"]
-            out.append("| %s | %.3f (%.1f) | %s | %s | %s | %s | %s | %s | %s |" % (
+            out.append("| %s | %.3f (%.1f) | %s | %s | %s | %s | %s | %s | %s | %s |" % (
                 a[i]["scenario"], m, a[i]["measured_stdev_pct"], cell(a[i], m), cell(b[i], m),
                 cell(c[i], m) if c else "n/a", cell(d[i], m), cell(e[i], m), cell(f[i], m),
-                cell(g[i], m)))
+                cell(g[i], m), cell(h[i], m)))
     return out
 
 
@@ -400,8 +408,11 @@ def main():
              "the woken waiter that finds the GIL taken, on its own core, instead of by the next "
              "taker with the GIL held (`gil_wake_cpu_waiter = 1`, session 3).  (a)-(e) without, "
              "(f) and (g) with the wake-up preemption at a send (`send_preempt_p`, "
-             "`send_preempt_busy_p`, measured by mtrace calibrate; session 4): (g) is the model "
-             "now (session 4 made the futile waiter's placement the default, as in the source).", ""]
+             "`send_preempt_busy_p`, measured by mtrace calibrate; session 4): (g) was the model "
+             "(session 4 made the futile waiter's placement the default, as in the source); (h) is "
+             "the model now: (g) plus `gil_xcore_cpu_us`, the CPU a new GIL holder pays when the "
+             "previous holder ran on another core (session 5; here calibrated from the sequential "
+             "run with alternating cores, validate_bench.py --xcore; an assumption in seed000.scn).", ""]
     body += ablation(host, scn, scn_mean, os.path.join(TOP, "sim/scenarios/seed000.scn"))
     body += ["", "Latency CDFs, predicted (solid) and measured (dashed, repetition 1): "
              "[delay 0](sim-validation/cdf-delay0.png), [delay 1 ms](sim-validation/cdf-delay1.png).", "",
@@ -411,7 +422,8 @@ def main():
              "Each grid point is calibrated again from its own sequential row.", ""]
     for sweep in (["cores=2,4,8"], ["gil_handoff_us=7,20,40"], ["wake_us=5,20,50"],
                   ["gil_switch_stretch=0,0.1,0.2,0.35"], ["gil_wake_cpu_us=0,5,12,24,36"],
-                  ["gil_wake_cpu_waiter=0,1"], ["send_preempt_p=0,0.5,1"]):
+                  ["gil_wake_cpu_waiter=0,1"], ["send_preempt_p=0,0.5,1"],
+                  ["gil_xcore_cpu_us=0,10,40,80"]):
         rows = sim_json(["--scenario", os.path.join(TOP, "sim/scenarios/seed000.scn"),
                          "--sweep"] + sweep + ["--only", "threaded"])
         body += ["| %s | predicted mean ms | stdev%% | measured mean ms | stdev%% |" % sweep[0].split("=")[0],

@@ -66,6 +66,21 @@ Prints "key value" lines:
   take_cpu_unpinned_us  per-take CPU difference with 10 threads left where
                    the scheduler puts them (it may keep them on one core,
                    where a wake-up costs ~1 us), median (diagnostic)
+  xcore_cpu_us     extra thread CPU of an iteration whose working set was
+                   last used on another core: one thread loops (workload(100);
+                   sendall(100 B) + recv on TCP loopback to a forked echo
+                   process; workload(100)), either pinned to the first core
+                   ("fixed") or moved to the next core before each iteration
+                   (os.sched_setaffinity, outside the timed part:
+                   "alternating"); thread CPU (time.thread_time) per
+                   iteration, mean less the top 5 %; 5 phase pairs, the
+                   median of (alternating - fixed).  What a GIL hand-over
+                   to a thread on another core costs the new holder: the
+                   interpreter's and the program's shared objects (refcounts
+                   written by every use), the allocator's pools and the
+                   socket's kernel state come from the other core's cache
+  xcore_min / _max the smallest and largest of the 5 differences
+  xcore_fixed_us   CPU per fixed iteration, median (diagnostic)
   cpu_loop_us      a fixed pure-Python workload (dict building and attribute
                    access, similar in kind to BSON encode/decode) in microseconds;
                    the ratio between two interpreters is a free-threaded slowdown
@@ -335,6 +350,56 @@ def contended_cpu(phases=5):
             "take_cpu_unpinned_us": statistics.median(unp) * 1e6}
 
 
+def _xcore_phase(s, K, cores, alternate):
+    """K iterations of the xcore_cpu_us loop on socket s: CPU per iteration,
+    mean less the top 5 %."""
+    msg = b"x" * 100
+    xs = []
+    for i in range(K):
+        os.sched_setaffinity(0, {cores[i % len(cores)] if alternate else cores[0]})
+        c0 = time.thread_time()
+        workload(100)
+        s.sendall(msg)
+        s.recv(100)
+        workload(100)
+        xs.append(time.thread_time() - c0)
+    xs.sort()
+    return statistics.mean(xs[:len(xs) - len(xs) // 20])
+
+
+def xcore_cpu(K=400, phases=5):
+    """See xcore_cpu_us in the module doc.  None with one core."""
+    cores = sorted(os.sched_getaffinity(0))
+    if len(cores) < 2:
+        return None
+    ls = socket.socket()
+    ls.bind(("127.0.0.1", 0))
+    ls.listen(1)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            _echo([ls.accept()[0]])
+        finally:
+            os._exit(0)
+    s = socket.create_connection(ls.getsockname())
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    ls.close()
+    diff, fixed = [], []
+    try:
+        _xcore_phase(s, 50, cores, False)  # warm-up
+        for _ in range(phases):
+            f = _xcore_phase(s, K, cores, False)
+            a = _xcore_phase(s, K, cores, True)
+            diff.append(a - f)
+            fixed.append(f)
+    finally:
+        os.sched_setaffinity(0, set(cores))
+        s.close()
+        os.waitpid(pid, 0)
+    return {"xcore_cpu_us": statistics.median(diff) * 1e6,
+            "xcore_min": min(diff) * 1e6, "xcore_max": max(diff) * 1e6,
+            "xcore_fixed_us": statistics.median(fixed) * 1e6}
+
 def lock_loop(rounds):
     a = threading.Lock()
     b = threading.Lock()
@@ -392,6 +457,11 @@ def main():
             print(k, "%.3f" % v)
     except OSError as e:  # no fork, no socketpair, no affinity: leave it out
         print("# contended_cpu failed: %s" % e, file=sys.stderr)
+    try:
+        for k, v in (xcore_cpu() or {}).items():
+            print(k, "%.4f" % v)
+    except OSError as e:  # no fork, no loopback TCP, no affinity
+        print("# xcore_cpu failed: %s" % e, file=sys.stderr)
     print("cpu_loop_us", "%.4f" % min(cpu_loop() for _ in range(5)))
 
 

@@ -39,6 +39,10 @@ awk -v g="$gil" -v f="$ft" 'BEGIN { exit !(g > 1.5 * f) }' || fail "GIL $gil not
 # sweep and CSV; host facts from mtrace calibrate; a real trace
 "$MTRACE" calibrate -o "$TMP/host.txt" || fail "calibrate exit $?"
 grep -q '^gil_handoff_us = .* \[measured\]' "$TMP/host.txt" || fail "no GIL hand-off in host facts"
+if [ "$(nproc)" -ge 2 ]; then # the cross-core loop needs two cores
+    grep -q '^gil_xcore_cpu_us = [0-9.]* \[measured\]' "$TMP/host.txt" ||
+        fail "no gil_xcore_cpu_us in host facts"
+fi
 $S --host "$TMP/host.txt" --seq-mean-ms 2 --sweep threads=1,2,4,10,20 delay=0,1 --csv >"$TMP/sweep.csv" 2>"$TMP/sweep.params" ||
     fail "sweep exit $?: $(cat "$TMP/sweep.params")"
 [ "$(wc -l <"$TMP/sweep.csv")" = 11 ] || fail "sweep: expected header + 10 rows"

@@ -180,6 +180,78 @@ test_sim_model_gil_switch_stretch(void **state)
     assert_float_equal(run(&p, NULL).mean_ms, 1100 / 1e3, 1e-9);
 }
 
+/* gil_xcore_cpu_us: a Python segment with share f of the call's Python,
+ * run by a thread whose home core (index % cores) last ended that segment
+ * before W us of Python ran on other cores, pays C x f x min(1, W /
+ * py_call_us) first.  Two threads (homes 0 and 1 of 4 cores), one call
+ * each, py_call_us 100 all after the last receive (the other segments are
+ * 0 us), every other cost 0 but the 10 us hand-off, replies 1000 us after
+ * the send, thread 1 starting at 20:
+ *   0, 20  both send with W = 0 (no Python has run yet)
+ *   1000  thread 0's reply: W = 0, post 100: ends at 1100 (latency 1100)
+ *   1020  thread 1's reply: GIL held by thread 0; signalled at 1100, takes
+ *         it at 1110; its post segment (f = 1) sees W = 100 us run on core
+ *         0: pays C, then 100: ends at 1210 + C (latency 1190 + C)
+ * Mean 1145 + C / 2: 1.160 ms for C = 30, one segment charged.  One core
+ * (both homes 0), one thread or free-threaded: nothing. */
+static void
+test_sim_model_gil_xcore(void **state)
+{
+    struct sim_params p;
+    struct sim_result r;
+
+    quiet_params(&p);
+    set(&p, "threads", "2");
+    set(&p, "calls", "1");
+    set(&p, "pool_initial", "2");
+    set(&p, "py_pre_frac", "0");
+    set(&p, "py_post_frac", "1");
+    set(&p, "sys_us", "0");
+    set(&p, "net_us", "0");
+    set(&p, "wake_us", "0");
+    set(&p, "thread_start_us", "20");
+    set(&p, "server_us", "1000");
+    set(&p, "server_cpu_frac", "0");
+    assert_float_equal(run(&p, NULL).mean_ms, 1145 / 1e3, 1e-9);
+    set(&p, "gil_xcore_cpu_us", "30");
+    assert_float_equal(run(&p, &r).mean_ms, 1160 / 1e3, 1e-9);
+    assert_int_equal(r.gil_xcore, 1);
+    sim_result_free(&r);
+    /* The fractions: releases = 2, pre 30 us (f 0.3), post 70 us (f 0.7).
+     * Thread 0 runs pre 0..30 (W = 0) and blocks; thread 1, waiting for
+     * the GIL since 20, starts its call at 40: pre sees W = 30 run on core
+     * 0 (0.3 x 0.3 C), sends at 70 + 0.09 C; thread 0's reply at 1030:
+     * post sees W = 30 run on core 1 (its own 30 us of pre do not count:
+     * 0.7 x 0.3 C), ends at 1100 + 0.21 C; thread 1 takes the GIL 10 us
+     * later, post sees W = 100 (0.7 C): ends at 1180 + 0.91 C, latency
+     * 1140 + 0.91 C.  Mean 1120 + 0.56 C = 1136.8 us for C = 30 (1151.5
+     * without the min(1, W / py_call_us) factor). */
+    set(&p, "releases", "2");
+    set(&p, "py_pre_frac", "0.3");
+    set(&p, "py_post_frac", "0.7");
+    assert_float_equal(run(&p, &r).mean_ms, 1136.8 / 1e3, 1e-9);
+    assert_int_equal(r.gil_xcore, 3);
+    sim_result_free(&r);
+    set(&p, "gil_xcore_cpu_us", "0");
+    assert_float_equal(run(&p, NULL).mean_ms, 1120 / 1e3, 1e-9);
+    set(&p, "gil_xcore_cpu_us", "30");
+    set(&p, "releases", "3");
+    set(&p, "py_pre_frac", "0");
+    set(&p, "py_post_frac", "1");
+    set(&p, "cores", "1"); /* one home core: no cross-core hand-over */
+    assert_float_equal(run(&p, NULL).mean_ms, 1145 / 1e3, 1e-9);
+    set(&p, "cores", "4");
+    set(&p, "runtime", "free-threaded");
+    assert_float_equal(run(&p, NULL).mean_ms, 1100 / 1e3, 1e-9);
+
+    quiet_params(&p); /* one thread: the GIL never changes holder */
+    set(&p, "calls", "50");
+    set(&p, "exclude_first", "1");
+    double base = run(&p, NULL).mean_ms;
+    set(&p, "gil_xcore_cpu_us", "30");
+    assert_float_equal(run(&p, NULL).mean_ms, base, 1e-12);
+}
+
 /* gil_wake_cpu_us: each GIL waiter's block/wake cycle is paid, GIL held, by
  * the next thread that takes the GIL.  Two threads, releases = 3 (pre 0,
  * send, mid 25, wait, mid 25, sys, post 50), thread 1 starting 30 us after
@@ -734,6 +806,7 @@ main(void)
         cmocka_unit_test(test_sim_model_one_core_is_a_fifo_mutex),
         cmocka_unit_test(test_sim_model_gil_serialises_with_handoff_cost),
         cmocka_unit_test(test_sim_model_gil_switch_stretch),
+        cmocka_unit_test(test_sim_model_gil_xcore),
         cmocka_unit_test(test_sim_model_gil_wake_cpu),
         cmocka_unit_test(test_sim_model_send_preempt),
         cmocka_unit_test(test_sim_model_cpu_slice),
