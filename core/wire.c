@@ -564,6 +564,20 @@ parse_legacy(struct rd *r, struct wire_msg *m)
 
 /* ---- parse ---- */
 
+/*
+ * Clears msg except seq[]: entries past nseq are never read and parse_msg
+ * sets all three fields of each entry it counts, and the array is most of
+ * the struct (clearing it was 2 % of a pcap import's instructions).
+ */
+static void
+wire_msg_clear(struct wire_msg *msg)
+{
+    size_t tail = offsetof(struct wire_msg, has_checksum);
+
+    memset(msg, 0, offsetof(struct wire_msg, seq));
+    memset((char *)msg + tail, 0, sizeof(*msg) - tail);
+}
+
 int
 wire_msg_parse_opts(const uint8_t *buf, size_t len, unsigned opts,
                     struct wire_msg *msg, size_t *consumed, struct mt_err *err)
@@ -573,7 +587,7 @@ wire_msg_parse_opts(const uint8_t *buf, size_t len, unsigned opts,
     size_t mlen;
     int rc;
 
-    memset(msg, 0, sizeof(*msg));
+    wire_msg_clear(msg);
     rc = wire_frame(buf, len, WIRE_MSG_LEN_MAX, &mlen, err);
     *consumed = rc < 0 ? 0 : mlen;
     if (rc != MT_OK)
