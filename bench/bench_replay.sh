@@ -10,9 +10,14 @@
 #     byte read -> the reply's write() starts) and client round trip minus
 #     the --delay-ms 0 one, for a sleeping and a busy-polling client;
 #     2b: --spin-us 0 / 50 / auto side by side with the server's CPU;
-#     2c: the machine's timer wake-up lateness (bench/timer_wake.c).
-#  3. throughput: replay_load at 16 and 256 connections against replay and
-#     against the fixed-reply server.
+#     2c: the machine's timer wake-up lateness (bench/timer_wake.c);
+#     2d: at 64 connections, lateness split into first-of-batch (wake-up,
+#     CPU) and queued-behind-other-writes, for 1 loop / one per core and
+#     normal / --rt-prio 1 scheduling.
+#     Section 2 has rows with --rt-prio 1 (SCHED_FIFO loops) too.
+#  3. throughput: replay_load at 16 and 256 connections against replay
+#     (--threads 1 / one loop per core, normal / --rt-prio 1) and against
+#     the fixed-reply server.
 #
 #     BUILD=build/release bench/bench_replay.sh [--quick] [--spin-us N|auto]
 #                                               [--precision-only]
@@ -142,8 +147,11 @@ echo "the round trip replay_load sees minus the same client's p50 round trip"
 echo "at --delay-ms 0: 'sleep' is the client blocking in epoll_wait (its own"
 echo "wake-up lateness is included), 'busy' polls (one core)."
 echo
-echo "| requested | conns | server achieved p50 | p99 | late p50 | late p99 | write() p50 | client sleep: RTT p50 - base | p99 - base | client busy: RTT p50 - base | p99 - base | server CPU | target p50 <= | target p99 <= |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+echo "Scheduling: 'normal' (CFS), or '--rt-prio 1' (every loop thread under"
+echo "SCHED_FIFO 1: it preempts the client and other processes)."
+echo
+echo "| requested | conns | scheduling | server achieved p50 | p99 | late p50 | late p99 | write() p50 | client sleep: RTT p50 - base | p99 - base | client busy: RTT p50 - base | p99 - base | server CPU | target p50 <= | target p99 <= |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 cpu_ticks() { awk '{print $14 + $15}' /proc/"$1"/stat; }
 # run_load OUT CONNS DELAY BUSY(''|--busy) [replay args]: one replay + one load
 run_load() {
@@ -156,15 +164,19 @@ run_load() {
     echo "$(( t1 - t0 ))" >"$out.cpu"
 }
 for c in 1 64; do
-    run_load "$TMP/base.sleep.$c" $c 0 "" "${SPIN[@]}"
-    run_load "$TMP/base.busy.$c" $c 0 --busy "${SPIN[@]}"
+  for rt in 0 1; do
+    RT=()
+    [ $rt = 1 ] && RT=(--rt-prio 1)
+    run_load "$TMP/base.sleep.$c" $c 0 "" "${SPIN[@]}" "${RT[@]}"
+    run_load "$TMP/base.busy.$c" $c 0 --busy "${SPIN[@]}" "${RT[@]}"
     for d in 0.1 1 5; do
-        run_load "$TMP/d.sleep" $c $d "" "${SPIN[@]}"
-        run_load "$TMP/d.busy" $c $d --busy "${SPIN[@]}"
-        $PY - "$d" "$c" "$TMP" "$SECS" "$(getconf CLK_TCK)" <<'PY'
+        run_load "$TMP/d.sleep" $c $d "" "${SPIN[@]}" "${RT[@]}"
+        run_load "$TMP/d.busy" $c $d --busy "${SPIN[@]}" "${RT[@]}"
+        $PY - "$d" "$c" "$TMP" "$SECS" "$(getconf CLK_TCK)" "$rt" <<'PY'
 import json, sys
 d, c, t = float(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 secs, tck = float(sys.argv[4]), int(sys.argv[5])
+sched = "--rt-prio 1" if sys.argv[6] == "1" else "normal"
 js = lambda p: json.load(open(p))
 s = js(f"{t}/d.sleep.srv")
 a, late, w = s["achieved"], s["late"], s["write"]
@@ -175,11 +187,12 @@ def rel(mode):
 (s50, s99), (b50, b99) = rel("sleep"), rel("busy")
 t50, t99 = d * 1.01 + 0.010, d * 1.05 + 0.050
 ok = lambda v, t: f"{v:.4f}" + ("" if v <= t else " (over)")
-print(f"| {d} ms | {c} | {ok(a['p50_ms'], t50)} | {ok(a['p99_ms'], t99)} | {late['p50_ms']*1000:.1f} us "
+print(f"| {d} ms | {c} | {sched} | {ok(a['p50_ms'], t50)} | {ok(a['p99_ms'], t99)} | {late['p50_ms']*1000:.1f} us "
       f"| {late['p99_ms']*1000:.1f} us | {w['p50_ms']*1000:.1f} us | {ok(s50, t50)} | {ok(s99, t99)} "
       f"| {ok(b50, t50)} | {ok(b99, t99)} | {cpu:.0f}% | {t50:.4f} | {t99:.4f} |")
 PY
     done
+  done
 done
 
 echo
@@ -218,6 +231,43 @@ echo
 echo "## 2c. timer wake-up lateness on this machine (bench/timer_wake.c)"
 echo
 "$BUILD/bench/timer_wake" --n $((SECS * 700)) --delay-us 1000
+echo
+"$BUILD/bench/timer_wake" --n $((SECS * 700)) --delay-us 1000 --rt-prio 1
+echo
+echo "## 2d. 64 connections: where the lateness comes from (sleeping client, ${SECS}s each)"
+echo
+echo "Each timed release is either the first of its loop's timer batch (late"
+echo "because the loop woke, or got the CPU, late) or queued behind earlier"
+echo "releases of the same batch (each write() ~3 us; loop.h"
+echo "loop_timer_batch_pos).  first / queued = share of the releases and"
+echo "their late p99.  conns/loop = fewest..most connections a loop accepted"
+echo "(SO_REUSEPORT hash, then the accept hand-off).  Client = replay_load's own round trip (its"
+echo "one thread handles the 64 replies of a burst one by one) and ops/s."
+echo
+echo "| requested | loops | scheduling | late p50 | late p99 | first: share, late p99 | queued: share, late p99 | largest batch | conns/loop | wake-up p50 / p99 us | window us | server CPU | client RTT p50 / p99 ms | client ops/s |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+for d in 0.1 1 5; do
+    for th in "" 1; do
+        for rt in 0 1; do
+            run_load "$TMP/bd" 64 $d "" "${SPIN[@]}" ${th:+--threads $th} $([ $rt = 1 ] && echo --rt-prio 1)
+            $PY - "$d" "${th:-$(nproc) (default)}" "$rt" "$TMP" "$SECS" "$(getconf CLK_TCK)" <<'PY'
+import json, sys
+d, th, rt, t = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+secs, tck = float(sys.argv[5]), int(sys.argv[6])
+s, cl = json.load(open(f"{t}/bd.srv")), json.load(open(f"{t}/bd.cli"))
+late, f, q, w = s["late"], s["late_first"], s["late_queued"], s["wake"]
+n = max(1, f["n"] + q["n"])
+cpu = int(open(f"{t}/bd.cpu").read()) / tck / (secs + 0.5) * 100
+sched = "--rt-prio 1" if rt == "1" else "normal"
+print(f"| {d} ms | {th} | {sched} | {late['p50_ms']*1000:.1f} us | {late['p99_ms']*1000:.1f} us "
+      f"| {100*f['n']/n:.0f}%, {f['p99_ms']*1000:.1f} us | {100*q['n']/n:.0f}%, {q['p99_ms']*1000:.1f} us "
+      f"| {s['batch_max']} | {s['loop_conns_min']}..{s['loop_conns_max']} | {w['p50_us']:.1f} / {w['p99_us']:.1f} "
+      f"| {w['spin_us']:.0f} | {cpu:.0f}% | {cl['rtt_p50_us']/1000:.3f} / {cl['rtt_p99_us']/1000:.3f} | {cl['ops_per_s']:.0f} |")
+PY
+        done
+    done
+done
+
 [ $ONLY_PRECISION = 1 ] && exit 0
 
 echo
@@ -226,8 +276,8 @@ echo
 echo "Server CPU per request (utime+stime from /proc over the run) is less"
 echo "sensitive to other load on the machine than ops/s."
 echo
-echo "| conns | fixed-reply server ops/s (CPU us/op) | replay --threads 1 | replay (one loop per core) | replay/fixed ops (best) |"
-echo "|---|---|---|---|---|"
+echo "| conns | fixed-reply server ops/s (CPU us/op) | replay --threads 1 | replay (one loop per core) | replay --threads 1 --rt-prio 1 | replay --rt-prio 1 (one loop per core) | replay/fixed ops (best without RT) |"
+echo "|---|---|---|---|---|---|---|"
 measure() { # PID PORT CONNS -> "ops cpu_us_per_op"
     local t0 t1 ops
     t0=$(cpu_ticks "$1")
@@ -243,7 +293,13 @@ for c in 16 256; do
     start_replay P "$TMP/t.json"
     read -r rn rnc <<<"$(measure $RPID $P $c)"
     stop_replay
-    $PY -c "f,a,b=$f,$r1,$rn; print(f'| $c | {f:.0f} ({$fc:.1f}) | {a:.0f} ({$r1c:.1f}) | {b:.0f} ({$rnc:.1f}) | {100*max(a,b)/f:.0f}% (target >= 80%) |')"
+    start_replay P "$TMP/t.json" --threads 1 --rt-prio 1
+    read -r q1 q1c <<<"$(measure $RPID $P $c)"
+    stop_replay
+    start_replay P "$TMP/t.json" --rt-prio 1
+    read -r qn qnc <<<"$(measure $RPID $P $c)"
+    stop_replay
+    $PY -c "f,a,b,x,y=$f,$r1,$rn,$q1,$qn; print(f'| $c | {f:.0f} ({$fc:.1f}) | {a:.0f} ({$r1c:.1f}) | {b:.0f} ({$rnc:.1f}) | {x:.0f} ({$q1c:.1f}) | {y:.0f} ({$qnc:.1f}) | {100*max(a,b)/f:.0f}% (target >= 80%) |')"
 done
 echo
 "$BUILD/bench/bench_replay_conn" 2>/dev/null || true

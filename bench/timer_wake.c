@@ -8,7 +8,10 @@
  * loop's adaptive spin.  Prints one markdown table (bench/bench_replay.sh
  * and docs/benchmarks.md use it).
  *
- *     timer_wake [--n N] [--delay-us D]
+ *     timer_wake [--n N] [--delay-us D] [--rt-prio P]
+ *
+ * --rt-prio P: run every variant under SCHED_FIFO P (core/sched.h), as
+ * `mtrace replay --rt-prio P` runs its loops.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -23,6 +26,7 @@
 
 #include "core/clock.h"
 #include "core/loop.h"
+#include "core/sched.h"
 #include "replay/delay.h"
 
 struct variant {
@@ -155,18 +159,25 @@ main(int argc, char **argv)
         {"timerfd abs, slack 1 ns", 1, true},
         {"timerfd rel, slack 1 ns", 1, false},
     };
-    int n = 2000;
+    int n = 2000, rt = 0;
     uint64_t delay_ns = 1000000;
+    struct mt_err err = {0};
 
     for (int i = 1; i + 1 < argc; i += 2) {
         if (strcmp(argv[i], "--n") == 0)
             n = (int)strtol(argv[i + 1], NULL, 10);
         else if (strcmp(argv[i], "--delay-us") == 0)
             delay_ns = strtoull(argv[i + 1], NULL, 10) * 1000;
+        else if (strcmp(argv[i], "--rt-prio") == 0)
+            rt = (int)strtol(argv[i + 1], NULL, 10);
     }
-    printf("| sleep of %.0f us, lateness | n | p50 us | p90 us | p99 us | "
+    if (sched_set_realtime(rt, &err) < 0) {
+        fprintf(stderr, "timer_wake: %s\n", err.msg);
+        return 1;
+    }
+    printf("| sleep of %.0f us%s, lateness | n | p50 us | p90 us | p99 us | "
            "p99.9 us | max us | CPU |\n",
-           delay_ns / 1e3);
+           delay_ns / 1e3, rt ? ", SCHED_FIFO" : "");
     printf("|---|---|---|---|---|---|---|---|\n");
     for (size_t i = 0; i < sizeof(vs) / sizeof(vs[0]); i++)
         raw_variant(&vs[i], n, delay_ns);

@@ -77,6 +77,7 @@ struct loop {
     struct loop_timer **heap; /* owned array; elements borrowed */
     size_t heap_len, heap_cap;
     uint64_t seq_next;
+    uint32_t batch_pos; /* callbacks run so far in this timer pass */
     loop_hook_fn *before_sleep;
     void *before_sleep_arg; /* borrowed */
     atomic_bool stop;
@@ -436,20 +437,37 @@ loop_deadline_after(const struct loop *l, uint64_t delay_ns)
     return l->now_ns + delay_ns;
 }
 
+/*
+ * Runs the due timers in (deadline, seq) order.  In precision mode the
+ * clock is read again after each callback (about 25 ns), so a timer that
+ * falls due while the batch runs is released in the same pass instead of
+ * after the next epoll_wait and the I/O callbacks of the next tick.
+ */
 static void
 loop_run_timers(struct loop *l)
 {
     uint64_t seq_end = l->seq_next; /* timers started from now wait a tick */
 
+    l->batch_pos = 0;
     while (l->heap_len > 0) {
         struct loop_timer *t = l->heap[0];
+        if (t->deadline_ns > l->now_ns && l->spin_ns > 0 && l->batch_pos > 0)
+            loop_update_time(l); /* did it fall due during the batch? */
         if (t->deadline_ns > l->now_ns || t->deadline_ns == UINT64_MAX)
             break;
         if (t->seq >= seq_end)
             break; /* all due timers of this tick ran; t is new */
         heap_remove(l, t);
         t->cb(l, t, t->arg);
+        l->batch_pos++;
     }
+}
+
+/* Position of the running timer callback in its batch (see loop.h). */
+uint32_t
+loop_timer_batch_pos(const struct loop *l)
+{
+    return l->batch_pos;
 }
 
 /* ---- running ---- */

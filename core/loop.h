@@ -106,6 +106,17 @@ struct loop_wake_stats {
 };
 void loop_wake_stats_get(const struct loop *l, struct loop_wake_stats *out);
 
+/*
+ * Inside a timer callback: how many timer callbacks ran before this one in
+ * the same pass over the due timers (0: the first of its batch).  A
+ * release that is late with position 0 was late because the loop woke or
+ * was scheduled late; a later position was also queued behind the earlier
+ * callbacks of its batch.  In precision mode (a spin window set) a pass
+ * re-reads the clock after each callback, so timers that fall due while a
+ * batch runs join it.  Outside a timer callback: the last pass's count.
+ */
+uint32_t loop_timer_batch_pos(const struct loop *l);
+
 /* Called once per iteration before the loop blocks. */
 void loop_set_before_sleep(struct loop *l, loop_hook_fn *fn, void *arg);
 

@@ -49,17 +49,26 @@ struct replay_stats {
     uint64_t conns, requests, served, matched, missed, builtin, hello;
     uint64_t awaited, streamed, cursor_ops, unacked, bad_input;
     uint64_t timeouts; /* closed by --idle-timeout-s / --msg-timeout-s */
-    struct delay_hist requested; /* delays asked for (held hellos excluded) */
-    struct delay_hist achieved;  /* write() start - request read time */
-    struct delay_hist late;      /* achieved - requested, 0 if early */
-    struct delay_hist write;     /* duration of a timed reply's write() */
-    struct delay_hist read_lag;  /* kernel receive of a request's last byte
-                                    -> the read() that stamped it */
-    uint64_t early;              /* replies written before their deadline */
-    struct loop_wake_stats wake; /* the loop's timer wake-ups; merged:
-                                    counts summed, max the maximum, the
-                                    rest the busiest loop's */
-    uint64_t wake_top_n;         /* merge: that loop's wake-ups + 1 */
+    struct delay_hist requested;   /* delays asked for (held hellos excluded) */
+    struct delay_hist achieved;    /* write() start - request read time */
+    struct delay_hist late;        /* achieved - requested, 0 if early */
+    struct delay_hist write;       /* duration of a timed reply's write() */
+    struct delay_hist read_lag;    /* kernel receive of a request's last byte
+                                      -> the read() that stamped it */
+    struct delay_hist late_first;  /* late of timer releases first in
+                                      their batch: the loop woke, or got
+                                      the CPU, late */
+    struct delay_hist late_queued; /* late of timer releases behind others
+                                      of the same batch (loop.h
+                                      loop_timer_batch_pos) */
+    uint64_t batch_max;            /* most timer releases in one batch */
+    uint64_t loop_conns_min;       /* server_stats: fewest / most */
+    uint64_t loop_conns_max;       /* connections accepted by one loop */
+    uint64_t early;                /* replies written before their deadline */
+    struct loop_wake_stats wake;   /* the loop's timer wake-ups; merged:
+                                      counts summed, max the maximum, the
+                                      rest the busiest loop's */
+    uint64_t wake_top_n;           /* merge: that loop's wake-ups + 1 */
 };
 
 /* Per loop thread. */

@@ -6,7 +6,7 @@
  *                   [--timing none|recorded] [--speed F]
  *                   [--delay-mode deadline|serial] [--strict] [--threads N]
  *                   [--max-conns N] [--ignore-field F]... [--keep-field F]...
- *                   [--spin-us auto|N] [--spin-max-us N]
+ *                   [--spin-us auto|N] [--spin-max-us N] [--rt-prio N]
  *                   [--summary-json FILE] TRACE.zst
  *
  * Exit status: 0; 1 runtime failure (or --strict with misses); 2 bad usage.
@@ -24,10 +24,12 @@
 #include <string.h>
 #include <arpa/inet.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include "core/addr.h"
 #include "core/log.h"
 #include "core/mem.h"
+#include "core/sched.h"
 #include "core/trace.h"
 #include "core/wire.h"
 #include "index.h"
@@ -86,6 +88,10 @@ usage(FILE *out)
         "                         N us fixed; 0: trust the timer wake-up\n"
         "                         and use no CPU (auto)\n"
         "  --spin-max-us N        bound of the auto window (200)\n"
+        "  --rt-prio N            run the event loops under SCHED_FIFO at\n"
+        "                         priority N (1..99; 0: off, the default):\n"
+        "                         releases are not late behind other\n"
+        "                         processes; needs root or CAP_SYS_NICE\n"
         "  --summary-json FILE    also write the exit summary as JSON\n"
         "See docs/replay.md.\n");
 }
@@ -177,6 +183,7 @@ enum {
     OPT_IDLE,
     OPT_MSGTO,
     OPT_MSGMAX,
+    OPT_RTPRIO,
 };
 
 static const struct option longopts[] = {
@@ -199,6 +206,7 @@ static const struct option longopts[] = {
     {"idle-timeout-s", required_argument, NULL, OPT_IDLE},
     {"msg-timeout-s", required_argument, NULL, OPT_MSGTO},
     {"max-msg-bytes", required_argument, NULL, OPT_MSGMAX},
+    {"rt-prio", required_argument, NULL, OPT_RTPRIO},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -298,6 +306,12 @@ parse_opt(struct cli *c, int opt, const char *a)
             return bad("bad --max-msg-bytes '%s' (16..48000000)", a);
         c->so.msg_max = (size_t)u;
         return 0;
+    case OPT_RTPRIO:
+        if (parse_u64(a, SCHED_RT_PRIO_MAX, &u) < 0)
+            return bad("bad --rt-prio '%s' (0..%d; 0: normal scheduling)", a,
+                       SCHED_RT_PRIO_MAX);
+        c->so.rt_prio = (int)u;
+        return 0;
     default:
         return 2;
     }
@@ -383,6 +397,17 @@ print_summary(FILE *f, const struct replay_stats *st)
             delay_hist_quantile(&st->write, 0.99) / 1e3,
             delay_hist_quantile(&st->read_lag, 0.5) / 1e3,
             delay_hist_quantile(&st->read_lag, 0.99) / 1e3);
+    fprintf(f,
+            "mtrace replay: timed releases: first of their batch %llu (late "
+            "p99 %.1f us), queued behind others %llu (late p99 %.1f us), "
+            "largest batch %llu; connections per loop %llu..%llu\n",
+            (unsigned long long)st->late_first.n,
+            delay_hist_quantile(&st->late_first, 0.99) / 1e3,
+            (unsigned long long)st->late_queued.n,
+            delay_hist_quantile(&st->late_queued, 0.99) / 1e3,
+            (unsigned long long)st->batch_max,
+            (unsigned long long)st->loop_conns_min,
+            (unsigned long long)st->loop_conns_max);
 }
 
 static void
@@ -426,6 +451,16 @@ write_json(const char *path, const struct replay_stats *st)
     json_hist(f, "write", &st->write);
     fputc(',', f);
     json_hist(f, "read_lag", &st->read_lag);
+    fputc(',', f);
+    json_hist(f, "late_first", &st->late_first);
+    fputc(',', f);
+    json_hist(f, "late_queued", &st->late_queued);
+    fprintf(f,
+            ",\"batch_max\":%llu,\"loop_conns_min\":%llu,"
+            "\"loop_conns_max\":%llu",
+            (unsigned long long)st->batch_max,
+            (unsigned long long)st->loop_conns_min,
+            (unsigned long long)st->loop_conns_max);
     fprintf(f,
             ",\"wake\":{\"wakes\":%llu,\"p50_us\":%.3f,\"p99_us\":%.3f,"
             "\"max_us\":%.3f,\"spin_us\":%.3f,\"spins\":%llu}}\n",
@@ -482,6 +517,22 @@ raise_fd_limit(size_t conns_max)
                 (unsigned long long)rl.rlim_cur);
 }
 
+/* Real-time loops on every core: a loop that spins (many connections, or
+ * delays shorter than the spin window) keeps its core from every normal
+ * process, the client under test included, until RT throttling. */
+static void
+warn_rt_cores(const struct server_opts *o, int loops)
+{
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+
+    if (o->rt_prio > 0 && ncpu > 0 && loops >= ncpu)
+        mt_warn("replay: --rt-prio %d with %d real-time loops on %ld cores: "
+                "a spinning loop keeps its core from every other process, "
+                "a client on this host included; --threads %ld leaves one "
+                "(docs/replay.md)",
+                o->rt_prio, loops, ncpu, ncpu > 1 ? ncpu - 1 : 1);
+}
+
 static int
 serve(const struct cli *c, struct index *idx, struct replay_stats *st)
 {
@@ -505,9 +556,11 @@ serve(const struct cli *c, struct index *idx, struct replay_stats *st)
         fprintf(stderr, "mtrace replay: %s\n", err.msg);
         return -1;
     }
-    mt_info("replay: listening on %s:%u with %d loops; %llu exchanges under "
-            "%llu keys from %s (%llu getMore batches, hello %s)",
+    warn_rt_cores(&c->so, server_threads(s));
+    mt_info("replay: listening on %s:%u with %d loops%s; %llu exchanges "
+            "under %llu keys from %s (%llu getMore batches, hello %s)",
             c->so.host, server_port(s), server_threads(s),
+            c->so.rt_prio > 0 ? " (SCHED_FIFO)" : "",
             (unsigned long long)(idx->st.exchanges - idx->st.getmores),
             (unsigned long long)idx->st.groups, c->trace,
             (unsigned long long)idx->st.getmores,

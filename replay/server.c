@@ -20,6 +20,9 @@
 #include "core/log.h"
 #include "core/mem.h"
 #include "core/rd.h"
+#include "core/sched.h"
+#include "handoff.h"
+#include "sock.h"
 
 #define READ_CHUNK (64u * 1024)
 #define IN_MAX ((size_t)WIRE_MSG_LEN_MAX + READ_CHUNK)
@@ -56,6 +59,8 @@ struct sloop {
     size_t nconns;
     struct loop_timer sweep; /* idle / incomplete-message timeouts */
     uint64_t sweep_ns;       /* its period; 0: no timeouts */
+    struct handoff ho;       /* connections other loops accepted for it */
+    _Atomic size_t load;     /* its connections, queued ones included */
 };
 
 struct server {
@@ -66,6 +71,10 @@ struct server {
     int nloops;
     uint16_t port;
     _Atomic size_t nconns;
+    pthread_mutex_t mu; /* guards the start handshake below */
+    pthread_cond_t cv;
+    int nstarted;         /* loop threads past their scheduling setup */
+    struct mt_err rt_err; /* the first thread's refusal, code 0 if none */
 };
 
 static void sconn_close(struct sconn *c, const char *why);
@@ -114,17 +123,37 @@ sconn_flush(struct sconn *c)
 
 static void on_timer(struct loop *l, struct loop_timer *t, void *arg);
 
+/* A timer release at now, at position pos of its loop's timer batch:
+ * which lateness histogram it belongs to (server-side diagnosis of
+ * lateness at many connections; docs/replay.md). */
+static void
+release_batch_stats(struct sconn *c, const struct replay_reply *r, uint64_t now,
+                    uint32_t pos)
+{
+    struct replay_stats *st = &c->sl->w.st;
+    uint64_t late = now > r->ready_at_ns ? now - r->ready_at_ns : 0;
+
+    if (r->no_stats)
+        return;
+    delay_hist_add(pos == 0 ? &st->late_first : &st->late_queued, late);
+    if (pos + 1u > st->batch_max)
+        st->batch_max = pos + 1u;
+}
+
 /*
  * Queues r's bytes for writing and records its delay sample: the achieved
  * delay ends at now, the moment just before the write() that carries the
  * reply (the caller flushes right after).  A streamed hello is re-armed.
+ * batch_pos: r's position in its timer batch, or -1 (not a timer release).
  */
 static void
-release(struct sconn *c, struct replay_reply *r)
+release(struct sconn *c, struct replay_reply *r, int64_t batch_pos)
 {
     int rc = mt_buf_append(&c->out, r->bytes, r->len);
     uint64_t now = mt_now_ns();
 
+    if (batch_pos >= 0)
+        release_batch_stats(c, r, now, (uint32_t)batch_pos);
     if (rc < 0) {
         replay_conn_release(&c->core, r, now);
         replay_reply_free(r);
@@ -144,9 +173,8 @@ on_timer(struct loop *l, struct loop_timer *t, void *arg)
     struct replay_reply *r = arg;
     struct sconn *c = (struct sconn *)r->conn;
 
-    (void)l;
     (void)t;
-    release(c, r);
+    release(c, r, loop_timer_batch_pos(l));
     if (!c->dead) {
         c->write_t0_ns = mt_now_ns();
         sconn_flush(c);
@@ -168,7 +196,7 @@ on_emit(struct replay_conn *core, struct replay_reply *r, void *arg)
         loop_timer_start(c->sl->l, &r->timer, r->ready_at_ns, on_timer, r);
         return;
     }
-    release(c, r); /* flushed when the input is processed */
+    release(c, r, -1); /* flushed when the input is processed */
 }
 
 /* ---- reading ---- */
@@ -199,6 +227,7 @@ sconn_close(struct sconn *c, const char *why)
     if (c->next != NULL)
         c->next->prev = c->prev;
     sl->nconns--;
+    atomic_fetch_sub(&sl->load, 1);
     atomic_fetch_sub(&sl->srv->nconns, 1);
     mt_free(c);
 }
@@ -344,25 +373,8 @@ on_conn_io(struct loop *l, int fd, void *arg, unsigned events)
         sconn_close(c, why ? why : (c->dead ? "write failed" : NULL));
 }
 
-static void
-addr_text(const struct sockaddr_storage *ss, char *out, size_t n)
-{
-    char host[INET6_ADDRSTRLEN] = "?";
-    unsigned port = 0;
-
-    if (ss->ss_family == AF_INET) {
-        const struct sockaddr_in *a = (const struct sockaddr_in *)ss;
-        inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
-        port = ntohs(a->sin_port);
-        snprintf(out, n, "%s:%u", host, port);
-    } else {
-        const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)ss;
-        inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
-        port = ntohs(a->sin6_port);
-        snprintf(out, n, "[%s]:%u", host, port);
-    }
-}
-
+/* Takes fd as one of sl's connections; the caller has counted it in
+ * sl->load (undone here if it cannot be kept). */
 static void
 accept_one(struct sloop *sl, int fd, const struct sockaddr_storage *ss)
 {
@@ -372,6 +384,7 @@ accept_one(struct sloop *sl, int fd, const struct sockaddr_storage *ss)
     if (atomic_fetch_add(&sl->srv->nconns, 1) >= sl->srv->o.conns_max ||
         (c = mt_calloc(1, sizeof(*c))) == NULL) {
         atomic_fetch_sub(&sl->srv->nconns, 1);
+        atomic_fetch_sub(&sl->load, 1);
         mt_warn("replay: connection refused: %zu connections open (limit)",
                 sl->srv->o.conns_max);
         close(fd);
@@ -385,10 +398,11 @@ accept_one(struct sloop *sl, int fd, const struct sockaddr_storage *ss)
     c->last_io_ns = loop_update_time(sl->l);
     mt_buf_init(&c->in, IN_MAX);
     mt_buf_init(&c->out, OUT_MAX);
-    addr_text(ss, c->peer, sizeof(c->peer));
+    sock_addr_text(ss, c->peer, sizeof(c->peer));
     replay_conn_init(&c->core, &sl->w, on_emit, c);
     if (loop_fd_add(sl->l, fd, LOOP_READ, on_conn_io, c) < 0) {
         atomic_fetch_sub(&sl->srv->nconns, 1);
+        atomic_fetch_sub(&sl->load, 1);
         mt_warn("replay: cannot watch connection fd %d; closed", fd);
         close(fd);
         mt_free(c);
@@ -400,6 +414,57 @@ accept_one(struct sloop *sl, int fd, const struct sockaddr_storage *ss)
         sl->conns->prev = c;
     sl->conns = c;
     sl->nconns++;
+}
+
+/* The loop that should own a new connection: the least loaded, sl on a
+ * tie (SO_REUSEPORT spreads connections by hash, not by load). */
+static struct sloop *
+sloop_pick(struct sloop *sl)
+{
+    struct server *s = sl->srv;
+    struct sloop *best = sl;
+    size_t least = atomic_load_explicit(&sl->load, memory_order_relaxed);
+
+    for (int i = 0; i < s->nloops && least > 0; i++) {
+        size_t n =
+            atomic_load_explicit(&s->loops[i].load, memory_order_relaxed);
+        if (n < least) {
+            least = n;
+            best = &s->loops[i];
+        }
+    }
+    return best;
+}
+
+/* Keeps fd, or queues it for a less loaded loop and wakes that loop. */
+static void
+accept_route(struct sloop *sl, int fd, const struct sockaddr_storage *ss)
+{
+    struct sloop *t = sloop_pick(sl);
+
+    if (t != sl) {
+        atomic_fetch_add(&t->load, 1);
+        if (handoff_push(&t->ho, fd, ss)) {
+            loop_wake(t->l);
+            return;
+        }
+        atomic_fetch_sub(&t->load, 1); /* its queue is full: keep it */
+    }
+    atomic_fetch_add(&sl->load, 1);
+    accept_one(sl, fd, ss);
+}
+
+/* Before the loop sleeps: the connections other loops passed to it. */
+static void
+on_before_sleep(struct loop *l, void *arg)
+{
+    struct sloop *sl = arg;
+    struct sockaddr_storage ss;
+    int fd;
+
+    (void)l;
+    while (handoff_pop(&sl->ho, &fd, &ss))
+        accept_one(sl, fd, &ss);
 }
 
 static void
@@ -419,7 +484,7 @@ on_accept(struct loop *l, int lfd, void *arg, unsigned events)
                 mt_warn("replay: accept: %s", strerror(errno));
             return;
         }
-        accept_one(sl, fd, &ss);
+        accept_route(sl, fd, &ss);
     }
 }
 
@@ -496,54 +561,26 @@ sweep_period(const struct server_opts *o)
 
 /* ---- listeners and threads ---- */
 
-/*
- * Opens one listener; reuseport: with SO_REUSEPORT (every loop's), else a
- * plain probe that fails if anything (even another SO_REUSEPORT process)
- * holds the port, so two replays never silently share one.
- */
+/* A loop thread's scheduling setup: --rt-prio applies to the thread
+ * itself (not inherited from the main thread, which stays normal); the
+ * result is handed to server_start, which waits for every thread. */
 static int
-listener_open(const struct server_opts *o, uint16_t port, bool reuseport,
-              uint16_t *bound, struct mt_err *err)
+loop_thread_setup(struct sloop *sl)
 {
-    struct sockaddr_storage ss;
-    socklen_t len;
-    int fd, one = 1;
+    struct server *s = sl->srv;
+    struct mt_err err = {0};
+    int rc;
 
-    memset(&ss, 0, sizeof(ss));
-    if (inet_pton(AF_INET, o->host, &((struct sockaddr_in *)&ss)->sin_addr) ==
-        1) {
-        ss.ss_family = AF_INET;
-        ((struct sockaddr_in *)&ss)->sin_port = htons(port);
-        len = sizeof(struct sockaddr_in);
-    } else if (inet_pton(AF_INET6, o->host,
-                         &((struct sockaddr_in6 *)&ss)->sin6_addr) == 1) {
-        ss.ss_family = AF_INET6;
-        ((struct sockaddr_in6 *)&ss)->sin6_port = htons(port);
-        len = sizeof(struct sockaddr_in6);
-    } else {
-        return mt_err_set(err, MT_EUSAGE, 0,
-                          "--listen host '%s' is not a numeric IP address",
-                          o->host);
-    }
-    fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return mt_err_set(err, -errno, 0, "socket: %s", strerror(errno));
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    if ((reuseport &&
-         setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) < 0) ||
-        bind(fd, (struct sockaddr *)&ss, len) < 0 ||
-        (reuseport && listen(fd, 4096) < 0)) {
-        int e = errno;
-        close(fd);
-        return mt_err_set(err, -e, 0, "cannot listen on %s:%u: %s", o->host,
-                          port, strerror(e));
-    }
-    len = sizeof(ss);
-    getsockname(fd, (struct sockaddr *)&ss, &len);
-    *bound = ntohs(ss.ss_family == AF_INET
-                       ? ((struct sockaddr_in *)&ss)->sin_port
-                       : ((struct sockaddr_in6 *)&ss)->sin6_port);
-    return fd;
+    prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0); /* ns wake-ups, not 50 us */
+    rc = sched_set_realtime(s->o.rt_prio, &err);
+    pthread_mutex_lock(&s->mu);
+    if (rc < 0 && s->rt_err.code == 0)
+        mt_err_set(&s->rt_err, rc, 0, "--rt-prio %d: %s", s->o.rt_prio,
+                   err.msg);
+    s->nstarted++;
+    pthread_cond_signal(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    return rc;
 }
 
 static void *
@@ -552,7 +589,8 @@ loop_thread(void *arg)
     struct sloop *sl = arg;
     int rc;
 
-    prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0); /* ns wake-ups, not 50 us */
+    if (loop_thread_setup(sl) < 0)
+        return NULL; /* server_start reports it and stops the others */
     rc = loop_run(sl->l);
     if (rc < 0)
         mt_error("replay: event loop failed: %s", mt_strerror(rc));
@@ -578,15 +616,16 @@ sloop_init(struct server *s, struct sloop *sl, uint64_t seed,
     else
         loop_set_timer_spin(sl->l, s->o.spin_ns);
     if (s->port != 0 && sl == &s->loops[0]) {
-        int probe = listener_open(&s->o, s->port, false, &bound, err);
+        int probe = sock_listen_open(s->o.host, s->port, false, &bound, err);
         if (probe < 0)
             return probe;
         close(probe);
     }
-    sl->lfd = listener_open(&s->o, s->port, true, &bound, err);
+    sl->lfd = sock_listen_open(s->o.host, s->port, true, &bound, err);
     if (sl->lfd < 0)
         return sl->lfd;
     s->port = bound; /* the first listener picks the port; the rest share it */
+    loop_set_before_sleep(sl->l, on_before_sleep, sl);
     loop_timer_init(&sl->sweep);
     sl->sweep_ns = sweep_period(&s->o);
     if (sl->sweep_ns)
@@ -600,7 +639,7 @@ static int
 threads_start(struct server *s, struct mt_err *err)
 {
     sigset_t all, old;
-    int rc = 0;
+    int rc = 0, nstarted = 0;
 
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, &old);
@@ -613,6 +652,17 @@ threads_start(struct server *s, struct mt_err *err)
         s->loops[i].started = true;
     }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
+    /* wait for each started thread's scheduling setup (--rt-prio) */
+    for (int i = 0; i < s->nloops; i++)
+        nstarted += s->loops[i].started;
+    pthread_mutex_lock(&s->mu);
+    while (s->nstarted < nstarted)
+        pthread_cond_wait(&s->cv, &s->mu);
+    pthread_mutex_unlock(&s->mu);
+    if (rc == 0 && s->rt_err.code != 0) {
+        *err = s->rt_err;
+        rc = err->code;
+    }
     return rc;
 }
 
@@ -629,6 +679,8 @@ server_start(const struct server_opts *o, struct index *idx, struct mt_err *err)
     }
     s->o = *o;
     s->port = o->port;
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cv, NULL);
     s->nloops = o->threads > 0 ? o->threads : (ncpu > 0 ? (int)ncpu : 1);
     if (s->nloops > SERVER_THREADS_MAX)
         s->nloops = SERVER_THREADS_MAX;
@@ -647,8 +699,11 @@ server_start(const struct server_opts *o, struct index *idx, struct mt_err *err)
         mt_err_set(err, -ENOMEM, 0, "out of memory");
         goto fail;
     }
-    for (int i = 0; i < s->nloops; i++)
+    for (int i = 0; i < s->nloops; i++) {
         s->loops[i].lfd = -1;
+        handoff_init(&s->loops[i].ho);
+        atomic_init(&s->loops[i].load, 0);
+    }
     for (int i = 0; i < s->nloops; i++) {
         rc = sloop_init(s, &s->loops[i], o->delay.seed + 7919u * (uint64_t)i,
                         err);
@@ -698,8 +753,14 @@ void
 server_stats(const struct server *s, struct replay_stats *out)
 {
     replay_stats_init(out);
-    for (int i = 0; i < s->nloops; i++)
+    for (int i = 0; i < s->nloops; i++) {
+        uint64_t n = s->loops[i].w.st.conns;
         replay_stats_merge(out, &s->loops[i].w.st);
+        if (i == 0 || n < out->loop_conns_min)
+            out->loop_conns_min = n;
+        if (n > out->loop_conns_max)
+            out->loop_conns_max = n;
+    }
 }
 
 void
@@ -713,10 +774,13 @@ server_free(struct server *s)
             loop_fd_del(sl->l, sl->lfd);
         if (sl->lfd >= 0)
             close(sl->lfd);
+        handoff_free(&sl->ho); /* closes connections never taken */
         loop_free(sl->l);
         replay_worker_free(&sl->w);
     }
     mt_free(s->loops);
     cursor_table_free(&s->cursors);
+    pthread_cond_destroy(&s->cv);
+    pthread_mutex_destroy(&s->mu);
     mt_free(s);
 }

@@ -34,6 +34,9 @@ struct server_opts {
     uint64_t msg_timeout_ns; /* close a client whose message stays
                                 incomplete this long; 0: never */
     size_t msg_max;          /* largest request accepted; 0: 48000000 */
+    int rt_prio;             /* SCHED_FIFO priority of every loop thread
+                                (core/sched.h), set by the thread itself
+                                before it runs; 0: normal scheduling */
 };
 
 #define SERVER_MSG_TIMEOUT_DEFAULT_NS (30ull * 1000000000ull)
@@ -42,8 +45,10 @@ struct server;
 
 /*
  * Binds the listeners and starts the loop threads (signals are blocked in
- * them).  The index is borrowed and must outlive the server.  NULL with err
- * filled on failure (nothing left running).
+ * them), and waits until each thread has applied o->rt_prio to itself.
+ * The index is borrowed and must outlive the server.  NULL with err filled
+ * on failure (nothing left running); a refused real-time priority gives
+ * err->code -EPERM (or the -errno of pthread_setschedparam).
  */
 struct server *server_start(const struct server_opts *o, struct index *idx,
                             struct mt_err *err);

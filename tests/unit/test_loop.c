@@ -3,7 +3,8 @@
  * deadline overflow, fd readiness on socketpairs, stale events of deleted
  * fds, loop_stop from another thread, allocation failure; spin: order and
  * never early, the adaptive window's bound, little CPU when no timer is
- * near, timers run between the fd callbacks of a tick.
+ * near, timers run between the fd callbacks of a tick; batch positions,
+ * and timers falling due during a batch join it in precision mode.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -683,6 +684,80 @@ test_loop_spin_runs_timers_between_io(void **state)
     }
 }
 
+struct batch {
+    struct loop_timer t[4];
+    uint64_t *now;   /* the manual clock */
+    int id[8];       /* timer ids in firing order */
+    uint32_t pos[8]; /* their loop_timer_batch_pos */
+    int n;
+};
+
+static void
+on_timer_batch(struct loop *l, struct loop_timer *t, void *arg)
+{
+    struct batch *b = arg;
+    int id = (int)(t - b->t);
+
+    assert_true(b->n < 8);
+    assert_true(t->deadline_ns <= *b->now); /* never early */
+    b->id[b->n] = id;
+    b->pos[b->n++] = loop_timer_batch_pos(l);
+    *b->now += 300; /* a reply's write() "takes" 300 ns */
+    /* t3 falls due before the batch ends but is started during it: it
+     * waits for the next pass */
+    if (id == 0)
+        loop_timer_start(l, &b->t[3], 1550, on_timer_batch, b);
+}
+
+/* Batch positions count the timer callbacks of one pass; in precision
+ * mode a timer that falls due while the batch runs joins it (the clock is
+ * read again), without spin it waits for the next tick; a timer started
+ * during the batch always waits for the next tick. */
+static void
+test_loop_timer_batch_pos_and_join(void **state)
+{
+    for (int spin = 0; spin <= 1; spin++) {
+        uint64_t now = 1000;
+        struct mt_clock clk;
+        struct loop *l = manual_loop(&clk, &now);
+        struct batch b = {.now = &now};
+
+        if (spin)
+            loop_set_timer_spin(l, 100000);
+        for (int i = 0; i < 4; i++)
+            loop_timer_init(&b.t[i]);
+        loop_timer_start(l, &b.t[0], 1000, on_timer_batch, &b);
+        loop_timer_start(l, &b.t[1], 1000, on_timer_batch, &b);
+        loop_timer_start(l, &b.t[2], 1500, on_timer_batch, &b);
+        assert_int_equal(loop_run_once(l, 0), 0);
+        assert_int_equal(b.id[0], 0);
+        assert_int_equal(b.pos[0], 0);
+        assert_int_equal(b.id[1], 1);
+        assert_int_equal(b.pos[1], 1);
+        if (spin) { /* t2 fell due at 1500 < 1600: joined the batch */
+            assert_int_equal(b.n, 3);
+            assert_int_equal(b.id[2], 2);
+            assert_int_equal(b.pos[2], 2);
+        } else {
+            assert_int_equal(b.n, 2);
+        }
+        assert_true(loop_timer_active(&b.t[3])); /* not in this pass */
+        assert_int_equal(loop_run_once(l, 0), 0);
+        if (spin) {
+            assert_int_equal(b.n, 4);
+            assert_int_equal(b.id[3], 3);
+            assert_int_equal(b.pos[3], 0);
+        } else { /* a new batch in deadline order: t2 (1500), t3 (1550) */
+            assert_int_equal(b.n, 4);
+            assert_int_equal(b.id[2], 2);
+            assert_int_equal(b.pos[2], 0);
+            assert_int_equal(b.id[3], 3);
+            assert_int_equal(b.pos[3], 1);
+        }
+        loop_free(l);
+    }
+}
+
 int
 main(void)
 {
@@ -701,6 +776,7 @@ main(void)
         cmocka_unit_test(test_loop_spin_auto_bounded),
         cmocka_unit_test(test_loop_spin_idle_uses_little_cpu),
         cmocka_unit_test(test_loop_spin_runs_timers_between_io),
+        cmocka_unit_test(test_loop_timer_batch_pos_and_join),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
