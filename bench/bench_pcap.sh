@@ -13,10 +13,13 @@
 # trace >= 10x smaller than the pcap.
 # Then the trace writer's cost per zstd level on the same records
 # (bench_trace --levels): what the import level (-3) was chosen from.
+# Last, where the instructions go (callgrind: the same on a busy or a quiet
+# machine) in an import of a 30 MB copy, per component.
 #   PCAP_BENCH_BYTES=N   size of the large capture
 #   PCAP_BENCH_TSHARK=0  skip tshark (it is slow)
 #   PCAP_BENCH_LEVELS="3 1 -1 -3 -5 -7"  zstd levels of the writer table
 #                        ("" skips it)
+#   PCAP_BENCH_CALLGRIND=0  skip the instruction table (needs valgrind)
 set -u
 TOP=${TOP:-$(cd "$(dirname "$0")/.." && pwd)}
 BUILD=${BUILD:-build/release}
@@ -99,4 +102,41 @@ if [ -n "$levels" ]; then
     echo "(MB/s (ref): MB of pcap per CPU second of the trace writer alone:"
     echo " record encoding + zstd + writing; the import adds libpcap and the"
     echo " packet path.  ref/size: pcap size / trace size at that level.)"
+fi
+
+# Instructions per component of an import (callgrind; functions are
+# grouped by their library or source file).
+if [ "${PCAP_BENCH_CALLGRIND:-1}" != 0 ] && command -v valgrind >/dev/null; then
+    echo
+    read -r _ c30 _ p30 _ b30 < <("$BUILD/bench/pcap_replicate" \
+        "$TMP/seed.pcap" "$TMP/s30.pcap" 30000000 "$PORT")
+    valgrind --tool=callgrind --callgrind-out-file="$TMP/cg.out" "$MTRACE" \
+        capture --quiet --pcap "$TMP/s30.pcap" --port "$PORT" \
+        -o "$TMP/s30.zst" >/dev/null 2>&1 || fail "callgrind run failed"
+    echo "instructions of an import (callgrind): $c30 copies, $p30 packets, $b30 bytes"
+    callgrind_annotate --auto=no --threshold=100 "$TMP/cg.out" 2>/dev/null |
+        awk '
+        /^ *[0-9,]+ +\([ 0-9.]+%\) / {
+            x = $1; gsub(",", "", x)
+            if ($0 ~ /PROGRAM TOTALS/) next
+            if ($0 ~ /libzstd/) k = "zstd (trace frames)"
+            else if ($0 ~ /libz\.so/) k = "zlib crc32 (checksum frames)"
+            else if ($0 ~ /libpcap|fileops|genops|iofread|fread_chk|libioP/) k = "libpcap + stdio reading"
+            else if ($0 ~ /memmove|memcpy|mempcpy|memset/) k = "libc memcpy/memset"
+            else if ($0 ~ /wire\.c|rd\.h:wire|wire_/) k = "wire framing + shallow parse"
+            else if ($0 ~ /linkdec|rd\.h:decode/) k = "link/IP/TCP decoding"
+            else if ($0 ~ /trace_rec|trace\.c|coarse|clock_gettime|buf\.c|rd\.h:encode/) k = "record encoding + writer"
+            else if ($0 ~ /pcap_flow|tcp_reasm|pcap_msg|sniff/) k = "flows, reassembly, message cutting"
+            else k = "other (start-up, libbson, ...)"
+            a[k] += x
+        }
+        END { for (k in a) printf "%.0f\t%s\n", a[k], k }' | sort -rn |
+        awk -F'\t' -v pk="$p30" '
+        { v[NR] = $1; n[NR] = $2; t += $1 }
+        END {
+            printf "%-36s %9s %7s %8s\n", "component", "M instr", "share", "/packet"
+            for (i = 1; i <= NR; i++)
+                printf "%-36s %9.1f %6.1f%% %8.0f\n", n[i], v[i] / 1e6, 100 * v[i] / t, v[i] / pk
+            printf "%-36s %9.1f %6.1f%% %8.0f\n", "total", t / 1e6, 100, t / pk
+        }'
 fi

@@ -373,8 +373,10 @@ flow_segment(struct pflow_table *t, struct pflow *f, uint8_t dir,
             return flow_close(t, f, t_ns, TRACE_CLOSE_NORMAL);
     }
     f->last_ns = t_ns;
-    lru_unlink(t, f);
-    lru_append(t, f);
+    if (t->lru_tail != f) {
+        lru_unlink(t, f);
+        lru_append(t, f);
+    }
     return 0;
 }
 

@@ -14,12 +14,9 @@
 #include "pcap_src.h"
 
 #include <stdbool.h>
-#include <stdio.h>
 
-#include "core/mem.h"
 #include "core/rd.h"
 
-#define PROBE_LEN (64 * 1024)
 #define BLOCKS_MAX 16
 
 static bool
@@ -115,19 +112,4 @@ pcap_src_precision_ns(const uint8_t *p, size_t n)
     default:
         return 1000;
     }
-}
-
-uint32_t
-pcap_src_file_precision_ns(const char *path)
-{
-    uint8_t *buf = mt_malloc(PROBE_LEN);
-    FILE *f = fopen(path, "rb");
-    uint32_t prec = 1000;
-
-    if (f != NULL && buf != NULL)
-        prec = pcap_src_precision_ns(buf, fread(buf, 1, PROBE_LEN, f));
-    if (f != NULL)
-        fclose(f);
-    mt_free(buf);
-    return prec;
 }

@@ -16,7 +16,4 @@
  */
 uint32_t pcap_src_precision_ns(const uint8_t *p, size_t n);
 
-/* The same for a file on disk (reads its first 64 KiB). */
-uint32_t pcap_src_file_precision_ns(const char *path);
-
 #endif

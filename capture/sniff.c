@@ -34,7 +34,6 @@
 #include <stdio.h>
 #include <stdio_ext.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -43,6 +42,7 @@
 #include "capture/pcap_src.h"
 #include "core/clock.h"
 #include "core/log.h"
+#include "core/mem.h"
 #include "core/trace.h"
 
 #define SNAPLEN 262144
@@ -54,6 +54,7 @@
 /* At the stop, how long past LIVE_BLOCK_MS to wait for the last block. */
 #define LIVE_DRAIN_SLACK_MS 50
 #define READ_BUF (1024 * 1024)
+#define OFFLINE_BATCH 4096
 #define PROBE_BYTES (64 * 1024)
 
 static volatile sig_atomic_t g_stop;
@@ -85,6 +86,7 @@ struct sniff {
     struct trace_writer *w;  /* owned */
     uint64_t first_ns, last_ns;
     uint64_t kernel_dropped;
+    uint64_t pkts;    /* packets read from a file so far */
     uint64_t stop_ns; /* live drain: keep packets stamped up to this */
     int rc;           /* first fatal error from the callback */
     struct mt_err *err;
@@ -92,8 +94,6 @@ struct sniff {
     bool progress;
     uint64_t file_size;
     uint64_t next_progress_ns;
-    void *map; /* owned: the mapped capture file, or NULL */
-    size_t map_len;
     uint32_t prec_ns; /* the file's native timestamp precision */
 };
 
@@ -280,52 +280,87 @@ dispatch_cb(u_char *user, const struct pcap_pkthdr *ph, const u_char *data)
     }
 }
 
+/* One packet of a file (pcap_dispatch callback); the first one starts the
+ * trace (its time is the trace's start). */
+static void
+offline_cb(u_char *user, const struct pcap_pkthdr *ph, const u_char *data)
+{
+    struct sniff *s = (struct sniff *)user;
+    int rc = 0;
+
+    if (s->rc < 0)
+        return;
+    s->pkts++;
+    if (s->w == NULL) {
+        s->first_ns =
+            (uint64_t)ph->ts.tv_sec * 1000000000ull + (uint64_t)ph->ts.tv_usec;
+        rc = start_trace(s, TRACE_SRC_PCAP, s->first_ns, s->prec_ns);
+    }
+    if (rc == 0)
+        rc = handle(s, ph, data);
+    if (rc < 0) {
+        s->rc = rc;
+        pcap_breakloop(s->p);
+    }
+}
+
+/*
+ * Reads the file to its end in batches of OFFLINE_BATCH packets:
+ * pcap_dispatch runs the callback for each without returning (~70
+ * instructions per packet fewer than pcap_next_ex, which goes through a
+ * one-packet dispatch); between batches, the progress bar and the stop flag.
+ */
 static int
 run_offline(struct sniff *s)
 {
-    struct pcap_pkthdr *ph;
-    const u_char *data;
-    uint64_t n = 0;
     int rc;
 
-    while (!g_stop) {
-        rc = pcap_next_ex(s->p, &ph, &data);
-        if (rc == PCAP_ERROR_BREAK)
+    while (!g_stop && s->rc == 0) {
+        rc = pcap_dispatch(s->p, OFFLINE_BATCH, offline_cb, (u_char *)s);
+        if (rc == 0 || rc == PCAP_ERROR_BREAK) /* end of file, or stopped */
             break;
         if (rc == PCAP_ERROR) {
             mt_warn("%s: %s (after %llu packets); the trace keeps what was "
                     "read",
-                    s->o->pcap_path, pcap_geterr(s->p), (unsigned long long)n);
+                    s->o->pcap_path, pcap_geterr(s->p),
+                    (unsigned long long)s->pkts);
             break;
         }
-        if (rc != 1)
-            continue;
-        if (s->w == NULL) {
-            s->first_ns = (uint64_t)ph->ts.tv_sec * 1000000000ull +
-                          (uint64_t)ph->ts.tv_usec;
-            rc = start_trace(s, TRACE_SRC_PCAP, s->first_ns, s->prec_ns);
-            if (rc < 0)
-                return rc;
-        }
-        rc = handle(s, ph, data);
-        if (rc < 0)
-            return rc;
-        if ((++n & 4095) == 0)
-            progress_update(s, false);
+        progress_update(s, false);
     }
+    if (s->rc < 0)
+        return s->rc;
     progress_update(s, true);
     if (s->w == NULL) /* no packet at all: an empty trace */
         return start_trace(s, TRACE_SRC_PCAP, 0, s->prec_ns);
     return 0;
 }
 
+/* The native timestamp precision of the regular file fd (its first
+ * PROBE_BYTES, read with pread: the file position stays at 0). */
+static uint32_t
+probe_precision(int fd)
+{
+    uint8_t *buf = mt_malloc(PROBE_BYTES);
+    ssize_t n = buf != NULL ? pread(fd, buf, PROBE_BYTES, 0) : -1;
+    uint32_t prec = n > 0 ? pcap_src_precision_ns(buf, (size_t)n) : 1000;
+
+    mt_free(buf);
+    return prec;
+}
+
 /*
  * The capture file as a FILE* for libpcap, which reads it packet by packet
- * with fread: a regular file is mapped and read through fmemopen (no
- * read(2) copying the page cache; fmemopen must stay buffered, glibc reads
- * an unbuffered one byte at a time); anything else (a FIFO, a mapping
- * failure) goes through stdio with a large buffer.  Only this thread reads
- * the stream: stdio's per-call locking is turned off.
+ * with two freads (record header, packet) into its own buffer.  A regular
+ * file is opened in glibc's mmap mode (fdopen "rbm"): the stream's buffer
+ * is then the file's mapping, so each fread is one memcpy from the page
+ * cache into libpcap's buffer (the session-2 fmemopen stream copied every
+ * byte twice: mapping -> stdio buffer -> libpcap; read(2) copies twice
+ * too).  libpcap has no call that hands out packets in place from a file
+ * (pcap_next_ex is zero-copy only out of its own buffer), so this is the
+ * one copy left.  Anything else (a FIFO, "-") is read through stdio with a
+ * large buffer; glibc falls back to that by itself when it cannot map.
+ * Only this thread reads the stream: stdio's per-call locking is off.
  */
 static FILE *
 open_input(struct sniff *s, struct stat *st)
@@ -333,6 +368,7 @@ open_input(struct sniff *s, struct stat *st)
     int fd = strcmp(s->o->pcap_path, "-") == 0
                  ? dup(0) /* "-": standard input, as for tcpdump -r - */
                  : open(s->o->pcap_path, O_RDONLY | O_CLOEXEC);
+    bool reg;
     FILE *f;
 
     if (fd < 0)
@@ -341,38 +377,18 @@ open_input(struct sniff *s, struct stat *st)
         close(fd);
         return NULL;
     }
-    if (S_ISREG(st->st_mode) && st->st_size > 0) {
-        void *m =
-            mmap(NULL, (size_t)st->st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (m != MAP_FAILED) {
-            madvise(m, (size_t)st->st_size, MADV_SEQUENTIAL);
-            f = fmemopen(m, (size_t)st->st_size, "r");
-            if (f != NULL) {
-                close(fd);
-                s->prec_ns = pcap_src_precision_ns(m, st->st_size < PROBE_BYTES
-                                                          ? (size_t)st->st_size
-                                                          : PROBE_BYTES);
-                setvbuf(f, NULL, _IOFBF, READ_BUF);
-                __fsetlocking(f, FSETLOCKING_BYCALLER); /* one thread */
-                s->map = m;
-                s->map_len = (size_t)st->st_size;
-                return f;
-            }
-            munmap(m, (size_t)st->st_size);
-        }
-    }
-    /* A regular file can be opened twice; a FIFO's bytes can be read once
-     * only, by libpcap: its precision is then taken as microseconds. */
-    s->prec_ns = S_ISREG(st->st_mode)
-                     ? pcap_src_file_precision_ns(s->o->pcap_path)
-                     : 1000;
-    f = fdopen(fd, "rb");
-    if (f == NULL)
+    reg = S_ISREG(st->st_mode);
+    /* A FIFO's bytes can be read once only, by libpcap: its precision is
+     * then taken as microseconds. */
+    s->prec_ns = reg ? probe_precision(fd) : 1000;
+    f = fdopen(fd, reg ? "rbm" : "rb");
+    if (f == NULL) {
         close(fd);
-    else {
-        setvbuf(f, NULL, _IOFBF, READ_BUF);
-        __fsetlocking(f, FSETLOCKING_BYCALLER); /* one thread */
+        return NULL;
     }
+    if (!reg)
+        setvbuf(f, NULL, _IOFBF, READ_BUF);
+    __fsetlocking(f, FSETLOCKING_BYCALLER); /* one thread */
     return f;
 }
 
@@ -629,8 +645,6 @@ sniff_run(const struct sniff_opts *o, struct mt_err *err)
     pflow_free(s.tab);
     if (s.p != NULL)
         pcap_close(s.p); /* closes the FILE */
-    if (s.map != NULL)
-        munmap(s.map, s.map_len);
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
     return rc;

@@ -220,6 +220,12 @@ tcp_reasm_segment(struct tcp_reasm *r, uint32_t seq, const uint8_t *p,
                   size_t cap, size_t len, uint64_t t_ns)
 {
     MT_ASSERT(cap <= len);
+    /* The common case: the next bytes, whole, nothing buffered. */
+    if (seq == r->next && r->have_seq && r->ooo == NULL && cap == len &&
+        len - 1 < 0x7fffffff) {
+        r->next += (uint32_t)len;
+        return r->ops->data(r->ctx, p, len, t_ns);
+    }
     if (len == 0)
         return 0;
     if (len > 0x7fffffff)

@@ -4,8 +4,10 @@
  * in docs/trace-format.md).
  *
  * The writer collects records uncompressed in the open frame.  The frame is
- * compressed as one independent zstd frame (content size and checksum in
- * its header) and written with one fwrite + fflush when it holds
+ * compressed as one independent zstd frame (content size in its header),
+ * followed by a skippable frame with the CRC-32 of its compressed bytes
+ * (TRACE_CRC_FRAME_MAGIC), and both are written with one fwrite + fflush
+ * when it holds
  * TRACE_FRAME_TARGET bytes, when TRACE_FLUSH_NS passed since its first
  * record (checked on every write and by trace_writer_tick), on
  * trace_writer_flush and on close.  A write error is sticky: later calls
@@ -21,6 +23,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <zlib.h>
 #include <zstd.h>
 
 #include "buf.h"
@@ -120,7 +123,21 @@ write_all(struct trace_writer *w, const void *p, size_t n)
     return 0;
 }
 
-/* Compresses and writes the open frame (if any). */
+/* Appends the checksum frame of the n compressed bytes at p (which
+ * TRACE_CRC_FRAME_LEN bytes of room follow). */
+static void
+crc_frame_put(uint8_t *p, size_t n)
+{
+    uint8_t *c = p + n;
+
+    wr_le32(c, TRACE_CRC_FRAME_MAGIC);
+    wr_le32(c + 4, 8);
+    wr_le32(c + 8, (uint32_t)crc32(0, p, (uInt)n));
+    wr_le32(c + 12, (uint32_t)n);
+}
+
+/* Compresses and writes the open frame (if any), its checksum frame
+ * after it, in one write. */
 static int
 frame_end(struct trace_writer *w)
 {
@@ -133,7 +150,7 @@ frame_end(struct trace_writer *w)
         return 0;
     bound = ZSTD_compressBound(w->frame.len);
     mt_buf_reset(&w->zout);
-    rc = mt_buf_reserve(&w->zout, bound);
+    rc = mt_buf_reserve(&w->zout, bound + TRACE_CRC_FRAME_LEN);
     if (rc < 0)
         return rc;
     n = ZSTD_compress2(w->cctx, w->zout.data, bound, w->frame.data,
@@ -142,6 +159,8 @@ frame_end(struct trace_writer *w)
         mt_error("trace: zstd compression failed: %s", ZSTD_getErrorName(n));
         return MT_ECOMPRESS;
     }
+    crc_frame_put(w->zout.data, n);
+    n += TRACE_CRC_FRAME_LEN;
     rc = write_all(w, w->zout.data, n);
     if (rc < 0) {
         w->err = rc;
@@ -208,7 +227,8 @@ writer_new(FILE *fp, bool own_fp, const struct trace_header *hdr,
     w->own_fp = own_fp;
     w->clk = &coarse_clock;
     mt_buf_init(&w->frame, TRACE_FRAME_LEN_MAX);
-    mt_buf_init(&w->zout, ZSTD_COMPRESSBOUND(TRACE_FRAME_LEN_MAX));
+    mt_buf_init(&w->zout,
+                ZSTD_COMPRESSBOUND(TRACE_FRAME_LEN_MAX) + TRACE_CRC_FRAME_LEN);
     mt_buf_init(&w->index, TRACE_INDEX_LEN_MAX);
     w->cctx = ZSTD_createCCtx();
     if (w->cctx == NULL) {
@@ -217,7 +237,8 @@ writer_new(FILE *fp, bool own_fp, const struct trace_header *hdr,
     }
     ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel,
                            TRACE_ZSTD_LEVEL_DEFAULT);
-    ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_checksumFlag, 1);
+    /* Integrity: the checksum frame after each frame (crc_frame_put). */
+    ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_checksumFlag, 0);
     ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_contentSizeFlag, 1);
     memset(&rec, 0, sizeof(rec));
     rec.type = TRACE_REC_HEADER;
@@ -399,7 +420,7 @@ index_write(struct trace_writer *w)
     wr_le32(head, TRACE_INDEX_FRAME_MAGIC);
     wr_le32(head + 4, (uint32_t)(n + TRACE_FOOTER_LEN));
     wr_le32(foot, (uint32_t)w->frames);
-    wr_le32(foot + 4, 1); /* index version */
+    wr_le32(foot + 4, TRACE_INDEX_VERSION);
     wr_le32(foot + 8, TRACE_FOOTER_MAGIC);
     errno = 0;
     if (fwrite(head, 1, sizeof(head), w->fp) != sizeof(head) ||

@@ -33,6 +33,16 @@
 #define TRACE_FOOTER_MAGIC 0x5849544Du
 #define TRACE_INDEX_ENTRY_LEN 20
 #define TRACE_FOOTER_LEN 12
+/* Index version 2: an entry's compressed size counts the data frame and
+ * the checksum frame after it (version 1: the data frame alone). */
+#define TRACE_INDEX_VERSION 2
+/* The zstd skippable frame after each data frame: u32 magic, u32 size (8),
+ * u32 CRC-32 (zlib's crc32(), ISO-HDLC) of the data frame's compressed
+ * bytes, u32 their length.  Data frames carry no XXH64 content checksum:
+ * checking 1/16 of the bytes with a CRC costs a tenth of hashing the
+ * records (docs/trace-format.md "Data frames"). */
+#define TRACE_CRC_FRAME_MAGIC 0x184D2A5Cu
+#define TRACE_CRC_FRAME_LEN 16
 
 /* Limits: a message's wire and plain forms each at most maxMessageSizeBytes;
  * a record at most both plus slack; a frame ends once it holds

@@ -9,9 +9,13 @@
  *     0x184D2A50..0x184D2A5F  skippable frame: u32 size, size bytes.
  *                             0x184D2A5E is the seek index: checked against
  *                             the frames read, when no bytes were lost.
+ *                             0x184D2A5C right after a zstd frame is its
+ *                             checksum frame (CRC-32 of its bytes).
  *
  * A frame's records are handed out only once the whole frame decompressed
- * and its checksum matched.  Input comes from memory or a FILE * read in
+ * and its checksum matched: the checksum frame after it (writers since
+ * session 3), else zstd's own XXH64 content checksum if the frame has one
+ * (checked by zstd).  Input comes from memory or a FILE * read in
  * chunks; every length from the file is checked against a limit before use.
  * On a bad frame the reader scans forward for the next frame magic
  * (resynchronisation) and counts the bytes it skipped.
@@ -20,6 +24,7 @@
 
 #include <errno.h>
 #include <string.h>
+#include <zlib.h>
 #include <zstd.h>
 
 #include "buf.h"
@@ -45,6 +50,8 @@ struct trace_reader {
     struct mt_buf frame; /* decompressed records of the current frame */
     size_t frame_pos;    /* next record in frame */
     uint64_t frame_off;  /* file offset of the current frame */
+    uint32_t frame_crc;  /* CRC-32 of its compressed bytes */
+    bool frame_xxh;      /* it carries zstd's content checksum */
     size_t frame_max;
     struct trace_header header;
     bool header_pending; /* trace_reader_next has not returned it yet */
@@ -208,6 +215,19 @@ reader_oom(struct trace_reader *r, uint64_t off, struct mt_err *err)
                       (unsigned long long)off);
 }
 
+/* RFC 8878 3.1.1.1.1: bit 2 of the Frame_Header_Descriptor (the byte after
+ * the magic) of the zstd frame at the input position is its
+ * Content_Checksum_flag. */
+static bool
+frame_has_xxh(struct trace_reader *r)
+{
+    size_t have = in_peek(r, 5);
+    struct rd d = rd_init((const uint8_t *)r->in.src + r->in.pos, have);
+    uint8_t fhd = 0;
+
+    return rd_skip(&d, 4) && rd_u8(&d, &fhd) && (fhd & 0x04) != 0;
+}
+
 /* Decompresses the zstd frame at the current input position into frame. */
 static int
 frame_decode(struct trace_reader *r, struct mt_err *err)
@@ -217,6 +237,8 @@ frame_decode(struct trace_reader *r, struct mt_err *err)
     int stalls = 0;
 
     ZSTD_DCtx_reset(r->dctx, ZSTD_reset_session_only);
+    r->frame_crc = 0;
+    r->frame_xxh = frame_has_xxh(r);
     mt_buf_reset(&r->frame);
     r->frame.len_max = r->frame_max + 1;
     r->frame_pos = 0;
@@ -242,6 +264,9 @@ frame_decode(struct trace_reader *r, struct mt_err *err)
         out.size = r->frame.cap - r->frame.len;
         out.pos = 0;
         ret = ZSTD_decompressStream(r->dctx, &out, &r->in);
+        r->frame_crc =
+            (uint32_t)crc32(r->frame_crc, (const Bytef *)r->in.src + in_before,
+                            (uInt)(r->in.pos - in_before));
         r->frame.len += out.pos;
         if (ZSTD_isError(ret)) {
             snprintf(what, sizeof(what), "corrupt zstd frame (%s)",
@@ -261,8 +286,51 @@ frame_decode(struct trace_reader *r, struct mt_err *err)
         if (!in_fill(r))
             return frame_truncated(r, off, err);
     }
-    r->frames++;
-    r->frame_bytes += in_offset(r) - off;
+    return 0;
+}
+
+/*
+ * After a decoded data frame: checks and passes over its checksum frame.
+ * A frame with zstd's own content checksum (XXH64, checked by zstd: the
+ * writers before session 3) needs none.  A bad checksum frame, a data frame
+ * that does not match it, or damaged bytes where its checksum frame belongs
+ * lose the frame.  A frame with neither checksum that another frame or the
+ * end of the file follows is taken as it is (a writer without checksums, or
+ * a file cut right after the frame).
+ */
+static int
+frame_check(struct trace_reader *r, struct mt_err *err)
+{
+    size_t have = in_peek(r, TRACE_CRC_FRAME_LEN);
+    const uint8_t *p = (const uint8_t *)r->in.src + r->in.pos;
+    uint64_t clen = in_offset(r) - r->frame_off;
+    char what[96];
+
+    /* The file ends inside what can only be the start of a checksum
+     * frame (magic bytes 5C 2A 4D 18): the frame is incomplete. */
+    if (have > 0 && have < 4 && memcmp(p, "\x5c\x2a\x4d\x18", have) == 0)
+        return frame_truncated(r, r->frame_off, err);
+    if (have < 4 || le32_at(p) != TRACE_CRC_FRAME_MAGIC) {
+        uint32_t m = have < 4 ? 0 : le32_at(p);
+        if (r->frame_xxh || have < 4 || is_frame_magic(m) ||
+            (m & SKIP_MAGIC_MASK) == SKIP_MAGIC_START)
+            return 0;
+        return resync(r, r->frame_off, MT_ECORRUPT,
+                      "corrupt zstd frame (damaged bytes where its checksum "
+                      "frame belongs)",
+                      err);
+    }
+    if (have < TRACE_CRC_FRAME_LEN)
+        return frame_truncated(r, r->frame_off, err);
+    if (le32_at(p + 4) != 8 || le32_at(p + 12) != clen ||
+        le32_at(p + 8) != r->frame_crc) {
+        snprintf(what, sizeof(what),
+                 "corrupt zstd frame (CRC-32 0x%08x, its checksum frame "
+                 "says 0x%08x)",
+                 r->frame_crc, le32_at(p + 8));
+        return resync(r, r->frame_off, MT_ECORRUPT, what, err);
+    }
+    r->in.pos += TRACE_CRC_FRAME_LEN;
     return 0;
 }
 
@@ -295,7 +363,7 @@ index_check(struct trace_reader *r, const uint8_t *p, uint32_t size,
         return mt_err_set(err, MT_ECORRUPT, off,
                           "malformed seek index at offset %llu",
                           (unsigned long long)off);
-    if (r->lost == 0 && version == 1 &&
+    if (r->lost == 0 && (version == 1 || version == TRACE_INDEX_VERSION) &&
         (n != r->frames || csum != r->frame_bytes || rsum != r->frame_recs))
         return mt_err_set(err, MT_ECORRUPT, off,
                           "seek index at offset %llu lists %u frames, %llu "
@@ -365,8 +433,16 @@ frame_next(struct trace_reader *r, struct mt_err *err)
         if (have < 4)
             return frame_truncated(r, off, err);
         magic = le32_at((const uint8_t *)r->in.src + r->in.pos);
-        if (magic == ZSTD_MAGICNUMBER)
-            return frame_decode(r, err);
+        if (magic == ZSTD_MAGICNUMBER) {
+            rc = frame_decode(r, err);
+            if (rc == 0)
+                rc = frame_check(r, err);
+            if (rc == 0) {
+                r->frames++;
+                r->frame_bytes += in_offset(r) - off;
+            }
+            return rc;
+        }
         if ((magic & SKIP_MAGIC_MASK) == SKIP_MAGIC_START) {
             rc = frame_skippable(r, magic, err);
             if (rc < 0)

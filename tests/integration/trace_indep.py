@@ -13,9 +13,12 @@ import json
 import struct
 import subprocess
 import sys
+import zlib
 
 MAGIC = b"MTRC\r\n\x1a\n"
 INDEX_MAGIC = 0x184D2A5E
+CRC_MAGIC = 0x184D2A5C
+CRC_LEN = 16
 FOOTER_MAGIC = 0x5849544D
 ZSTD_MAGIC = 0xFD2FB528
 
@@ -54,6 +57,15 @@ def index(raw):
         c, d, t, k = struct.unpack_from("<IIQI", raw, start + 8 + 20 * i)
         if struct.unpack_from("<I", raw, off)[0] != ZSTD_MAGIC:
             fail("index entry %d does not point at a zstd frame" % i)
+        if version >= 2:  # the data frame, then its checksum frame
+            if c < CRC_LEN:
+                fail("index entry %d shorter than a checksum frame" % i)
+            z = c - CRC_LEN
+            m, sz, crc, ln = struct.unpack_from("<IIII", raw, off + z)
+            if m != CRC_MAGIC or sz != 8 or ln != z:
+                fail("frame %d: no checksum frame after it" % i)
+            if zlib.crc32(raw[off:off + z]) != crc:
+                fail("frame %d: CRC-32 mismatch" % i)
         frames.append((off, c, d, t, k))
         off += c
     if off != start:

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 #include <zstd.h>
 
 #include "core/buf.h"
@@ -461,7 +462,7 @@ test_trace_index_and_footer(void **state)
     struct trace_msg m = {.conn_id = 1, .dir = TRACE_DIR_C2S};
     uint8_t *file, *wire = mk_wire(100, 2013, 3);
     size_t len;
-    uint32_t nframes, size, c, d, k;
+    uint32_t nframes, size, c = 0, d = 0, k = 0;
     uint64_t t, off = 0, recs = 0;
     struct rd rd;
 
@@ -481,7 +482,7 @@ test_trace_index_and_footer(void **state)
     rd = rd_init(file + len - TRACE_FOOTER_LEN, TRACE_FOOTER_LEN);
     rd_le32(&rd, &nframes);
     rd_le32(&rd, &k);
-    assert_int_equal(k, 1);
+    assert_int_equal(k, TRACE_INDEX_VERSION);
     rd_le32(&rd, &k);
     assert_int_equal(k, TRACE_FOOTER_MAGIC);
     assert_int_equal(nframes, 5); /* header, 3 messages, end */
@@ -496,10 +497,24 @@ test_trace_index_and_footer(void **state)
         rd_le32(&rd, &d);
         rd_le64(&rd, &t);
         rd_le32(&rd, &k);
-        /* each frame is where the index says, and decompresses to d */
+        /* each frame is where the index says, decompresses to d, and is
+         * followed by its checksum frame: CRC-32 and length of its bytes */
         assert_int_equal(ZSTD_findFrameCompressedSize(file + off, len - off),
-                         c);
+                         c - TRACE_CRC_FRAME_LEN);
         assert_true(ZSTD_getFrameContentSize(file + off, c) == d);
+        {
+            struct rd cr = rd_init(file + off + c - TRACE_CRC_FRAME_LEN,
+                                   TRACE_CRC_FRAME_LEN);
+            uint32_t cm, cs, cc, cl;
+            rd_le32(&cr, &cm);
+            rd_le32(&cr, &cs);
+            rd_le32(&cr, &cc);
+            rd_le32(&cr, &cl);
+            assert_int_equal(cm, TRACE_CRC_FRAME_MAGIC);
+            assert_int_equal(cs, 8);
+            assert_int_equal(cl, c - TRACE_CRC_FRAME_LEN);
+            assert_int_equal(cc, crc32(0, file + off, cl));
+        }
         if (i >= 1 && i <= 3)
             assert_int_equal(t, 5000 + i - 1);
         assert_int_equal(k, 1);
@@ -728,7 +743,8 @@ test_trace_empty_and_zero_length(void **state)
 /*
  * Writes a trace of nframes data frames of 3 messages each; returns the
  * file and the offsets where each frame starts (offs[nframes+1]: the end
- * frame, offs[nframes+2]: the index).
+ * frame, offs[nframes+2]: the index).  Each frame's checksum frame is part
+ * of it: the last TRACE_CRC_FRAME_LEN bytes before the next offset.
  */
 static uint8_t *
 build_frames(const char *name, int nframes, uint64_t *offs, size_t *len)
@@ -759,10 +775,12 @@ build_frames(const char *name, int nframes, uint64_t *offs, size_t *len)
     offs[nframes + 1] = trace_writer_bytes(w);
     assert_int_equal(trace_writer_close(w), 0);
     file = slurp(path, len);
-    /* the end frame is the last data frame: find the index after it */
+    /* the end frame is the last data frame: find the index after it and
+     * the end frame's checksum frame */
     offs[nframes + 2] = offs[nframes + 1] +
                         ZSTD_findFrameCompressedSize(file + offs[nframes + 1],
-                                                     *len - offs[nframes + 1]);
+                                                     *len - offs[nframes + 1]) +
+                        TRACE_CRC_FRAME_LEN;
     free(wire);
     return file;
 }
@@ -786,6 +804,15 @@ test_trace_truncated_every_offset(void **state)
         memcpy(copy, file, cut);
         rc = read_all_mem(copy, cut, &t, true);
         assert_int_equal(rc, MT_ETRUNC);
+        if (cut == offs[4] - TRACE_CRC_FRAME_LEN) {
+            /* cut between the data frame and its checksum frame: the data
+             * frame is whole, unverified, taken as it is (as a frame of a
+             * writer without checksums) */
+            assert_int_equal(t.cnt[TRACE_REC_MSG], 9);
+            assert_non_null(strstr(t.err.msg, "without an end record"));
+            free(copy);
+            continue;
+        }
         assert_int_equal(t.cnt[TRACE_REC_MSG], 6);
         assert_int_equal(t.cnt[TRACE_REC_HEADER], 1);
         assert_int_equal(t.errors, 1);
@@ -801,11 +828,15 @@ test_trace_truncated_every_offset(void **state)
     assert_non_null(strstr(t.err.msg, "without an end record"));
     /* every cut in the end frame and the index: all 9 messages */
     for (uint64_t cut = offs[4]; cut < len; cut++) {
+        uint64_t end_data = offs[5] - TRACE_CRC_FRAME_LEN;
         rc = read_all_mem(file, cut, &t, true);
         assert_int_equal(t.cnt[TRACE_REC_MSG], 9);
-        /* just after the end frame: a valid trace without an index */
-        assert_int_equal(rc, cut == offs[5] ? MT_END : MT_ETRUNC);
-        assert_int_equal(t.cnt[TRACE_REC_END], cut >= offs[5] ? 1 : 0);
+        /* just after the end frame (or its data frame, unverified): a
+         * valid trace without an index */
+        assert_int_equal(rc, cut == offs[5] || cut == end_data ? MT_END
+                                                               : MT_ETRUNC);
+        assert_int_equal(t.cnt[TRACE_REC_END],
+                         cut >= offs[5] || cut == end_data ? 1 : 0);
     }
     /* every prefix of the whole file: never a crash */
     for (uint64_t cut = 0; cut < offs[3]; cut++) {
@@ -827,8 +858,9 @@ test_trace_corrupt_frame_resync(void **state)
     struct tally t;
     int rc, seen_resume = 0;
 
-    /* A flipped byte anywhere in the second message frame: its records
-     * are lost, the reader reports it and resumes with the third frame. */
+    /* A flipped byte anywhere in the second message frame, its checksum
+     * frame (the last 16 bytes) included: its records are lost, the reader
+     * reports it and resumes with the third frame. */
     for (uint64_t at = offs[2]; at < offs[3]; at++) {
         file[at] ^= 0x41;
         rc = read_all_mem(file, len, &t, true);
