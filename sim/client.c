@@ -77,8 +77,12 @@ sim__client_init(struct sim_model *m)
     m->py_home_ns = mt_calloc(m->nhome, sizeof(*m->py_home_ns));
     m->py_seen_ns = mt_calloc(m->nhome * SIM_XC_SLOTS, sizeof(uint64_t));
     m->py_seen_own_ns = mt_calloc(m->nhome * SIM_XC_SLOTS, sizeof(uint64_t));
+    m->py_seen_at_ns = mt_calloc(m->nhome * SIM_XC_SLOTS, sizeof(uint64_t));
+    m->py_busy_ns = mt_calloc(m->nhome, sizeof(*m->py_busy_ns));
+    m->py_seen_busy_ns = mt_calloc(m->nhome * SIM_XC_SLOTS, sizeof(uint64_t));
     if (!m->th || !m->conn || !m->idle || !m->pool_wait || !m->py_home_ns ||
-        !m->py_seen_ns || !m->py_seen_own_ns)
+        !m->py_seen_ns || !m->py_seen_own_ns || !m->py_seen_at_ns ||
+        !m->py_busy_ns || !m->py_seen_busy_ns)
         return -ENOMEM;
     MT_ASSERT(m->p.releases >= 2 && m->p.releases <= 10);
     build_ops(&m->p, m->ops, false);
@@ -111,13 +115,10 @@ sim__client_init(struct sim_model *m)
  * gil_xcore_cpu_us).  A sequential run has W = 0.  Extra CPU in us.
  */
 static double
-xcore_us(struct sim_model *m, uint32_t t, unsigned slot, double frac)
+xcore_us(struct sim_model *m, size_t h, size_t i, double frac)
 {
-    size_t h = t % m->nhome, i = h * SIM_XC_SLOTS + slot;
     double w;
 
-    MT_ASSERT(slot < SIM_XC_SLOTS);
-    m->th[t].py_slot = (uint8_t)slot;
     if (m->p.runtime == SIM_RT_FREE || m->nhome < 2 ||
         m->p.gil_xcore_cpu_us <= 0 || m->p.py_call_us <= 0 || frac <= 0)
         return 0;
@@ -126,8 +127,56 @@ xcore_us(struct sim_model *m, uint32_t t, unsigned slot, double frac)
         1e3;
     if (w <= 0)
         return 0;
-    m->res->gil_xcore++;
     return m->p.gil_xcore_cpu_us * frac * fmin(1.0, w / m->p.py_call_us);
+}
+
+/*
+ * The working set gone cold: A = the time since home core h last ended
+ * this segment (slot i) less the Python CPU the client ran since on h,
+ * extra CPU of misses included (time in which h ran none of the client's
+ * Python: it idled, ran syscalls or other
+ * processes, which evict its private caches).  The segment pays
+ * py_cold_cpu_us x frac x the ramp (A - py_cold_lo_us) / (py_cold_hi_us -
+ * py_cold_lo_us), clamped to [0, 1]: calibrated from two sequential runs
+ * of the same client, a short wait (A = lo, nothing charged) and a long
+ * one (A = hi, the call pays py_cold_cpu_us).  Extra CPU in us.
+ */
+static double
+cold_us(struct sim_model *m, size_t h, size_t i, double frac)
+{
+    double a, span = m->p.py_cold_hi_us - m->p.py_cold_lo_us;
+
+    if (m->p.py_cold_cpu_us <= 0 || span <= 0 || frac <= 0)
+        return 0;
+    a = ((double)(m->eng.now_ns - m->py_seen_at_ns[i]) -
+         (double)(m->py_busy_ns[h] - m->py_seen_busy_ns[i])) /
+        1e3;
+    return m->p.py_cold_cpu_us * frac *
+           fmin(1.0, fmax(0.0, (a - m->p.py_cold_lo_us) / span));
+}
+
+/*
+ * Extra CPU of a Python segment whose working set is not in this core's
+ * caches: moved to the other core (xcore_us) or evicted while the client
+ * ran no Python (cold_us).  A cache line is either of the two, so the
+ * segment pays the larger (measured: the delay-1 sequential run's --xcore
+ * extra is 13-104 us against 48-163 us at delay 0, docs/sim-model.md).
+ */
+static double
+miss_us(struct sim_model *m, uint32_t t, unsigned slot, double frac)
+{
+    size_t h = t % m->nhome, i = h * SIM_XC_SLOTS + slot;
+    double x, c;
+
+    MT_ASSERT(slot < SIM_XC_SLOTS);
+    m->th[t].py_slot = (uint8_t)slot;
+    x = xcore_us(m, h, i, frac);
+    c = cold_us(m, h, i, frac);
+    if (x > 0 && x >= c)
+        m->res->gil_xcore++;
+    else if (c > 0)
+        m->res->py_cold++;
+    return fmax(x, c);
 }
 
 /*
@@ -137,7 +186,7 @@ xcore_us(struct sim_model *m, uint32_t t, unsigned slot, double frac)
  * (1 + gil_switch_stretch) times as long: the measured cost of taking over
  * from another thread (caches refilled after the other thread's work, the
  * holder preempted by threads woken meanwhile; mtrace calibrate); plus
- * xcore_us.
+ * miss_us.
  */
 static uint64_t
 py_ns(struct sim_model *m, uint32_t t, unsigned slot, double frac)
@@ -148,11 +197,18 @@ py_ns(struct sim_model *m, uint32_t t, unsigned slot, double frac)
 
     if (m->p.runtime == SIM_RT_FREE)
         us *= m->p.ft_slowdown;
-    else if (th->ran_py && th->seen_switch != m->gil.switch_number)
+    else if (th->ran_py && th->seen_switch != m->gil.switch_number) {
         us *= 1.0 + m->p.gil_switch_stretch;
+        /* the segment after release r is op 2r + 2 (SEND/WAIT/SYS at odd
+         * ops): another thread held the GIL since t released it */
+        if (slot >= 2 && slot % 2 == 0 && slot < SIM_XC_LOOP &&
+            slot / 2 - 1 < SIM_HANDOVER_MAX)
+            m->res->handover[slot / 2 - 1]++;
+    }
     ns = sim__us(mt_rng_lognormal(&m->rng_py, us, m->p.py_cv));
     th->py_seg_ns = ns;
-    return ns + sim__us(xcore_us(m, t, slot, frac));
+    th->py_miss_ns = sim__us(miss_us(m, t, slot, frac));
+    return ns + th->py_miss_ns;
 }
 
 /* A Python segment of t ended: remember the GIL's switch count and count
@@ -168,6 +224,9 @@ py_ended(struct sim_model *m, uint32_t t)
     m->py_home_ns[h] += m->th[t].py_seg_ns;
     m->py_seen_ns[i] = m->py_total_ns;
     m->py_seen_own_ns[i] = m->py_home_ns[h];
+    m->py_busy_ns[h] += m->th[t].py_seg_ns + m->th[t].py_miss_ns;
+    m->py_seen_busy_ns[i] = m->py_busy_ns[h];
+    m->py_seen_at_ns[i] = m->eng.now_ns;
 }
 
 static void advance(struct sim_model *m, uint32_t t);

@@ -122,6 +122,32 @@ sim_fit_seq_cpu(struct sim_params *p, double cpu_us, double stdev_pct,
 }
 
 int
+sim_fit_cv_cpu(struct sim_params *p, double cpu_us, double cpu_cv,
+               struct mt_err *err)
+{
+    int i_cv = sim_params_find("py_cv");
+    double mids = (double)(p->releases - 1), ss, mid;
+
+    if (!(cpu_cv >= 0) || p->py_call_us <= 0 || mids < 1)
+        return mt_err_set(err, MT_EUSAGE, 0,
+                          "calibration: client CPU cv %g (needs >= 0) or no "
+                          "Python CPU to vary",
+                          cpu_cv);
+    mid = fmax(0.0, (1.0 - p->py_pre_frac - p->py_post_frac) / mids);
+    ss = p->py_pre_frac * p->py_pre_frac + p->py_post_frac * p->py_post_frac +
+         mids * mid * mid;
+    if (ss <= 0)
+        ss = 1;
+    p->py_cv = fmin(10.0, cpu_cv * cpu_us / (p->py_call_us * sqrt(ss)));
+    p->origin[i_cv] = SIM_OR_CALIBRATED;
+    snprintf(p->note[i_cv], SIM_NOTE_MAX,
+             "from the sequential client CPU's cv %.3f per call (segments "
+             "independent: x cpu / (py_call_us sqrt(sum of shares^2)))",
+             cpu_cv);
+    return 0;
+}
+
+int
 sim_fit_seq(struct sim_params *p, double mean_ms, double stdev_pct,
             struct mt_err *err)
 {

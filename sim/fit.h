@@ -37,4 +37,18 @@ int sim_fit_seq(struct sim_params *p, double mean_ms, double stdev_pct,
 int sim_fit_seq_cpu(struct sim_params *p, double cpu_us, double stdev_pct,
                     struct mt_err *err);
 
+/*
+ * py_cv from the variation of the sequential run's client CPU per call
+ * (cpu_cv: stdev / mean of time.thread_time() around each call), not from
+ * its latency stdev% (which also holds the time the thread was off its
+ * core: other processes, stalls).  The model draws each Python segment of
+ * a call independently (lognormal, cv py_cv, mean py_call_us x its share
+ * f_i) and charges the rest of cpu_us as constant syscall CPU, so the
+ * call's CPU has cv = py_cv x py_call_us x sqrt(sum f_i^2) / cpu_us; py_cv
+ * is solved from that (capped at 10).  Call after sim_fit_seq_cpu.
+ * Returns 0 or MT_EUSAGE (cpu_cv < 0, no Python CPU).
+ */
+int sim_fit_cv_cpu(struct sim_params *p, double cpu_us, double cpu_cv,
+                   struct mt_err *err);
+
 #endif

@@ -273,6 +273,9 @@ model_free(struct sim_model *m)
     mt_free(m->gil.q);
     mt_free(m->py_seen_ns);
     mt_free(m->py_seen_own_ns);
+    mt_free(m->py_seen_at_ns);
+    mt_free(m->py_busy_ns);
+    mt_free(m->py_seen_busy_ns);
     mt_free(m->py_home_ns);
     mt_free(m->lat);
 }
@@ -417,6 +420,7 @@ sim_stats_compute(const uint64_t *lat_ns, size_t n, struct sim_stats *st)
     st->stdev_ms = n > 1 ? sqrt(ss / (double)(n - 1)) / 1e6 : 0;
     st->stdev_pct = st->mean_ms > 0 ? 100.0 * st->stdev_ms / st->mean_ms : 0;
     st->p50_ms = rank_ms(s, n, 0.50);
+    st->p10_ms = rank_ms(s, n, 0.10);
     st->p90_ms = rank_ms(s, n, 0.90);
     st->p99_ms = rank_ms(s, n, 0.99);
     st->max_ms = (double)s[n - 1] / 1e6;

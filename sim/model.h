@@ -20,6 +20,9 @@
 #include "params.h"
 #include "core/rng.h"
 
+/* Releases per call whose hand-overs are counted (sim_result.handover). */
+#define SIM_HANDOVER_MAX 10
+
 /* What one run produced. */
 struct sim_result {
     uint64_t *lat_ns; /* owned: reported call latencies, in completion order */
@@ -34,15 +37,20 @@ struct sim_result {
     uint64_t gil_wake_takes; /* takes that paid gil_wake_cpu_us (for the
                                 wake-ups since the previous take) */
     uint64_t gil_futile;     /* woken waiters that found the GIL taken again */
-    uint64_t gil_xcore;      /* Python segments that paid gil_xcore_cpu_us
-                                (work ran on other home cores meanwhile) */
-    uint64_t send_preempts;  /* sends whose woken peer ran first on the
-                                sender's core (client.c send_preempted) */
-    uint64_t slice_ends;     /* entities sent to the back of the run queue
-                                at the end of a time slice (cpu_slice_us) */
-    uint64_t client_blocks;  /* times a client thread blocked: on gil->cond
-                                (each wait, re-waits included), for a reply,
-                                on switch_cond, for a pooled connection */
+    uint64_t py_cold; /* Python segments whose cold charge (py_cold_cpu_us)
+                         was larger than the xcore one */
+    /* [r]: segments after release r that found another GIL holder had run
+     * since the thread released it (a hand-over) */
+    uint64_t handover[SIM_HANDOVER_MAX];
+    uint64_t gil_xcore;     /* Python segments that paid gil_xcore_cpu_us
+                               (work ran on other home cores meanwhile) */
+    uint64_t send_preempts; /* sends whose woken peer ran first on the
+                               sender's core (client.c send_preempted) */
+    uint64_t slice_ends;    /* entities sent to the back of the run queue
+                               at the end of a time slice (cpu_slice_us) */
+    uint64_t client_blocks; /* times a client thread blocked: on gil->cond
+                               (each wait, re-waits included), for a reply,
+                               on switch_cond, for a pooled connection */
     uint64_t conns_opened;
     double cpu_util; /* busy core-time / (cores * end) */
 };
@@ -50,7 +58,7 @@ struct sim_result {
 /* Summary statistics of a latency sample (ms; stdev is the sample stdev). */
 struct sim_stats {
     size_t n;
-    double mean_ms, stdev_ms, stdev_pct, p50_ms, p90_ms, p99_ms, max_ms;
+    double mean_ms, stdev_ms, stdev_pct, p10_ms, p50_ms, p90_ms, p99_ms, max_ms;
 };
 
 /*
@@ -154,6 +162,7 @@ struct sim__thread {
     bool ran_py;           /* has run a Python segment */
     uint64_t seen_switch;  /* switch_number when its last segment ended */
     uint64_t py_seg_ns;    /* CPU of its current Python segment */
+    uint64_t py_miss_ns;   /* its extra CPU (miss_us, client.c) */
     uint8_t py_slot;       /* which segment of the call (SIM_XC_SLOTS) */
     uint8_t after_take;    /* enum sim__after */
     uint8_t after_switch;  /* enum sim__after */
@@ -220,12 +229,16 @@ struct sim_model {
     uint64_t *lat; /* owned */
     size_t lat_n, lat_cap;
     size_t threads_done;
-    uint64_t py_total_ns;     /* Python CPU run so far, all client threads */
-    uint64_t *py_home_ns;     /* owned: per home core, Python CPU run there */
-    uint64_t *py_seen_ns;     /* owned: [home][slot] py_total_ns when that
-                                 core last ended that segment of a call */
-    uint64_t *py_seen_own_ns; /* owned: [home][slot] py_home_ns then */
-    size_t nhome;             /* home cores: min(cores, threads) */
+    uint64_t py_total_ns;      /* Python CPU run so far, all client threads */
+    uint64_t *py_home_ns;      /* owned: per home core, Python CPU run there */
+    uint64_t *py_seen_ns;      /* owned: [home][slot] py_total_ns when that
+                                  core last ended that segment of a call */
+    uint64_t *py_seen_own_ns;  /* owned: [home][slot] py_home_ns then */
+    uint64_t *py_seen_at_ns;   /* owned: [home][slot] the time then */
+    uint64_t *py_busy_ns;      /* owned: per home core, Python CPU run there
+                                  with the extra CPU of misses */
+    uint64_t *py_seen_busy_ns; /* owned: [home][slot] py_busy_ns then */
+    size_t nhome;              /* home cores: min(cores, threads) */
     struct sim_result *res;
     int rc; /* first error */
 };

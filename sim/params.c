@@ -51,6 +51,14 @@ const struct sim_param_desc sim_param_table[] = {
       "extra CPU of a Python segment (GIL held) when threads of other home "
       "cores (thread index % cores) ran a call's Python since this core "
       "last did; pro rata below that: the working set's move"),
+    P("py_cold_cpu_us", SIM_P_DBL, py_cold_cpu_us, 0, 1e6, "us",
+      "extra CPU per call when the home core ran no Python of the client "
+      "for >= py_cold_hi_us since it last ran that segment (cold caches); "
+      "pro rata from py_cold_lo_us; not added to gil_xcore_cpu_us (max)"),
+    P("py_cold_lo_us", SIM_P_DBL, py_cold_lo_us, 0, 1e9, "us",
+      "time without the client's Python at which the cold charge starts"),
+    P("py_cold_hi_us", SIM_P_DBL, py_cold_hi_us, 0, 1e9, "us",
+      "time without the client's Python at which the charge is whole"),
     P("gil_wake_cpu_us", SIM_P_DBL, gil_wake_cpu_us, 0, 1e6, "us",
       "CPU of one block/wake cycle of a GIL waiter (futex, gil->mutex); "
       "who pays it: gil_wake_cpu_waiter"),
@@ -205,6 +213,13 @@ sim_params_default(struct sim_params *p)
     set_default(p, "gil_xcore_cpu_us", "0", SIM_OR_ASSUMPTION,
                 "0 until measured (mtrace calibrate, or the sequential run "
                 "with alternating cores)");
+    set_default(p, "py_cold_cpu_us", "0", SIM_OR_ASSUMPTION,
+                "0 until measured (sequential runs of the same client with "
+                "a short and a long wait: sim/validate_report.py)");
+    set_default(p, "py_cold_lo_us", "0", SIM_OR_ASSUMPTION,
+                "with py_cold_cpu_us");
+    set_default(p, "py_cold_hi_us", "0", SIM_OR_ASSUMPTION,
+                "with py_cold_cpu_us");
     set_default(p, "gil_wake_cpu_us", "0", SIM_OR_ASSUMPTION,
                 "0 until measured by mtrace calibrate");
     set_default(p, "gil_wake_cpu_waiter", "1", SIM_OR_ASSUMPTION,

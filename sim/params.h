@@ -57,6 +57,13 @@ struct sim_params {
     double gil_xcore_cpu_us;     /* extra CPU of a Python segment after a
                                     call's Python ran on other home cores
                                     (the working set's move; client.c) */
+    double py_cold_cpu_us;       /* extra CPU per call when the call's
+                                    working set went cold: the home core ran
+                                    no Python of the client for
+                                    >= py_cold_hi_us (client.c) */
+    double py_cold_lo_us;        /* that idle time at which nothing is
+                                    cold (the ramp's start) */
+    double py_cold_hi_us;        /* ... at which all of it is cold */
     int64_t gil_wake_cpu_waiter; /* 1: a futile waiter pays it, GIL free */
     double gil_wake_cpu_us;      /* CPU of one GIL waiter's block/wake cycle:
                                     the next taker pays it, GIL held, or (with

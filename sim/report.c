@@ -168,6 +168,7 @@ sim_report_row(FILE *out, int fmt, const struct sim_row *r)
                 (long long)p->threads, (long long)p->calls, s->n);
         json_num(out, "mean_ms", s->mean_ms, 4);
         json_num(out, "stdev_pct", s->stdev_pct, 2);
+        json_num(out, "p10_ms", s->p10_ms, 4);
         json_num(out, "p50_ms", s->p50_ms, 4);
         json_num(out, "p90_ms", s->p90_ms, 4);
         json_num(out, "p99_ms", s->p99_ms, 4);
@@ -196,8 +197,18 @@ sim_report_row(FILE *out, int fmt, const struct sim_row *r)
                  (double)r->res.gil_switches /
                      ((double)p->threads * (double)p->calls),
                  3);
+        fputs(",\"handovers_per_release\":[", out);
+        for (int64_t k = 0; k < p->releases && k < SIM_HANDOVER_MAX; k++)
+            fprintf(out, "%s%.3f", k ? "," : "",
+                    (double)r->res.handover[k] /
+                        ((double)p->threads * (double)p->calls));
+        fputc(']', out);
         json_num(out, "gil_xcore_per_call",
                  (double)r->res.gil_xcore /
+                     ((double)p->threads * (double)p->calls),
+                 3);
+        json_num(out, "py_cold_per_call",
+                 (double)r->res.py_cold /
                      ((double)p->threads * (double)p->calls),
                  3);
         fprintf(out, ",\"seed\":%lld}\n", (long long)p->seed);

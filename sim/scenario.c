@@ -21,6 +21,7 @@ scenario_defaults(struct sim_scenario *sc)
     sc->cal_mean_ms = NAN;
     sc->cal_stdev_pct = NAN;
     sc->cal_cpu_us = NAN;
+    sc->cal_cpu_cv = NAN;
     sc->meas_mean_ms = NAN;
     sc->meas_stdev_pct = NAN;
     sc->meas_total_s = NAN;
@@ -91,6 +92,8 @@ sim_scenario_apply(struct sim_scenario *sc, const char *key, const char *val,
         return parse_double(key, val, &sc->cal_stdev_pct, err);
     if (strcmp(key, "calibrate.seq_cpu_us") == 0)
         return parse_double(key, val, &sc->cal_cpu_us, err);
+    if (strcmp(key, "calibrate.seq_cpu_cv") == 0)
+        return parse_double(key, val, &sc->cal_cpu_cv, err);
     if (strcmp(key, "measured.mean_ms") == 0)
         return parse_double(key, val, &sc->meas_mean_ms, err);
     if (strcmp(key, "measured.stdev_pct") == 0)

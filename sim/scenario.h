@@ -47,6 +47,8 @@ struct sim_scenario {
     double cal_mean_ms;   /* NaN unless a calibration source */
     double cal_stdev_pct; /* NaN unless given */
     double cal_cpu_us;    /* NaN unless given: client CPU per call */
+    double cal_cpu_cv;    /* NaN unless given: its coefficient of variation
+                             over the calls (py_cv from it, fit.h) */
     char cal_from[64];    /* "" or a scenario name */
     double meas_mean_ms;  /* NaN unless given */
     double meas_stdev_pct;

@@ -387,9 +387,12 @@ calibrate_all(struct sim_scenario_set *set, const struct sim_opts *o,
         struct sim_params cp = sc->cal_p; /* the measured run's setup */
         if (isnan(sc->cal_mean_ms))
             continue;
-        rc = isnan(sc->cal_cpu_us)
-                 ? sim_fit_seq(&cp, sc->cal_mean_ms, sc->cal_stdev_pct, err)
-                 : sim_fit_seq_cpu(&cp, sc->cal_cpu_us, sc->cal_stdev_pct, err);
+        if (isnan(sc->cal_cpu_us))
+            rc = sim_fit_seq(&cp, sc->cal_mean_ms, sc->cal_stdev_pct, err);
+        else if (isnan(sc->cal_cpu_cv))
+            rc = sim_fit_seq_cpu(&cp, sc->cal_cpu_us, sc->cal_stdev_pct, err);
+        else if ((rc = sim_fit_seq_cpu(&cp, sc->cal_cpu_us, NAN, err)) == 0)
+            rc = sim_fit_cv_cpu(&cp, sc->cal_cpu_us, sc->cal_cpu_cv, err);
         if (rc < 0) {
             char msg[sizeof(err->msg)];
             snprintf(msg, sizeof(msg), "%s", err->msg);

@@ -21,10 +21,13 @@
 #  3c. Who takes the GIL at each release (sim/validate_handover.py: a
 #     pymongo-shaped loop on socketpairs to an echo process, 1, 2, 4, 10
 #     threads): a check of the GIL model's mechanism (table 1d).
-#  4. `mtrace sim` is calibrated from the delay-0 sequential row only (its
-#     client CPU per call, validate_bench.py's cpu_us, and its stdev%; means
-#     over the repetitions) and the host facts, and predicts every other row
-#     (table 1c also shows the older calibration from the sequential mean).
+#  4. `mtrace sim` is calibrated from the sequential rows only: the delay-0
+#     row's client CPU per call (validate_bench.py's cpu_us), that CPU's cv
+#     (cpu_cv: py_cv) and its --xcore figure; the delay-1 row's CPU per call
+#     against the delay-0 one (py_cold_*); means over the repetitions; and
+#     the host facts.  It predicts every row's mean and stdev% (table 1c
+#     also shows the older calibration from the sequential mean; table 1e
+#     the distribution of repetition 1).
 #     The load average before each repetition goes to OUT/load.txt.
 #  5. Seed 000 (sim/scenarios/seed000.scn) and seed 001
 #     (sim/scenarios/seed001.scn) predictions vs their tables.

@@ -18,6 +18,9 @@ call (getrusage(RUSAGE_THREAD) ru_nvcsw over the thread's calls: each time
 it blocked, on the socket or on the GIL's condition variable), a diagnostic
 only; ivcsw the involuntary ones (ru_nivcsw: each time it was switched
 out while runnable, e.g. by the server its sendall woke), a diagnostic too.
+The sequential row also has "cpu_cv": the coefficient of variation of the
+thread CPU per call (first call excluded), which calibrates the model's
+py_cv (time off the CPU, e.g. other processes' turns, is not in it).
 --xcore adds to the sequential row "xcore_cpu_us": the same sequential
 client (one thread, no contention), its thread CPU per call when each call
 runs on the other core than the previous one (os.sched_setaffinity before
@@ -45,7 +48,7 @@ CPU = threading.local()
 
 def timings(col, n):
     out = []
-    cpu = 0.0
+    cpus = []
     r0 = resource.getrusage(resource.RUSAGE_THREAD)
     for _ in range(n):
         start = time.perf_counter()
@@ -53,9 +56,12 @@ def timings(col, n):
         col.find_one({"_id": "test-doc-1"})
         c1 = time.thread_time()
         out.append((time.perf_counter() - start) * 1000)
-        cpu += c1 - c0
+        cpus.append(c1 - c0)
     r1 = resource.getrusage(resource.RUSAGE_THREAD)
-    CPU.us = cpu * 1e6 / n if n else 0.0
+    CPU.us = sum(cpus) * 1e6 / n if n else 0.0
+    # per-call CPU variation, first call excluded like the latencies
+    CPU.cv = statistics.stdev(cpus[1:]) / statistics.mean(cpus[1:]) \
+        if n > 2 and statistics.mean(cpus[1:]) > 0 else 0.0
     CPU.vcsw = (r1.ru_nvcsw - r0.ru_nvcsw) / n if n else 0.0
     CPU.ivcsw = (r1.ru_nivcsw - r0.ru_nivcsw) / n if n else 0.0
     return out
@@ -147,10 +153,13 @@ def main():
     col = client["benchmark_db"]["test_col"]
     seq = timings(col, a.seq)[1:]
     cpu = (CPU.us, CPU.vcsw, CPU.ivcsw)
+    cpu_cv = CPU.cv
     x = xcore(col) if a.xcore else None
     CPU.us, CPU.vcsw, CPU.ivcsw = cpu
-    row(a.label, "seq", 1, seq, a.dump,
-        {"xcore_cpu_us": round(x[0], 3), "xcore_fixed_us": round(x[1], 3)} if x else None)
+    extra = {"cpu_cv": round(cpu_cv, 4)}
+    if x:
+        extra.update({"xcore_cpu_us": round(x[0], 3), "xcore_fixed_us": round(x[1], 3)})
+    row(a.label, "seq", 1, seq, a.dump, extra)
     if not a.seq_only:
         for n in [int(x) for x in a.threads.split(",") if x]:
             row(a.label, "t%d" % n, n, threaded(col, n, a.calls), a.dump)
