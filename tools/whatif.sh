@@ -11,7 +11,8 @@
 #                     [--host FILE] [--no-sniff] [--seed N]
 #
 # `tools/whatif.sh --help` lists the options.  Exit status: 0 report written,
-# 1 a step failed (the message says which), 2 bad usage.
+# 1 a step failed (the message says which), 2 bad usage.  MTRACE=PATH runs
+# that mtrace binary instead of ./mtrace (the sanitizer builds' test runs).
 set -u
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 PY=/usr/bin/python3
@@ -20,7 +21,8 @@ need() { echo "whatif: $1; run 'make whatif' (installs what is missing and build
 case " $* " in
 *" -h "* | *" --help "*) exec "$PY" "$TOP/tools/whatif.py" --help ;;
 esac
-[ -x "$TOP/mtrace" ] || need "$TOP/mtrace is not built"
+MT=${MTRACE:-$TOP/mtrace}
+[ -x "$MT" ] || need "$MT is not built"
 command -v gnuplot >/dev/null 2>&1 || need "gnuplot is not installed"
 "$PY" -c 'import pymongo' 2>/dev/null || need "pymongo is missing for $PY (python3-pymongo)"
-exec "$PY" "$TOP/tools/whatif.py" "$@"
+exec "$PY" "$TOP/tools/whatif.py" --mtrace "$MT" "$@"
