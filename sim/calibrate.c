@@ -17,12 +17,20 @@
  * loopback TCP connection, both done by one thread (nothing blocks)
  *   (comments)     the extra thread CPU of a Python workload when 4
  *                  threads contend for the GIL, and the contended idle gap
- *   gil_handoff_us sim/calibrate/gil_pingpong.py under /usr/bin/python3: 4
- *                  threads each loop (Python work, time.sleep(0.0002)); the
- *                  median gap between one GIL holder's end of work and the
- *                  next holder's start.  The cold 2-thread lock hand-off
- *                  (a thread blocked 200 us is released by another) is
- *                  printed as a comment.
+ *   gil_handoff_us sim/calibrate/gil_pingpong.py under /usr/bin/python3:
+ *                  the cold 2-thread hand-off: a thread blocked 200 us on a
+ *                  threading.Lock is released by another, which then blocks
+ *                  itself (dropping the GIL); release -> the woken thread
+ *                  running Python (mean less the top 1 %).  That is the path
+ *                  of a signalled GIL waiter in Python/ceval_gil.h (3.11):
+ *                  drop_gil's COND_SIGNAL, a futex wake, the waiter's return
+ *                  through pthread_cond_timedwait re-locking gil->mutex and
+ *                  its re-check of gil->locked, with nothing else competing.
+ *                  The 4-thread contended idle gap (round 1-6's figure) is
+ *                  printed as a comment: it also holds the core queueing,
+ *                  the other threads' turns (the model adds those
+ *                  itself) and probably gaps with no waiter yet (round 7,
+ *                  docs/sim-history.md).
  *   gil_wake_cpu_us  gil_pingpong.py contended_cpu(): CPU of one block/wake
  *                  cycle of a GIL waiter (4 and 10 threads spread over the
  *                  cores, Python segment + sendall/recv to an echo process;
@@ -649,18 +657,21 @@ cal_write(FILE *out, const struct facts *f, const struct cal_opts *o)
             "%.3f us minus one pipe write+read\n",
             fmax(f->cpu - f->pipe_ns, 0.0) / 1e3, f->cpu / 1e3);
     fprintf(out,
-            "gil_handoff_us = %.3f [measured] %s %s: 4 threads x (Python "
-            "workload + time.sleep(0.0002)): median GIL idle gap from one "
-            "holder's end of work to the next holder's start\n",
-            f->py.contended, o->python, f->py.ver);
+            "gil_handoff_us = %.3f [measured] %s %s: cold 2-thread GIL "
+            "hand-off: lock.release() -> the other thread, blocked 200 us, "
+            "running Python (mean less the top 1%%): drop_gil's COND_SIGNAL "
+            "-> the waiter re-checking gil->locked, nothing else competing "
+            "(the model adds cores and other threads itself)\n",
+            f->py.cold, o->python, f->py.ver);
+    fprintf(out,
+            "# contended GIL idle gap (rounds 1-6's gil_handoff_us; not "
+            "applied): 4 threads x (Python workload + time.sleep(0.0002)), "
+            "median gap from one holder's end of work to the next holder's "
+            "start: %.3f us\n",
+            f->py.contended);
     cal_write_stretch(out, f, o);
     cal_write_wake_cpu(out, f, o);
     sim_calibrate_preempt_print(out, f->pre);
-    fprintf(out,
-            "# cold 2-thread GIL hand-off: lock.release() -> the other thread "
-            "running Python after 200 us blocked: %.3f us (mean less the top "
-            "1%%)\n",
-            f->py.cold);
     fprintf(out,
             "# hot GIL hand-off: lock ping-pong half round trip minus loop CPU "
             "%.3f us (cv %.2f); cold cv %.2f\n",

@@ -148,6 +148,8 @@ sim__cpu_preempt(struct sim_model *m, uint32_t e)
     MT_ASSERT(x->state == ES_RUNNING);
     rem = x->end_ns - m->eng.now_ns;
     m->busy_ns += x->dur_ns - rem;
+    if (e < m->nth)
+        m->res->client_cpu_ns += x->dur_ns - rem;
     x->gen++;
     x->state = ES_IDLE;
     if (x->on_core)
@@ -185,6 +187,8 @@ on_cpu_done(struct sim_model *m, uint32_t e)
 
     x->state = ES_IDLE;
     m->busy_ns += x->dur_ns;
+    if (e < m->nth)
+        m->res->client_cpu_ns += x->dur_ns;
     m->holding =
         x->on_core ? (int32_t)e : -1; /* set only when it holds a core */
     x->on_core = false;

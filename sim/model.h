@@ -52,6 +52,8 @@ struct sim_result {
                                (each wait, re-waits included), for a reply,
                                on switch_cond, for a pooled connection */
     uint64_t conns_opened;
+    uint64_t client_cpu_ns; /* CPU of the client threads' jobs (Python,
+                               syscalls, wake-ups, GIL costs) */
     double cpu_util; /* busy core-time / (cores * end) */
 };
 

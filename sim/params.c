@@ -207,7 +207,8 @@ sim_params_default(struct sim_params *p)
     set_default(p, "switch_interval_us", "5000", SIM_OR_CONSTANT,
                 "CPython default sys.getswitchinterval() = 0.005 s");
     set_default(p, "gil_handoff_us", "15", SIM_OR_ASSUMPTION,
-                "placeholder until measured by mtrace calibrate");
+                "placeholder until measured by mtrace calibrate (a "
+                "signalled GIL waiter's latency: cold 2-thread hand-off)");
     set_default(p, "gil_switch_stretch", "0", SIM_OR_ASSUMPTION,
                 "0 until measured by mtrace calibrate");
     set_default(p, "gil_xcore_cpu_us", "0", SIM_OR_ASSUMPTION,

@@ -211,6 +211,10 @@ sim_report_row(FILE *out, int fmt, const struct sim_row *r)
                  (double)r->res.py_cold /
                      ((double)p->threads * (double)p->calls),
                  3);
+        json_num(out, "cpu_per_call_us",
+                 (double)r->res.client_cpu_ns / 1e3 /
+                     ((double)p->threads * (double)p->calls),
+                 1);
         fprintf(out, ",\"seed\":%lld}\n", (long long)p->seed);
     }
 }

@@ -323,7 +323,7 @@ def cpu_cell(rows):
 
 
 def table_validation(pred, meas, threads, cpu_cal=False):
-    out = ["| delay | row | measured mean ms (reps min-max) | predicted | err | measured stdev% (min-max) | predicted | diff (pts) | pred p50 / p99 ms | meas. CPU us / vcsw / ivcsw per call | pred. blocks / send preemptions per call | |",
+    out = ["| delay | row | measured mean ms (reps min-max) | predicted | err | measured stdev% (min-max) | predicted | diff (pts) | pred p50 / p99 ms | meas. CPU us / vcsw / ivcsw per call | pred. CPU us / blocks / send preemptions per call | |",
            "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     byname = {p["scenario"]: p for p in pred}
     for d in (0, 1):
@@ -335,12 +335,12 @@ def table_validation(pred, meas, threads, cpu_cal=False):
             e, v = verdict(p["mean_ms"], mm, p["stdev_pct"], ms)
             if mode == "seq" and d == 0 and not cpu_cal:
                 v = "fitted"
-            out.append("| %d ms | %s | %.3f (%.3f-%.3f) | %.3f | %+.1f%% | %.1f (%.1f-%.1f) | %.1f | %+.1f | %.3f / %.3f | %s | %.2f / %.2f | %s |" % (
+            out.append("| %d ms | %s | %.3f (%.3f-%.3f) | %.3f | %+.1f%% | %.1f (%.1f-%.1f) | %.1f | %+.1f | %.3f / %.3f | %s | %.0f / %.2f / %.2f | %s |" % (
                 d, "sequential" if mode == "seq" else "%s threads x 100" % mode[1:], mm,
                 min(r["mean_ms"] for r in rows), max(r["mean_ms"] for r in rows), p["mean_ms"], e,
                 ms, min(r["stdev_pct"] for r in rows), max(r["stdev_pct"] for r in rows),
                 p["stdev_pct"], p["stdev_pct"] - ms, p["p50_ms"], p["p99_ms"], cpu_cell(rows),
-                p.get("blocks_per_call", float("nan")),
+                p.get("cpu_per_call_us", float("nan")), p.get("blocks_per_call", float("nan")),
                 p.get("send_preempts_per_call", float("nan")), v))
     return out
 
@@ -370,22 +370,34 @@ def table_seed001(pred):
     return out
 
 
+def contended_gap(host):
+    """Rounds 1-6's gil_handoff_us: the contended idle gap mtrace calibrate
+    prints as a comment since round 7 (None when absent)."""
+    for line in open(host):
+        if line.startswith("# contended GIL idle gap"):
+            return float(line.rsplit(":", 1)[1].split()[0])
+    return None
+
+
 def ablation(host, scn, scn_mean, seed0_path):
     """Before/after on the same measurements: (a) the model before
     2026-11-30 (Python CPU solved from the sequential mean, no take-over
     stretch), (b) + gil_switch_stretch, (c) + Python CPU from the sequential
     run's client CPU (this machine only: seed 000 has no CPU figure), each
     without the GIL waiters' block/wake CPU; (d) the model now: (c), or (b)
-    for seed 000, + gil_wake_cpu_us."""
-    out = ["| row | measured mean ms (stdev%) | (a) before | (b) + stretch | (c) + CPU calibration | (d) + gil_wake_cpu_us, paid by the next taker | (e) (d) paid by the futile waiter | (f) (d) + send preemption | (g) (e) + send preemption | (h) (g) + cross-core hand-over CPU |",
-           "|---|---|---|---|---|---|---|---|---|---|"]
+    for seed 000, + gil_wake_cpu_us; ... (h) the model now; (h') (h) with
+    rounds 1-6's gil_handoff_us, the contended idle gap (host.txt comment;
+    seed000.scn's old assumption, 30 us)."""
+    out = ["| row | measured mean ms (stdev%) | (a) before | (b) + stretch | (c) + CPU calibration | (d) + gil_wake_cpu_us, paid by the next taker | (e) (d) paid by the futile waiter | (f) (d) + send preemption | (g) (e) + send preemption | (h) (g) + cross-core hand-over CPU | (h') (h) with the contended hand-off (rounds 1-6) |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
     def cell(p, meas):
         return "%.3f (%+.1f%%; %.1f)" % (p["mean_ms"], 100 * (p["mean_ms"] / meas - 1), p["stdev_pct"])
     runs = [(["--host", host, "--scenario", scn_mean], ["--host", host, "--scenario", scn]),
             (["--scenario", seed0_path], None)]
+    gaps = [contended_gap(host), 30.0]
     w0 = ["--set", "gil_wake_cpu_us=0", "--set", "gil_xcore_cpu_us=0"]
     x0 = ["--set", "gil_xcore_cpu_us=0"]
-    for mean_args, cpu_args in runs:
+    for (mean_args, cpu_args), gap in zip(runs, gaps):
         a = sim_json(mean_args + w0 + NOPRE + ["--set", "gil_switch_stretch=0"])
         b = sim_json(mean_args + w0 + NOPRE)
         use_c = cpu_args and "calibrate.seq_cpu_us" in open(scn).read()
@@ -397,14 +409,15 @@ def ablation(host, scn, scn_mean, seed0_path):
         f = sim_json(now + w_0 + x0)
         g = sim_json(now + w_1 + x0)
         h = sim_json(now + w_1)
+        hp = sim_json(now + w_1 + ["--set", "gil_handoff_us=%g" % gap]) if gap else None
         for i in range(len(a)):
             if a[i]["runtime"] != "gil" or a[i]["scenario"].endswith(("d0-seq", "direct-seq")):
                 continue
             m = a[i]["measured_mean_ms"]
-            out.append("| %s | %.3f (%.1f) | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            out.append("| %s | %.3f (%.1f) | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
                 a[i]["scenario"], m, a[i]["measured_stdev_pct"], cell(a[i], m), cell(b[i], m),
                 cell(c[i], m) if c else "n/a", cell(d[i], m), cell(e[i], m), cell(f[i], m),
-                cell(g[i], m), cell(h[i], m)))
+                cell(g[i], m), cell(h[i], m), cell(hp[i], m) if hp else "n/a"))
     return out
 
 
@@ -491,7 +504,11 @@ def main():
              "run with alternating cores, validate_bench.py --xcore; an assumption in seed000.scn).  "
              "Every column on this machine's rows also has round 6's cold-cache charge "
              "(`py_cold_*`, from the two sequential runs) and, from (c) on, py_cv from the "
-             "sequential client CPU's cv (`calibrate.seq_cpu_cv`) when the run measured it.", ""]
+             "sequential client CPU's cv (`calibrate.seq_cpu_cv`) when the run measured it.  "
+             "Every column uses the signalled GIL waiter's latency of round 7 (`gil_handoff_us`: "
+             "the cold two-thread hand-off); (h') is (h) with rounds 1-6's figure, the contended "
+             "idle gap mtrace calibrate now prints as a comment (seed 000: the old assumption, "
+             "30 us): the convoy of sim-history.md rounds 6-7.", ""]
     body += ablation(host, scn, scn_mean, os.path.join(TOP, "sim/scenarios/seed000.scn"))
     body += ["", "Latency CDFs, predicted (solid) and measured (dashed, repetition 1): "
              "[delay 0](sim-validation/cdf-delay0.png), [delay 1 ms](sim-validation/cdf-delay1.png).", "",

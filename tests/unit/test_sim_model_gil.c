@@ -412,6 +412,81 @@ test_sim_model_send_preempt(void **state)
     sim_result_free(&r);
 }
 
+/*
+ * Who has the GIL after a preempted send (round 7).  Two threads, two
+ * cores, everything deterministic: 100 us of Python per call (pre 50, mid
+ * 10, mid 10, post 30), sendall / recv(header) / recv(body) each 1 us of
+ * CPU, the server's 20 us of CPU runs on the sender's core (send_preempt_p
+ * = 1), so the sender is back 21 us after its drop_gil with the reply
+ * already there.  The other thread waits on gil->cond; drop_gil signals it
+ * and it runs gil_handoff_us later (take_gil's re-check of gil->locked).
+ *
+ * H = 5 < 21: the waiter takes the GIL while the sender is preempted; the
+ * sender, back, finds it taken and waits (take_gil); the new holder's
+ * header and body drops signal nobody or a waiter that arrives after the
+ * 1 us recv (futile); its next send signals the old sender.  One hand-over
+ * per call, at the send; each call spans the other's GIL turn too:
+ * 2 x (100 + 2 x 1 + 5) = 214 us.
+ *
+ * H = 30 > 21: the signalled waiter always arrives while the sender holds
+ * the GIL again (take-if-free: take_gil's `if (!locked) goto _ready` lets
+ * the returning sender in first) and waits again with a fresh interval and
+ * switch count, so the 5 ms drop request never fires: one thread runs all
+ * its calls at 100 + 2 + 21 = 123 us, then the other (its first call,
+ * which waited for all of them, is excluded).  A convoy.
+ */
+static void
+test_sim_model_send_preempt_convoy(void **state)
+{
+    struct sim_params p;
+    struct sim_result r;
+    struct sim_stats st;
+
+    quiet_params(&p);
+    set(&p, "threads", "2");
+    set(&p, "calls", "50");
+    set(&p, "exclude_first", "1");
+    set(&p, "pool_initial", "2");
+    set(&p, "cores", "2");
+    set(&p, "releases", "3");
+    set(&p, "py_pre_frac", "0.5");
+    set(&p, "py_post_frac", "0.3");
+    set(&p, "sys_us", "1");
+    set(&p, "net_us", "0");
+    set(&p, "wake_us", "5");
+    set(&p, "thread_start_us", "0");
+    set(&p, "server_us", "20");
+    set(&p, "server_cpu_frac", "1");
+    set(&p, "send_preempt_p", "1");
+    set(&p, "send_preempt_busy_p", "1");
+
+    set(&p, "gil_handoff_us", "5");
+    st = run(&p, &r);
+    assert_int_equal(st.n, 98);
+    assert_float_equal(st.p10_ms, 0.214, 1e-9);
+    assert_float_equal(st.max_ms, 0.214, 1e-9);
+    /* one hand-over per call (100 calls, the first two start it), at the
+     * send; one futile wake per call (the body drop's signal) */
+    assert_in_range(r.handover[0], 98, 100);
+    assert_int_equal(r.handover[1], 0);
+    assert_int_equal(r.handover[2], 0);
+    assert_in_range(r.gil_switches, 100, 102);
+    assert_in_range(r.gil_futile, 98, 100);
+    assert_int_equal(r.gil_drop_requests, 0);
+    sim_result_free(&r);
+
+    set(&p, "gil_handoff_us", "30");
+    st = run(&p, &r);
+    assert_int_equal(st.n, 98);
+    assert_float_equal(st.p10_ms, 0.123, 1e-9);
+    assert_float_equal(st.max_ms, 0.123, 1e-9);
+    assert_int_equal(r.handover[0] + r.handover[1] + r.handover[2], 0);
+    assert_int_equal(r.gil_switches, 2); /* the first take, and the end */
+    assert_int_equal(r.gil_drop_requests, 0);
+    assert_int_equal(r.gil_forced, 0);
+    sim_result_free(&r);
+}
+
 /* A 20 ms Python segment: the waiter times out after the 5 ms interval, sets
  * gil_drop_request and the holder is forced to switch. */
 static void
@@ -444,6 +519,7 @@ main(void)
         cmocka_unit_test(test_sim_model_py_cold),
         cmocka_unit_test(test_sim_model_gil_wake_cpu),
         cmocka_unit_test(test_sim_model_send_preempt),
+        cmocka_unit_test(test_sim_model_send_preempt_convoy),
         cmocka_unit_test(test_sim_model_gil_forced_switch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
