@@ -420,6 +420,31 @@ take_then(struct sim_model *m, uint32_t t, uint8_t after)
 }
 
 /*
+ * send_affine_waiter (off by default; round 8): where the kernel put the
+ * GIL waiter that t's own drop_gil woke just before send().  That futex
+ * wake-up is not sync: fair.c wake_affine_idle has no choice when no CPU
+ * is idle, wake_affine_weight's WA_BIAS keeps the wakee on its previous
+ * CPU at about equal loads, select_idle_sibling finds nothing idle.  The
+ * model's previous CPU is the home core (index % nhome).  If it is t's,
+ * t's CPU has two runnable tasks when send()'s sync wake-up of the peer
+ * is placed: wake_affine_idle's "sync && cpu_rq(this_cpu)->nr_running ==
+ * 1" fails and the peer goes elsewhere; t is not preempted.  True then.
+ */
+static bool
+send_waiter_on_core(const struct sim_model *m, uint32_t t)
+{
+    int32_t w = m->gil.last_signalled;
+
+    if (!m->p.send_affine_waiter || w < 0 || (uint32_t)w == t)
+        return false;
+    if (m->ent[w].what != W_GIL_CHECK)
+        return false;
+    if (m->ent[w].state != ES_WAKING && m->ent[w].state != ES_QUEUED)
+        return false;
+    return (size_t)w % m->nhome == (size_t)t % m->nhome;
+}
+
+/*
  * Wake-up preemption at a send.  On loopback send(2) queues the data on
  * the receiver and wakes it synchronously (sock_def_readable ->
  * wake_up_interruptible_sync_poll).  Linux places a sync wake-up on the
@@ -430,17 +455,23 @@ take_then(struct sim_model *m, uint32_t t, uint8_t after)
  * (Py_BEGIN_ALLOW_THREADS around send() in Modules/socketmodule.c), and
  * runs again when the peer blocks.  Probability: send_preempt_busy_p when
  * no other core is idle here, else send_preempt_p (both measured by
- * mtrace calibrate).  True when the peer now runs on t's core.
+ * mtrace calibrate); with send_affine_waiter, not while the GIL waiter
+ * t just signalled is waking on t's core (above).  True when the peer
+ * now runs on t's core.
  */
 static bool
 send_preempted(struct sim_model *m, uint32_t t)
 {
     int64_t others = m->busy - (m->holding == (int32_t)t ? 1 : 0);
-    double p = others >= m->p.cores - 1 ? m->p.send_preempt_busy_p
-                                        : m->p.send_preempt_p;
+    bool busy = others >= m->p.cores - 1;
+    double p = busy ? m->p.send_preempt_busy_p : m->p.send_preempt_p;
 
     if (p <= 0 || (p < 1 && mt_rng_uniform(&m->rng_pre) >= p))
         return false;
+    if (busy && send_waiter_on_core(m, t)) {
+        m->res->send_affine_kept++;
+        return false;
+    }
     return sim__net_send_sync(m, (uint32_t)m->th[t].conn, t);
 }
 

@@ -59,6 +59,7 @@ sim__gil_init(struct sim_model *m)
 {
     m->gil.holder = -1;
     m->gil.last_holder = -1;
+    m->gil.last_signalled = -1;
     m->gil.switch_waiter = -1;
     m->gil.q = mt_calloc(m->nth, sizeof(*m->gil.q));
     return m->gil.q ? 0 : -ENOMEM;
@@ -176,10 +177,12 @@ sim__gil_drop(struct sim_model *m, uint32_t t, bool final)
     MT_ASSERT(g->locked && g->holder == (int32_t)t);
     g->locked = false;
     g->holder = -1;
+    g->last_signalled = -1;
     if (g->qn > 0) { /* COND_SIGNAL: wake one waiter */
         uint32_t w = (uint32_t)g->q[0];
         cond_remove(m, w);
         m->th[w].gil_gen++;
+        g->last_signalled = (int32_t)w;
         gil_wake(m, w, m->p.gil_handoff_us);
     }
     if (!final && g->drop_req && g->last_holder == (int32_t)t) {

@@ -42,19 +42,21 @@ struct sim_result {
     /* [r]: segments after release r that found another GIL holder had run
      * since the thread released it (a hand-over) */
     uint64_t handover[SIM_HANDOVER_MAX];
-    uint64_t gil_xcore;     /* Python segments that paid gil_xcore_cpu_us
-                               (work ran on other home cores meanwhile) */
-    uint64_t send_preempts; /* sends whose woken peer ran first on the
-                               sender's core (client.c send_preempted) */
-    uint64_t slice_ends;    /* entities sent to the back of the run queue
-                               at the end of a time slice (cpu_slice_us) */
-    uint64_t client_blocks; /* times a client thread blocked: on gil->cond
-                               (each wait, re-waits included), for a reply,
-                               on switch_cond, for a pooled connection */
+    uint64_t gil_xcore;        /* Python segments that paid gil_xcore_cpu_us
+                                  (work ran on other home cores meanwhile) */
+    uint64_t send_preempts;    /* sends whose woken peer ran first on the
+                                  sender's core (client.c send_preempted) */
+    uint64_t send_affine_kept; /* sends not preempted by send_affine_waiter:
+                                  the woken GIL waiter on the sender's core */
+    uint64_t slice_ends;       /* entities sent to the back of the run queue
+                                  at the end of a time slice (cpu_slice_us) */
+    uint64_t client_blocks;    /* times a client thread blocked: on gil->cond
+                                  (each wait, re-waits included), for a reply,
+                                  on switch_cond, for a pooled connection */
     uint64_t conns_opened;
     uint64_t client_cpu_ns; /* CPU of the client threads' jobs (Python,
                                syscalls, wake-ups, GIL costs) */
-    double cpu_util; /* busy core-time / (cores * end) */
+    double cpu_util;        /* busy core-time / (cores * end) */
 };
 
 /* Summary statistics of a latency sample (ms; stdev is the sample stdev). */
@@ -198,9 +200,10 @@ struct sim__gil {
     bool drop_req; /* gil_drop_request on the holder */
     int32_t *q;    /* owned: threads waiting on gil->cond, FIFO */
     size_t qn;
-    int32_t switch_waiter; /* thread waiting on switch_cond, -1 */
-    uint64_t wake_debt;    /* waiters woken since the last take: their
-                              block/wake CPU is charged to the next taker */
+    int32_t switch_waiter;  /* thread waiting on switch_cond, -1 */
+    int32_t last_signalled; /* waiter woken by the last drop_gil, -1 */
+    uint64_t wake_debt;     /* waiters woken since the last take: their
+                               block/wake CPU is charged to the next taker */
 };
 
 struct sim_model {

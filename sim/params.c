@@ -72,6 +72,10 @@ const struct sim_param_desc sim_param_table[] = {
     P("send_preempt_busy_p", SIM_P_DBL, send_preempt_busy_p, 0, 1, "",
       "the same when every other core is busy (the wake-up lands on the "
       "sender's core)"),
+    P("send_affine_waiter", SIM_P_INT, send_affine_waiter, 0, 1, "",
+      "1: a send is not preempted while the GIL waiter its drop_gil woke "
+      "is still waking or queued and has the sender's home core (fair.c "
+      "wake_affine_idle: sync && nr_running == 1 fails); 0: off"),
     P("wake_us", SIM_P_DBL, wake_us, 0, 1e6, "us",
       "wake-up latency of a blocked thread"),
     P("wake_cv", SIM_P_DBL, wake_cv, 0, 10, "",
@@ -232,6 +236,9 @@ sim_params_default(struct sim_params *p)
     set_default(p, "send_preempt_busy_p", "1", SIM_OR_ASSUMPTION,
                 "no idle core: a sync wake-up lands on the waker's core "
                 "(fair.c wake_affine_idle) and preempts it; until measured");
+    set_default(p, "send_affine_waiter", "0", SIM_OR_ASSUMPTION,
+                "off: kernel/sched/fair.c wake_affine_idle's nr_running == 1 "
+                "rule, experimental (docs/sim-model.md, round 8)");
     set_default(p, "wake_us", "10", SIM_OR_ASSUMPTION,
                 "placeholder until measured by mtrace calibrate");
     set_default(p, "wake_cv", "0.5", SIM_OR_ASSUMPTION, "placeholder");

@@ -32,7 +32,7 @@ enum sim_origin {
     SIM_OR__COUNT
 };
 
-#define SIM_PARAMS_N 49
+#define SIM_PARAMS_N 50
 #define SIM_NOTE_MAX 160
 
 struct sim_params {
@@ -72,6 +72,9 @@ struct sim_params {
                                     the sender on its core (another core
                                     idle in the model) */
     double send_preempt_busy_p;  /* the same when no other core is idle */
+    int64_t send_affine_waiter;  /* 1: no preemption at a send while the GIL
+                                    waiter its drop_gil woke is still waking
+                                    or queued on the sender's home core */
     double wake_us;              /* blocked thread made runnable -> running */
     double wake_cv;              /* its coefficient of variation */
     double ctx_cpu_us;           /* CPU a wake-up costs (context switch) */

@@ -487,6 +487,89 @@ test_sim_model_send_preempt_convoy(void **state)
     sim_result_free(&r);
 }
 
+/*
+ * send_affine_waiter (round 8; client.c send_waiter_on_core): a send is
+ * not preempted while the GIL waiter its own drop_gil woke is still waking
+ * or queued on the sender's home core (kernel/sched/fair.c
+ * wake_affine_idle: sync && nr_running == 1 fails, the peer goes
+ * elsewhere).  One core (both threads share home core 0, every send finds
+ * no idle core: send_preempt_busy_p = 1 applies), two threads, one call
+ * each: pre 40, mid 20, post 40, releases 2 (send, recv), sys 5, no
+ * transit, no wake-up latency, no context-switch CPU (zero-CPU jobs need
+ * no core), gil_handoff_us 10, server CPU 100, thread 1 at 20.
+ *
+ * Off: thread 0 (GIL at 0) drops it for its send at 40 (signals thread 1,
+ * due 50), is preempted at 45 by the server (45..145); thread 1 takes the
+ * free GIL at 50 (its clock starts), waits for the core, runs pre
+ * 145..185; thread 0, back at 145, waits on gil->cond.  Thread 1's send
+ * (185..190) signals thread 0 (due 195) and is preempted (server
+ * 190..290); thread 0 takes the GIL at 195, mid 290..310, drops it for its
+ * recv (signals thread 1, due 320; reply there since 145), recv 310..315,
+ * takes it back free, post 315..355: 355 us.  Thread 1's wake at 320 is
+ * futile; it gets the GIL at 365 (thread 0's final drop + 10): mid, recv,
+ * post 365..430: 380 us.  2 preempted sends, 1 futile wake, both
+ * hand-overs at the send.
+ *
+ * On: at 45 thread 1 is still waking (due 50) on the sender's core, so the
+ * send is not preempted: the request goes to the server (queued for the
+ * core), thread 0 takes the free GIL at 45 (mid 45..65); thread 1's wake
+ * at 50 is futile.  Thread 0's recv drop at 65 signals thread 1 (due 75)
+ * and blocks for the reply: the server runs 65..165.  Thread 1 takes the
+ * GIL at 75 (its clock starts), pre 165..205, send 205..210: no waiter was
+ * signalled (thread 0 is queued for its recv's CPU, not on gil->cond), so
+ * it is preempted (server 210..310).  Thread 0's recv CPU 310..315, then
+ * it waits on gil->cond (thread 1 took the GIL back at 310); thread 1 mid
+ * 315..335, recv drop (signals thread 0, due 345; reply there), recv
+ * 335..340, takes it back, post 340..380: 305 us.  Thread 0's wake at 345
+ * is futile; it gets the GIL at 390, post 390..430: 430 us.  1 preempted
+ * send, 1 kept by the rule, 2 futile wakes, the one hand-over at the
+ * recv.
+ */
+static void
+test_sim_model_send_affine_waiter(void **state)
+{
+    struct sim_params p;
+    struct sim_result r;
+    struct sim_stats st;
+
+    quiet_params(&p);
+    set(&p, "threads", "2");
+    set(&p, "calls", "1");
+    set(&p, "pool_initial", "2");
+    set(&p, "cores", "1");
+    set(&p, "releases", "2");
+    set(&p, "py_pre_frac", "0.4");
+    set(&p, "py_post_frac", "0.4");
+    set(&p, "net_us", "0");
+    set(&p, "wake_us", "0");
+    set(&p, "thread_start_us", "20");
+    set(&p, "server_us", "100");
+    set(&p, "server_cpu_frac", "1");
+    set(&p, "send_preempt_busy_p", "1");
+
+    set(&p, "send_affine_waiter", "0");
+    st = run(&p, &r);
+    assert_float_equal(st.p10_ms, 0.355, 1e-9);
+    assert_float_equal(st.max_ms, 0.380, 1e-9);
+    assert_int_equal(r.send_preempts, 2);
+    assert_int_equal(r.send_affine_kept, 0);
+    assert_int_equal(r.gil_futile, 1);
+    assert_int_equal(r.handover[0], 2);
+    assert_int_equal(r.handover[1], 0);
+    sim_result_free(&r);
+
+    set(&p, "send_affine_waiter", "1");
+    st = run(&p, &r);
+    assert_float_equal(st.p10_ms, 0.305, 1e-9);
+    assert_float_equal(st.max_ms, 0.430, 1e-9);
+    assert_int_equal(r.send_preempts, 1);
+    assert_int_equal(r.send_affine_kept, 1);
+    assert_int_equal(r.gil_futile, 2);
+    assert_int_equal(r.handover[0], 0);
+    assert_int_equal(r.handover[1], 1);
+    sim_result_free(&r);
+}
+
 /* A 20 ms Python segment: the waiter times out after the 5 ms interval, sets
  * gil_drop_request and the holder is forced to switch. */
 static void
@@ -520,6 +603,7 @@ main(void)
         cmocka_unit_test(test_sim_model_gil_wake_cpu),
         cmocka_unit_test(test_sim_model_send_preempt),
         cmocka_unit_test(test_sim_model_send_preempt_convoy),
+        cmocka_unit_test(test_sim_model_send_affine_waiter),
         cmocka_unit_test(test_sim_model_gil_forced_switch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
