@@ -18,6 +18,8 @@ import subprocess
 import sys
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(TOP, "tools"))
+import seqcal  # noqa: E402  (the calibration lines tools/whatif.py writes too)
 MTRACE = os.path.join(TOP, "mtrace")
 DOC = os.path.join(TOP, "docs", "sim-model.md")
 KEEP = os.path.join(TOP, "docs", "sim-validation")
@@ -63,27 +65,14 @@ def find_p50_us(trace):
 
 
 def cold_lines(out):
-    """py_cold_*: the same client's sequential runs at delay 0 and 1 ms.
-    The time per call in which the client runs no Python (mean less CPU per
-    call) is the ramp's start (delay 0) and end (delay 1); the CPU per call
-    the delay-1 run adds is the charge.  VALIDATE_NO_COLD=1 leaves it out."""
+    """py_cold_*: the same client's sequential runs at delay 0 and 1 ms
+    (tools/seqcal.py).  VALIDATE_NO_COLD=1 leaves it out."""
     if os.environ.get("VALIDATE_NO_COLD"):
         return []
     s0 = load_meas(os.path.join(out, "meas0.jsonl"))["seq"]
     s1 = load_meas(os.path.join(out, "meas1.jsonl"))["seq"]
-    if not all("cpu_us" in r for r in s0 + s1):
-        return []
-    c0 = statistics.mean(r["cpu_us"] for r in s0)
-    c1 = statistics.mean(r["cpu_us"] for r in s1)
-    a0 = statistics.mean(r["mean_ms"] for r in s0) * 1000 - c0
-    a1 = statistics.mean(r["mean_ms"] for r in s1) * 1000 - c1
-    if a1 <= a0:
-        return []
-    src = "[calibrated] sequential runs at delay 0 and 1 ms (validate_bench.py, means of the repetitions)"
-    return ["py_cold_cpu_us = %.3f %s: client CPU per call at delay 1 (%.1f) minus at delay 0 (%.1f)"
-            % (max(0.0, c1 - c0), src, c1, c0),
-            "py_cold_lo_us = %.3f %s: delay 0, mean less CPU per call" % (a0, src),
-            "py_cold_hi_us = %.3f %s: delay 1, mean less CPU per call" % (a1, src)]
+    return seqcal.cold_lines(s0, s1, "sequential runs at delay 0 and 1 ms "
+                             "(validate_bench.py, means of the repetitions)")
 
 
 def scenario(out, threads, use_cpu=True):
@@ -97,11 +86,8 @@ def scenario(out, threads, use_cpu=True):
     else:
         lines.append("server_cpu_frac = 0.7 [assumption] no sniffed trace")
     seq0 = load_meas(os.path.join(out, "meas0.jsonl"))["seq"]
-    if all("xcore_cpu_us" in r for r in seq0):
-        lines.append("gil_xcore_cpu_us = %.3f [calibrated] the delay-0 sequential run (one thread): "
-                     "client CPU per call with consecutive calls on alternating cores minus on one "
-                     "core (validate_bench.py --xcore), mean of the repetitions"
-                     % max(0.0, statistics.mean(r["xcore_cpu_us"] for r in seq0)))
+    lines += seqcal.xcore_line(seq0, "the delay-0 sequential run (one thread, mean of "
+                               "the repetitions)")
     lines += cold_lines(out)
     meas = {}
     for d in (0, 1):
@@ -120,14 +106,13 @@ def scenario(out, threads, use_cpu=True):
             lines.append("trace = %s" % tr)
         if d == 0:  # the client's Python CPU does not depend on the delay:
             # calibrate from the delay-0 sequential row, predict the others
-            lines.append("calibrate.seq_mean_ms = %.5f" % statistics.mean(r["mean_ms"] for r in seq))
-            lines.append("calibrate.seq_stdev_pct = %.3f" % statistics.mean(r["stdev_pct"] for r in seq))
-            if use_cpu and all("cpu_us" in r for r in seq):
-                lines.append("calibrate.seq_cpu_us = %.3f" % statistics.mean(r["cpu_us"] for r in seq))
-                if all("cpu_cv" in r for r in seq) and not os.environ.get("VALIDATE_CV_FROM_STDEV"):
-                    # py_cv from the CPU's own variation, not from the
-                    # latency stdev% (stalls off the CPU are in that)
-                    lines.append("calibrate.seq_cpu_cv = %.4f" % statistics.mean(r["cpu_cv"] for r in seq))
+            # py_cv from the CPU's own variation, not from the latency
+            # stdev% (stalls off the CPU are in that), unless asked
+            drop = set() if use_cpu else {"cpu_us", "cpu_cv"}
+            if os.environ.get("VALIDATE_CV_FROM_STDEV"):
+                drop.add("cpu_cv")
+            lines += seqcal.cpu_lines([{k: v for k, v in r.items() if k not in drop}
+                                       for r in seq])
         else:
             lines.append("calibrate_from = d0-seq")
         lines.append("measured.mean_ms = %.5f" % statistics.mean(r["mean_ms"] for r in seq))

@@ -8,16 +8,19 @@ On a trace (default traces/sample.zst):
      sim/validate_bench.py) measures a sequential run and threaded runs;
      before it, one more sequential-only run is sniffed on lo (`mtrace capture
      --iface lo`, root only) for the server's request->reply times;
-  3. `mtrace sim`, calibrated from each sequential run and the host facts
-     only, predicts every threaded row for GIL and free-threaded CPython, and
-     a sweep over threads x delay x runtime (calibrated from delay 0's
+  3. `mtrace sim`, calibrated from the sequential runs and the host facts
+     only (--calibrate: from the client's own CPU per call when it reports
+     it, as the default client does, else solved from the sequential means),
+     predicts every threaded row for GIL and free-threaded CPython, and a
+     sweep over threads x delay x runtime (calibrated from delay 0's
      sequential run);
   4. prints the table and writes the report folder (whatif_report.py).
 
 Client contract (--client CMD): see docs/whatif.md.  CMD is run by /bin/sh
 with {uri} {seq} {threads} {calls} replaced (shell-quoted); stdout lines
 "[LABEL-]MODE LATENCY_MS" with MODE seq or tN; lines starting with '{' or
-'#' and blank lines are ignored.
+'#' and blank lines are ignored, but a JSON line {"mode": "seq", "cpu_us":
+...} (sim/validate_bench.py's row) gives the cpu calibration its figures.
 """
 import argparse
 import json
@@ -35,7 +38,8 @@ import time
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(TOP, "tools"))
-import whatif_report  # noqa: E402  (beside this file)
+import seqcal  # noqa: E402  (beside this file)
+import whatif_report  # noqa: E402
 
 DEFAULT_CLIENT = ("{python} " + shlex.quote(os.path.join(TOP, "sim", "validate_bench.py")) +
                   " --seq {seq} --threads {threads} --calls {calls} --label pymongo"
@@ -43,6 +47,7 @@ DEFAULT_CLIENT = ("{python} " + shlex.quote(os.path.join(TOP, "sim", "validate_b
 DELAYS_MEASURED = (0.0, 1.0)
 SWEEP_THREADS = (1, 2, 4, 10, 20)
 SWEEP_DELAYS = (0.0, 0.5, 1.0, 2.0)
+CPU_KEYS = ("cpu_us", "cpu_cv", "xcore_cpu_us")  # a "seq" JSON row's CPU figures
 LINE_RE = re.compile(r"^(?:\S*-)?(seq|t[1-9][0-9]*)\s+(\S+)\s*$")
 T0 = time.monotonic()
 
@@ -81,11 +86,12 @@ def parse_args(argv):
                     "(default: measure them, ~5 s)")
     ap.add_argument("--no-sniff", action="store_true",
                     help="do not sniff lo for the server's service times")
-    ap.add_argument("--calibrate", choices=("each", "delay0"), default="each",
-                    help="each (default): every delay's rows are calibrated from its own "
-                         "sequential run; delay0: the client's Python CPU is solved from "
-                         "delay 0's sequential run only, delay 1's sequential row is a "
-                         "prediction too")
+    ap.add_argument("--calibrate", choices=("auto", "cpu", "each", "delay0"), default="auto",
+                    help="cpu: the client's Python CPU from its own CPU per call in the "
+                         "sequential runs (the default client reports it; docs/whatif.md); "
+                         "each: solved from every delay's sequential mean; delay0: solved "
+                         "from delay 0's sequential mean only; auto (default): cpu when the "
+                         "client reported its CPU per call, else each")
     ap.add_argument("--timeout", type=float, default=600,
                     help="stop a client run after this many seconds (default 600)")
     ap.add_argument("--seed", type=int, default=1, help="mtrace sim's seed (default 1)")
@@ -99,7 +105,6 @@ def parse_args(argv):
         ap.error("--threads wants a comma-separated list of thread counts, got %r" % a.threads)
     if not a.thread_list or any(t < 1 or t > 1000 for t in a.thread_list):
         ap.error("--threads: thread counts must be 1..1000")
-    a.fitted = ["d%g-seq-gil" % d for d in DELAYS_MEASURED[:1 if a.calibrate == "delay0" else 2]]
     for path, what in ((a.trace, "--trace"), (a.mtrace, "mtrace binary")):
         if not os.path.exists(path):
             ap.error("%s: %s does not exist%s" % (what, path,
@@ -188,8 +193,8 @@ def tail(path, n=5):
 
 # ---- the client ---------------------------------------------------------
 
-def client_command(a, uri, seq, threads):
-    tmpl = a.client or DEFAULT_CLIENT
+def client_command(a, uri, seq, threads, xcore=False):
+    tmpl = a.client or (DEFAULT_CLIENT + (" --xcore" if xcore else ""))
     vals = {"uri": uri, "seq": str(seq), "threads": threads, "calls": str(a.threads_calls),
             "python": a.python}
     cmd = tmpl
@@ -220,9 +225,28 @@ def parse_client_line(line, lineno, groups):
     return True
 
 
-def run_client(a, procs, uri, seq, threads, what, env_extra):
-    """Runs the client; returns {mode: [latency ms]}.  Echoes its JSON rows."""
-    cmd = client_command(a, uri, seq, threads)
+def json_row(line, what, info):
+    """A client's JSON summary line: echoed as progress, kept in info by its
+    "mode" (the "seq" row may carry cpu_us, cpu_cv, xcore_cpu_us)."""
+    try:
+        r = json.loads(line)
+    except ValueError:
+        return
+    if not isinstance(r, dict):
+        return
+    if isinstance(r.get("mode"), str):
+        info[r["mode"]] = r
+    try:
+        progress("  %s: %s n=%s mean %.3f ms stdev %.1f%%%s" % (
+            what, r.get("mode"), r.get("n"), r.get("mean_ms"), r.get("stdev_pct"),
+            "".join(", %s %s" % (k, r[k]) for k in CPU_KEYS if k in r)))
+    except TypeError:
+        pass
+
+
+def run_client(a, procs, uri, seq, threads, what, env_extra, xcore=False):
+    """Runs the client; returns ({mode: [latency ms]}, {mode: its JSON row})."""
+    cmd = client_command(a, uri, seq, threads, xcore)
     if a.client:
         progress("  %s: %s" % (what, cmd))
     env = dict(os.environ, MTRACE_URI=uri, MTRACE_SEQ_CALLS=str(seq), MTRACE_THREADS=threads,
@@ -238,16 +262,11 @@ def run_client(a, procs, uri, seq, threads, what, env_extra):
         Procs._signal(p, signal.SIGTERM, True)
     timer = threading.Timer(a.timeout, on_timeout)
     timer.start()
-    groups, n, ok = {}, 0, False
+    groups, info, n, ok = {}, {}, 0, False
     try:
         for n, line in enumerate(p.stdout, 1):
             if line.startswith("{"):
-                try:
-                    r = json.loads(line)
-                    progress("  %s: %s n=%s mean %.3f ms stdev %.1f%%" % (
-                        what, r.get("mode"), r.get("n"), r.get("mean_ms"), r.get("stdev_pct")))
-                except (ValueError, TypeError):
-                    pass
+                json_row(line, what, info)
             parse_client_line(line, n, groups)
         ok = True
     finally:
@@ -263,7 +282,7 @@ def run_client(a, procs, uri, seq, threads, what, env_extra):
     if len(groups.get("seq", [])) < 2:
         raise WhatifError("client printed %d sequential latencies (need >= 2 'seq MS' lines): %s"
                           % (len(groups.get("seq", [])), cmd))
-    return groups
+    return groups, info
 
 
 def replay_summary(path, log):
@@ -349,7 +368,8 @@ def measure(a, procs, raw):
                 if meas["sniff"][d] is None:
                     meas["sniff_note"] = why
                     progress("  server service times: not sniffed (%s)" % why)
-            groups = run_client(a, procs, uri, a.calls, threads, "delay %g" % d, {})
+            groups, info = run_client(a, procs, uri, a.calls, threads, "delay %g" % d, {},
+                                      xcore=d == 0 and not a.client)
         except WhatifError as e:
             procs.stop(p)
             replay_summary(summ, log)  # misses explain a client failure best
@@ -364,7 +384,7 @@ def measure(a, procs, raw):
                 for x in v:
                     f.write("d%g-%s %.5f\n" % (d, mode, x))
         meas["delays"][d] = {"rows": {m: summarize(v) for m, v in groups.items()},
-                             "latencies": latf, "uri": uri,
+                             "latencies": latf, "uri": uri, "cpu": seq_cpu(info),
                              "replay": replay_summary(summ, log)}
     if all(meas["sniff"].get(d) for d in DELAYS_MEASURED):
         meas["sniff_note"] = ("sniffed on lo (mtrace capture --iface lo) during one more "
@@ -373,6 +393,18 @@ def measure(a, procs, raw):
     else:
         meas["sniff"] = {}
     return meas
+
+
+def seq_cpu(info):
+    """The CPU figures of the client's "seq" JSON row: {key: number}."""
+    r = info.get("seq") or {}
+    out = {}
+    for k in CPU_KEYS:
+        v = r.get(k)
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and \
+                (v >= 0 or k == "xcore_cpu_us"):  # seqcal clamps a negative xcore to 0
+            out[k] = float(v)
+    return out
 
 
 # ---- predicting -------------------------------------------------------------
@@ -399,19 +431,66 @@ def section(meas, name, rt, threads, calls, delay, extra, measured=True):
     return out + server_lines(meas, delay, measured) + extra
 
 
+def seq_row(meas, d):
+    """Delay d's sequential run as seqcal wants it: mean, stdev% and the
+    client's CPU figures (those it reported)."""
+    return dict(meas["delays"][d]["rows"]["seq"], **meas["delays"][d]["cpu"])
+
+
+def choose_calibration(a, meas):
+    """Sets a.cal_mode (cpu, each or delay0), a.cal_sections (the sections
+    other rows calibrate from), a.fitted (rows whose mean is solved to match
+    the measurement) and a.cal_note (what the report says)."""
+    cpu0 = meas["delays"][0.0]["cpu"].get("cpu_us", 0) > 0
+    if a.calibrate == "cpu" and not cpu0:
+        raise WhatifError("--calibrate cpu: the client printed no sequential CPU per call "
+                          "(a JSON line with \"mode\": \"seq\" and \"cpu_us\"; "
+                          "docs/whatif.md)")
+    a.cal_mode = "cpu" if a.calibrate == "cpu" or (a.calibrate == "auto" and cpu0) else \
+        "delay0" if a.calibrate == "delay0" else "each"
+    delays = DELAYS_MEASURED[:2 if a.cal_mode == "each" else 1]
+    a.cal_sections = ["d%g-seq-gil" % d for d in delays]
+    a.fitted = [] if a.cal_mode == "cpu" else list(a.cal_sections)
+    if a.cal_mode == "cpu":
+        a.cal_note = ("the client's own CPU per call in the sequential runs (time.thread_time "
+                      "around each call): Python CPU and its variation from delay 0's run, the "
+                      "cross-core and cold-cache charges as listed under Calibration; every "
+                      "row's mean and stdev% is a prediction, the sequential ones included")
+    else:
+        why = "" if a.calibrate != "auto" else \
+            " (the client reported no CPU per call, see docs/whatif.md)"
+        a.cal_note = ("the client's Python CPU solved from %s so the simulated sequential run "
+                      "has the measured mean and stdev%% (marked *fitted*)%s" % (
+                          "delay 0's sequential mean only; delay 1's sequential row is a "
+                          "prediction too" if a.cal_mode == "delay0"
+                          else "each delay's sequential mean", why))
+
+
 def cal_section(a, meas, d, measured=True):
     """The section calibrated from delay d's sequential run: d<D>-seq-gil."""
-    seq = meas["delays"][d]["rows"]["seq"]
+    seq = seq_row(meas, d)
+    if a.cal_mode != "cpu":
+        seq = meas["delays"][d]["rows"]["seq"]
     return section(meas, "d%g-seq-gil" % d, "gil", 1, a.calls, d, measured=measured, extra=[
-        "exclude_first = 1", "calibrate.seq_mean_ms = %.5f" % seq["mean_ms"],
-        "calibrate.seq_stdev_pct = %.3f" % seq["stdev_pct"],
+        "exclude_first = 1"] + seqcal.cpu_lines([seq]) + [
         "measured.mean_ms = %.5f" % seq["mean_ms"], "measured.stdev_pct = %.3f" % seq["stdev_pct"]])
 
 
 HEAD = ["# generated by tools/whatif.sh: mtrace replay of %s as the server",
-        "# calibrated from a sequential run only (the calibrate.* section); every",
-        "# other section is a prediction (calibrate_from).  measured.* only label rows.",
+        "# calibrated from the sequential runs only (the calibrate.* section and the",
+        "# [calibrated] lines); every other section is a prediction (calibrate_from).",
+        "# measured.* only label rows.",
         "proxy_inline = 1"]
+
+
+def calibrated_lines(a, meas):
+    """The global lines calibrated from the client's sequential runs (cpu
+    mode): gil_xcore_cpu_us and py_cold_* (seqcal)."""
+    if a.cal_mode != "cpu":
+        return []
+    s0, s1 = [seq_row(meas, 0.0)], [seq_row(meas, 1.0)]
+    return (seqcal.xcore_line(s0, "the delay-0 sequential run (one thread)") +
+            seqcal.cold_lines(s0, s1, "the sequential runs at delay 0 and 1 ms"))
 
 
 def head_lines(a, meas):
@@ -419,7 +498,7 @@ def head_lines(a, meas):
     if meas.get("server_p50_us"):
         out.append("server_cpu_us = %.2f [trace] p50 request->reply sniffed at delay 0: "
                    "replay's own work; the rest of a service time waits" % meas["server_p50_us"])
-    return out
+    return out + calibrated_lines(a, meas)
 
 
 def model_scn(a, meas, path):
@@ -429,10 +508,10 @@ def model_scn(a, meas, path):
     for d in DELAYS_MEASURED:
         rows = meas["delays"][d]["rows"]
         cal = "d%g-seq-gil" % d
-        if cal in a.fitted:
+        if cal in a.cal_sections:
             lines += cal_section(a, meas, d)
-        else:  # a prediction too: the Python CPU solved at delay 0
-            cal = a.fitted[0]
+        else:  # a prediction too: the Python CPU calibrated at delay 0
+            cal = a.cal_sections[0]
             seq = rows["seq"]
             lines += section(meas, "d%g-seq-gil" % d, "gil", 1, a.calls, d, [
                 "exclude_first = 1", "calibrate_from = %s" % cal,
@@ -485,8 +564,24 @@ def sim(a, args, params_path=None):
 
 
 def predict(a, host, meas, out):
+    """Writes model.scn and sweep.scn and runs mtrace sim on them.  If the
+    client's CPU per call cannot calibrate the model (auto), says why and
+    solves it from the sequential means instead."""
+    choose_calibration(a, meas)
+    progress("4/6 mtrace sim: calibrated from the sequential runs (%s), predicting" % a.cal_mode)
     scn = model_scn(a, meas, os.path.join(out, "model.scn"))
-    rows = sim(a, ["--host", host, "--scenario", scn], os.path.join(out, "params.txt"))
+    try:
+        rows = sim(a, ["--host", host, "--scenario", scn], os.path.join(out, "params.txt"))
+    except WhatifError as e:
+        if a.calibrate != "auto" or a.cal_mode != "cpu":
+            raise
+        progress("  the CPU calibration failed, solving from the sequential means: %s" % e)
+        a.calibrate = "each"
+        choose_calibration(a, meas)
+        a.cal_note += ("; the CPU per call could not calibrate the model: %s"
+                       % str(e).splitlines()[0])
+        scn = model_scn(a, meas, os.path.join(out, "model.scn"))
+        rows = sim(a, ["--host", host, "--scenario", scn], os.path.join(out, "params.txt"))
     sscn = sweep_scn(a, meas, os.path.join(out, "sweep.scn"))
     sweep = [r for r in sim(a, ["--host", host, "--scenario", sscn, "--no-params"])
              if r["scenario"].startswith("sweep-")]
@@ -523,7 +618,6 @@ def main(argv):
     try:
         host = host_facts(a, out)
         meas = measure(a, procs, raw)
-        progress("4/6 mtrace sim: calibrated from the sequential runs, predicting")
         scn, rows, sweep = predict(a, host, meas, out)
         progress("5/6 report: tables and gnuplot plots in %s" % out)
         rep = whatif_report.build(a, out, meas, rows, sweep, DELAYS_MEASURED)

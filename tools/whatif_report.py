@@ -9,10 +9,16 @@ the client's latencies (meas, see whatif.measure)."""
 import datetime
 import json
 import os
+import re
 import subprocess
 
 RT_NAME = {"gil": "GIL", "ft": "free-threaded"}
 SCHEMA = 1
+# the client's parameters calibrated from the sequential runs (or their
+# defaults), listed with their origin under "Calibration"
+CAL_PARAMS = ("py_call_us", "py_cv", "gil_xcore_cpu_us", "py_cold_cpu_us", "py_cold_lo_us",
+              "py_cold_hi_us")
+PARAM_RE = re.compile(r"^#\s+(\S+)\s+=\s+(\S+)\s+\[(\w+)\]\s*(.*)$")
 
 
 def fmt_delay(d):
@@ -154,7 +160,7 @@ def plot_latency(a, out, host, scn, d, meas):
     t = "t%d" % a.thread_list[0]
     names = ["d%g-seq-gil" % d, "d%g-%s-gil" % (d, t), "d%g-%s-ft" % (d, t)]
     sub = os.path.join(raw, "plot-delay%g.scn" % d)
-    scn_subset(scn, names + a.fitted, sub)
+    scn_subset(scn, names + a.cal_sections, sub)
     mfile = os.path.join(raw, "plot-delay%g-measured.txt" % d)
     with open(meas["delays"][d]["latencies"]) as f, open(mfile, "w") as g:
         for line in f:
@@ -217,6 +223,32 @@ def plot_threads(a, out, sw, delays):
     return png
 
 
+def calibration(a, out):
+    """The CAL_PARAMS of each calibration section as mtrace sim printed them
+    in params.txt: [{scenario, name, value, origin, note}]."""
+    got, cur = [], None
+    with open(os.path.join(out, "params.txt")) as f:
+        for line in f:
+            m = re.match(r"^# scenario '([^']*)'", line)
+            if m:
+                cur = m.group(1)
+                continue
+            m = PARAM_RE.match(line)
+            if m and cur in a.cal_sections and m.group(1) in CAL_PARAMS:
+                got.append({"scenario": cur, "name": m.group(1), "value": float(m.group(2)),
+                            "origin": m.group(3), "note": m.group(4).strip()})
+    return got
+
+
+def md_calibration(a, cal):
+    out = ["## Calibration", "",
+           "Calibration `%s`: %s.  The client's parameters as `mtrace sim` took them "
+           "(params.txt has every parameter with its origin):" % (a.cal_mode, a.cal_note), ""]
+    out += ["- `%s` %s = %g [%s] %s" % (c["scenario"], c["name"], c["value"], c["origin"],
+                                       c["note"]) for c in cal]
+    return out + [""]
+
+
 # ---- the report ------------------------------------------------------------
 
 def server_note(meas):
@@ -228,12 +260,10 @@ def server_note(meas):
 
 def notes(a, meas, rows):
     out = ["Measured rows: the client against `mtrace replay` (%s). Predicted rows: `mtrace sim`, "
-           "calibrated from the host facts and %s; the server's service times "
-           "come from the sniffed sequential runs; no threaded measurement is used." % (
+           "calibrated from the host facts and the sequential runs only, calibration `%s`: %s; "
+           "no threaded measurement is used." % (
                "pymongo, seed 000's method" if not a.client else "client `%s`" % a.client,
-               "delay 0's sequential run only (marked *fitted*; the delay-1 sequential row is "
-               "a prediction too)" if a.calibrate == "delay0"
-               else "each delay's sequential run (marked *fitted*)"),
+               a.cal_mode, a.cal_note),
            "Error: predicted minus measured mean, in % of the measured mean / stdev% difference "
            "in points.",
            "Free-threaded rows are predictions only: the client ran on GIL CPython; the model's "
@@ -260,6 +290,7 @@ def build(a, out, meas, sim_rows, sweep, delays):
     host = os.path.join(out, "host.txt")
     scn = os.path.join(out, "model.scn")
     rows = main_rows(a, meas, sim_rows, delays)
+    cal = calibration(a, out)
     sw = sweep_rows(a, meas, sweep)
     plots = [plot_latency(a, out, host, scn, d, meas) for d in delays]
     plots.append(plot_threads(a, out, sw, delays))
@@ -269,6 +300,9 @@ def build(a, out, meas, sim_rows, sweep, delays):
            "trace": a.trace, "client": a.client or "default: pymongo, sim/validate_bench.py",
            "calls": a.calls, "threads": a.thread_list, "threads_calls": a.threads_calls,
            "calibrate": a.calibrate, "fitted": a.fitted,
+           "calibration": {"mode": a.cal_mode, "sections": a.cal_sections, "note": a.cal_note,
+                           "client_cpu": {"%g" % d: meas["delays"][d]["cpu"] for d in delays},
+                           "params": cal},
            "seed": seed, "host_facts": "host.txt", "scenarios": "model.scn",
            "server_service_times": server_note(meas),
            "server_p50_us": meas.get("server_p50_us"),
@@ -284,8 +318,11 @@ def build(a, out, meas, sim_rows, sweep, delays):
           "`mtrace sim --host host.txt --scenario model.scn`." % (now, shown, seed), ""]
     md += md_table(HEAD, [table_cells(r) for r in rows])
     md += [""] + ["- " + n for n in nt]
+    md += [""] + md_calibration(a, cal)
     md += ["", "## What-if sweep (mtrace sim)", "",
-           "Calibrated from the delay-0 sequential run only; each thread runs %d calls; "
+           "Calibrated from the delay-0 sequential run (with the `cpu` calibration, "
+           "the cross-core and cold-cache charges too, as under Calibration); each "
+           "thread runs %d calls; "
            "threads 1 is the sequential run (%d calls, the first excluded). Measured threaded rows ran one after "
            "another on one client (its pool already held connections), the sweep starts each "
            "from one open connection." % (a.threads_calls, a.calls), ""]
@@ -297,5 +334,7 @@ def build(a, out, meas, sim_rows, sweep, delays):
            "parameter with its origin), raw/ (latencies, replay logs and summaries).", ""]
     with open(os.path.join(out, "report.md"), "w") as f:
         f.write("\n".join(md))
+    nt.append("Calibration (params.txt): " + "; ".join(
+        "%s %s = %g [%s]" % (c["scenario"], c["name"], c["value"], c["origin"]) for c in cal))
     text = text_table(rows) + "\n\n" + "\n".join("* " + n for n in nt)
     return {"text": text, "plots": plots, "json": rep}
