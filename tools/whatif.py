@@ -597,7 +597,7 @@ def host_facts(a, out):
             shutil.copy(a.host, path)
         progress("1/6 host facts from %s" % a.host)
         return path
-    progress("1/6 host facts: mtrace calibrate (about 5 s)")
+    progress("1/6 host facts: mtrace calibrate (about 20 s)")
     argv = [a.mtrace, "calibrate", "--python", a.python, "-o", path]
     if a.python_ft:
         argv += ["--python-ft", a.python_ft]
