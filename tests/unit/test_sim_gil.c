@@ -32,20 +32,14 @@
 #include "sim/model.h"
 #include "sim/params.h"
 
+#include "sim_fixtures.h"
+
 #define NTH 4
 
 struct bare {
     struct sim_model m;
     struct sim_result res;
 };
-
-static void
-set(struct sim_params *p, const char *k, const char *v)
-{
-    struct mt_err err = {0};
-    if (sim_params_set(p, k, v, SIM_OR_SCENARIO, NULL, &err) != 0)
-        fail_msg("set %s=%s: %s", k, v, err.msg);
-}
 
 /* NTH threads, nothing scheduled; wake-ups and hand-offs without variation:
  * wake_us 10, gil_handoff_us 20, switch interval 5000 us. */
