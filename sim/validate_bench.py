@@ -37,10 +37,14 @@ import json
 import os
 import resource
 import statistics
+import sys
 import threading
 import time
 
 from pymongo import MongoClient
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "calibrate"))
+from gil_pingpong import xcore_phases  # noqa: E402  (shared with mtrace calibrate)
 
 
 CPU = threading.local()
@@ -67,31 +71,12 @@ def timings(col, n):
     return out
 
 
-def _xcore_phase(col, n, cores, alternate):
-    xs = []
-    for i in range(n):
-        os.sched_setaffinity(0, {cores[i % len(cores)] if alternate else cores[0]})
-        c0 = time.thread_time()
-        col.find_one({"_id": "test-doc-1"})
-        xs.append(time.thread_time() - c0)
-    xs.sort()
-    return statistics.mean(xs[:len(xs) - len(xs) // 20])
-
-
 def xcore(col, n=200, phases=5):
     """See --xcore in the module doc: (xcore_cpu_us, xcore_fixed_us) or None."""
-    cores = sorted(os.sched_getaffinity(0))
-    if len(cores) < 2:
+    r = xcore_phases(lambda: col.find_one({"_id": "test-doc-1"}), n, phases)
+    if r is None:
         return None
-    diff, fixed = [], []
-    try:
-        for _ in range(phases):
-            f = _xcore_phase(col, n, cores, False)
-            a = _xcore_phase(col, n, cores, True)
-            diff.append(a - f)
-            fixed.append(f)
-    finally:
-        os.sched_setaffinity(0, set(cores))
+    diff, fixed = r
     return statistics.median(diff) * 1e6, statistics.median(fixed) * 1e6
 
 

@@ -24,23 +24,11 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "calibrate"))
-from gil_pingpong import workload  # noqa: E402
+from gil_pingpong import _echo, workload  # noqa: E402
 
 
 def echo(ls, n):
-    conns = [ls.accept()[0] for _ in range(n)]
-    sel = selectors.DefaultSelector()
-    for c in conns:
-        sel.register(c, selectors.EVENT_READ)
-    left = n
-    while left:
-        for k, _ in sel.select():
-            b = k.fileobj.recv(4096)
-            if not b:
-                sel.unregister(k.fileobj)
-                left -= 1
-            else:
-                k.fileobj.sendall(b)
+    _echo([ls.accept()[0] for _ in range(n)])
 
 
 def run(nthreads, spread, n, iters):

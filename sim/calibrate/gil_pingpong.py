@@ -95,7 +95,6 @@ import sys
 import threading
 import time
 
-ROUNDS = int(sys.argv[1]) if len(sys.argv) > 1 else 20000
 BATCH = 200
 
 
@@ -350,27 +349,44 @@ def contended_cpu(phases=5):
             "take_cpu_unpinned_us": statistics.median(unp) * 1e6}
 
 
-def _xcore_phase(s, K, cores, alternate):
-    """K iterations of the xcore_cpu_us loop on socket s: CPU per iteration,
-    mean less the top 5 %."""
-    msg = b"x" * 100
+def _pinned_cpu(call, n, cores, alternate):
+    """n calls of call(), each pinned to cores[0] or to the cores in turn:
+    thread CPU per call, mean less the top 5 %."""
     xs = []
-    for i in range(K):
+    for i in range(n):
         os.sched_setaffinity(0, {cores[i % len(cores)] if alternate else cores[0]})
         c0 = time.thread_time()
-        workload(100)
-        s.sendall(msg)
-        s.recv(100)
-        workload(100)
+        call()
         xs.append(time.thread_time() - c0)
     xs.sort()
     return statistics.mean(xs[:len(xs) - len(xs) // 20])
 
 
-def xcore_cpu(K=400, phases=5):
-    """See xcore_cpu_us in the module doc.  None with one core."""
+def xcore_phases(call, n, phases, warmup=0):
+    """The cross-core measurement, here (xcore_cpu_us) and in
+    sim/validate_bench.py --xcore: `phases` pairs of n calls of call() on
+    one core, then on alternating cores.  Returns the lists (alternating
+    minus one-core CPU per call, one-core CPU per call), in seconds, or None
+    with one core; the caller's affinity is restored."""
     cores = sorted(os.sched_getaffinity(0))
     if len(cores) < 2:
+        return None
+    diff, fixed = [], []
+    try:
+        if warmup:
+            _pinned_cpu(call, warmup, cores, False)
+        for _ in range(phases):
+            f = _pinned_cpu(call, n, cores, False)
+            diff.append(_pinned_cpu(call, n, cores, True) - f)
+            fixed.append(f)
+    finally:
+        os.sched_setaffinity(0, set(cores))
+    return diff, fixed
+
+
+def xcore_cpu(K=400, phases=5):
+    """See xcore_cpu_us in the module doc.  None with one core."""
+    if len(os.sched_getaffinity(0)) < 2:
         return None
     ls = socket.socket()
     ls.bind(("127.0.0.1", 0))
@@ -384,16 +400,17 @@ def xcore_cpu(K=400, phases=5):
     s = socket.create_connection(ls.getsockname())
     s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     ls.close()
-    diff, fixed = [], []
+    msg = b"x" * 100
+
+    def one():
+        workload(100)
+        s.sendall(msg)
+        s.recv(100)
+        workload(100)
+
     try:
-        _xcore_phase(s, 50, cores, False)  # warm-up
-        for _ in range(phases):
-            f = _xcore_phase(s, K, cores, False)
-            a = _xcore_phase(s, K, cores, True)
-            diff.append(a - f)
-            fixed.append(f)
+        diff, fixed = xcore_phases(one, K, phases, warmup=50)
     finally:
-        os.sched_setaffinity(0, set(cores))
         s.close()
         os.waitpid(pid, 0)
     return {"xcore_cpu_us": statistics.median(diff) * 1e6,
@@ -424,8 +441,9 @@ def cpu_loop(n=20000):
 
 
 def main():
+    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 20000
     pingpong(2000)  # warm-up
-    batches = pingpong(ROUNDS)
+    batches = pingpong(rounds)
     loop = min(lock_loop(20000) for _ in range(3))
     half = statistics.mean(batches)
     cv = statistics.pstdev(batches) / half if half > 0 else 0.0
