@@ -705,22 +705,6 @@ proxy_init(struct proxy *p, const struct proxy_opts *o, struct mt_err *err)
     return 0;
 }
 
-/* Real-time loops on every core: a woken loop preempts whatever runs
- * there, the client under test included (spinning is bounded to half a
- * core per loop: pdelay_bound_spin). */
-static void
-proxy_warn_rt_cores(int rt_prio, int loops)
-{
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-
-    if (rt_prio > 0 && ncpu > 0 && loops >= ncpu)
-        mt_warn("capture: --rt-prio %d with %d real-time loops on %ld cores: "
-                "a loop preempts every normal process on its core, a client "
-                "on this host included; --threads %ld leaves one "
-                "(docs/capture.md)",
-                rt_prio, loops, ncpu, ncpu > 1 ? ncpu - 1 : 1);
-}
-
 /* See proxy.h. */
 int
 proxy_run(const struct proxy_opts *o, struct mt_err *err)
@@ -755,7 +739,7 @@ proxy_run(const struct proxy_opts *o, struct mt_err *err)
     TRY(recq_start(p.q, err));
     TRY(proxy_loops_init(&p, err));
     atomic_store(&proxy_running, &p);
-    proxy_warn_rt_cores(o->rt_prio, p.nloops);
+    sched_warn_rt_cores("capture", o->rt_prio, p.nloops, "docs/capture.md");
     mt_info("capture: proxy listening on %s -> %s with %d loop%s%s%s, "
             "recording to %s",
             ldesc, o->target_desc, p.nloops, p.nloops > 1 ? "s" : "",

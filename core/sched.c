@@ -7,6 +7,9 @@
 #include <pthread.h>
 #include <sched.h>
 #include <string.h>
+#include <unistd.h>
+
+#include "core/log.h"
 
 /*
  * Puts the calling thread under SCHED_FIFO at prio; see sched.h.
@@ -64,4 +67,20 @@ sched_is_realtime(void)
     if (pthread_getschedparam(pthread_self(), &policy, &sp) != 0)
         return 0;
     return policy == SCHED_FIFO || policy == SCHED_RR;
+}
+
+/*
+ * Warns when real-time loops cover every core; see sched.h.
+ */
+void
+sched_warn_rt_cores(const char *who, int prio, int loops, const char *doc)
+{
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+
+    if (prio > 0 && ncpu > 0 && loops >= ncpu)
+        mt_warn("%s: --rt-prio %d with %d real-time loops on %ld cores: a "
+                "woken or spinning loop keeps its core from every normal "
+                "process, a client on this host included; --threads %ld "
+                "leaves one (%s)",
+                who, prio, loops, ncpu, ncpu > 1 ? ncpu - 1 : 1, doc);
 }

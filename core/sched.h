@@ -35,4 +35,11 @@ int sched_set_normal(void);
 /* The calling thread's policy is SCHED_FIFO or SCHED_RR: 1, else 0. */
 int sched_is_realtime(void);
 
+/*
+ * Warns (as `who`, pointing at `doc`) when prio > 0 and `loops` real-time
+ * loops cover every online core: a woken or spinning loop keeps its core
+ * from every normal process, a client under test on this host included.
+ */
+void sched_warn_rt_cores(const char *who, int prio, int loops, const char *doc);
+
 #endif

@@ -517,22 +517,6 @@ raise_fd_limit(size_t conns_max)
                 (unsigned long long)rl.rlim_cur);
 }
 
-/* Real-time loops on every core: a loop that spins (many connections, or
- * delays shorter than the spin window) keeps its core from every normal
- * process, the client under test included, until RT throttling. */
-static void
-warn_rt_cores(const struct server_opts *o, int loops)
-{
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-
-    if (o->rt_prio > 0 && ncpu > 0 && loops >= ncpu)
-        mt_warn("replay: --rt-prio %d with %d real-time loops on %ld cores: "
-                "a spinning loop keeps its core from every other process, "
-                "a client on this host included; --threads %ld leaves one "
-                "(docs/replay.md)",
-                o->rt_prio, loops, ncpu, ncpu > 1 ? ncpu - 1 : 1);
-}
-
 static int
 serve(const struct cli *c, struct index *idx, struct replay_stats *st)
 {
@@ -556,7 +540,8 @@ serve(const struct cli *c, struct index *idx, struct replay_stats *st)
         fprintf(stderr, "mtrace replay: %s\n", err.msg);
         return -1;
     }
-    warn_rt_cores(&c->so, server_threads(s));
+    sched_warn_rt_cores("replay", c->so.rt_prio, server_threads(s),
+                        "docs/replay.md");
     mt_info("replay: listening on %s:%u with %d loops%s; %llu exchanges "
             "under %llu keys from %s (%llu getMore batches, hello %s)",
             c->so.host, server_port(s), server_threads(s),
