@@ -172,8 +172,11 @@ def start_replay(a, procs, delay, raw):
     for f in (log, summ):
         if os.path.exists(f):
             os.unlink(f)
+    # --spin-us 0, as sim/validate.sh: the model's server does not busy-wait,
+    # and replay's adaptive spin would take up to a core from the client on
+    # a small host, a cost the prediction does not charge.
     p = procs.start([a.mtrace, "replay", "--listen", "127.0.0.1:0", "--delay-ms", "%g" % delay,
-                     "--summary-json", summ, a.trace], stdout=subprocess.DEVNULL,
+                     "--spin-us", "0", "--summary-json", summ, a.trace], stdout=subprocess.DEVNULL,
                     stderr=open(log, "w"))
 
     def port():
