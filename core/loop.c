@@ -275,6 +275,8 @@ loop_epoll_events(unsigned events)
         e |= EPOLLIN;
     if (events & LOOP_WRITE)
         e |= EPOLLOUT;
+    if (events & LOOP_EDGE)
+        e |= EPOLLET;
     return e;
 }
 
@@ -298,7 +300,7 @@ loop_fd_register(struct loop *l, int fd, unsigned events, loop_io_fn *cb,
     f->gen++;
     f->cb = cb;
     f->arg = arg;
-    f->events = events & (LOOP_READ | LOOP_WRITE);
+    f->events = events & (LOOP_READ | LOOP_WRITE | LOOP_EDGE);
     f->exclusive = exclusive;
     return 0;
 }
@@ -338,7 +340,7 @@ loop_fd_mod(struct loop *l, int fd, unsigned events)
     if (fd < 0 || fd >= l->fd_max || l->fds[fd].cb == NULL)
         return -ENOENT;
     f = &l->fds[fd];
-    events &= LOOP_READ | LOOP_WRITE;
+    events &= LOOP_READ | LOOP_WRITE | LOOP_EDGE;
     if (events == f->events)
         return 0;
     if (f->exclusive)

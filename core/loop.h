@@ -25,6 +25,14 @@
 #define LOOP_WRITE (1u << 1)
 /* Passed to callbacks only (EPOLLERR/EPOLLHUP). */
 #define LOOP_ERROR (1u << 2)
+/*
+ * With LOOP_READ/LOOP_WRITE in loop_fd_add/loop_fd_mod: edge-triggered
+ * (EPOLLET).  The fd is reported when it becomes ready, not at every
+ * iteration while it stays ready, so the callback must read (or write)
+ * until EAGAIN.  Saves the kernel re-polling drained sockets that
+ * level-triggered epoll puts back on its ready list.
+ */
+#define LOOP_EDGE (1u << 3)
 
 struct loop;
 struct loop_timer;

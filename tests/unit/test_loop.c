@@ -274,6 +274,57 @@ test_loop_fd_readiness_socketpair(void **state)
 }
 
 static void
+on_io_count(struct loop *l, int fd, void *arg, unsigned ev)
+{
+    int *n = arg;
+
+    (void)l;
+    (void)fd;
+    if (ev & LOOP_READ)
+        (*n)++; /* does not read: the fd stays readable */
+}
+
+/* Level-triggered, an undrained fd is reported at every iteration; with
+ * LOOP_EDGE only when new data arrives. */
+static void
+test_loop_fd_edge_triggered(void **state)
+{
+    struct mt_err err = {0};
+    struct loop *l = loop_new(NULL, 64, &err);
+    int lt[2], et[2], nlt = 0, net = 0, i;
+
+    (void)state;
+    assert_non_null(l);
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, lt), 0);
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, et), 0);
+    assert_int_equal(loop_fd_add(l, lt[0], LOOP_READ, on_io_count, &nlt), 0);
+    assert_int_equal(loop_fd_add(l, et[0], LOOP_READ | LOOP_EDGE, on_io_count,
+                                 &net),
+                     0);
+    assert_int_equal(write(lt[1], "a", 1), 1);
+    assert_int_equal(write(et[1], "a", 1), 1);
+    for (i = 0; i < 3; i++)
+        assert_int_equal(loop_run_once(l, 0), 0);
+    assert_int_equal(nlt, 3);
+    assert_int_equal(net, 1);
+    assert_int_equal(write(et[1], "b", 1), 1); /* a new edge */
+    assert_int_equal(loop_run_once(l, 0), 0);
+    assert_int_equal(loop_run_once(l, 0), 0);
+    assert_int_equal(net, 2);
+    assert_int_equal(loop_fd_mod(l, et[0], LOOP_READ), 0); /* back to LT */
+    assert_int_equal(loop_run_once(l, 0), 0);
+    assert_int_equal(loop_run_once(l, 0), 0);
+    assert_int_equal(net, 4);
+    loop_fd_del(l, lt[0]);
+    loop_fd_del(l, et[0]);
+    close(lt[0]);
+    close(lt[1]);
+    close(et[0]);
+    close(et[1]);
+    loop_free(l);
+}
+
+static void
 test_loop_fd_deleted_in_batch_not_delivered(void **state)
 {
     struct mt_err err = {0};
@@ -777,6 +828,7 @@ main(void)
         cmocka_unit_test(test_loop_spin_idle_uses_little_cpu),
         cmocka_unit_test(test_loop_spin_runs_timers_between_io),
         cmocka_unit_test(test_loop_timer_batch_pos_and_join),
+        cmocka_unit_test(test_loop_fd_edge_triggered),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
