@@ -14,7 +14,12 @@
 #     2d: at 64 connections, lateness split into first-of-batch (wake-up,
 #     CPU) and queued-behind-other-writes, for 1 loop / one per core and
 #     normal / --rt-prio 1 scheduling.
-#     Section 2 has rows with --rt-prio 1 (SCHED_FIFO loops) too.
+#     Section 2 has rows with --rt-prio 1 (SCHED_FIFO loops) too, and rows
+#     with a PM QoS CPU wake-up latency request of 0 us held (mtrace replay
+#     --cpu-dma-latency 0; timer_wake --cpu-dma-latency 0 in 2c): the
+#     request is machine-wide, so the client runs under it too.
+#     (Table 1 has no PM QoS rows: with the request held, pymongo's added
+#     delay at --delay-ms 1 was 1.056 ms, median of 5 -- docs/benchmarks.md.)
 #  3. throughput: replay_load at 16 and 256 connections against replay
 #     (--threads 1 / one loop per core, normal / --rt-prio 1) and against
 #     the fixed-reply server.
@@ -149,9 +154,11 @@ echo "wake-up lateness is included), 'busy' polls (one core)."
 echo
 echo "Scheduling: 'normal' (CFS), or '--rt-prio 1' (every loop thread under"
 echo "SCHED_FIFO 1: it preempts the client and other processes)."
+echo "PM QoS: 'off', or '0 us' (mtrace replay --cpu-dma-latency 0: idle CPUs"
+echo "poll instead of halting, machine-wide, so for the client too)."
 echo
-echo "| requested | conns | scheduling | server achieved p50 | p99 | late p50 | late p99 | write() p50 | client sleep: RTT p50 - base | p99 - base | client busy: RTT p50 - base | p99 - base | server CPU | target p50 <= | target p99 <= |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+echo "| requested | conns | scheduling | PM QoS | server achieved p50 | p99 | late p50 | late p99 | write() p50 | client sleep: RTT p50 - base | p99 - base | client busy: RTT p50 - base | p99 - base | server CPU | target p50 <= | target p99 <= |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 cpu_ticks() { awk '{print $14 + $15}' /proc/"$1"/stat; }
 # run_load OUT CONNS DELAY BUSY(''|--busy) [replay args]: one replay + one load
 run_load() {
@@ -165,18 +172,21 @@ run_load() {
 }
 for c in 1 64; do
   for rt in 0 1; do
-    RT=()
+   for pm in off 0; do
+    RT=() PM=()
     [ $rt = 1 ] && RT=(--rt-prio 1)
-    run_load "$TMP/base.sleep.$c" $c 0 "" "${SPIN[@]}" "${RT[@]}"
-    run_load "$TMP/base.busy.$c" $c 0 --busy "${SPIN[@]}" "${RT[@]}"
+    [ $pm = 0 ] && PM=(--cpu-dma-latency 0)
+    run_load "$TMP/base.sleep.$c" $c 0 "" "${SPIN[@]}" "${RT[@]}" "${PM[@]}"
+    run_load "$TMP/base.busy.$c" $c 0 --busy "${SPIN[@]}" "${RT[@]}" "${PM[@]}"
     for d in 0.1 1 5; do
-        run_load "$TMP/d.sleep" $c $d "" "${SPIN[@]}" "${RT[@]}"
-        run_load "$TMP/d.busy" $c $d --busy "${SPIN[@]}" "${RT[@]}"
-        $PY - "$d" "$c" "$TMP" "$SECS" "$(getconf CLK_TCK)" "$rt" <<'PY'
+        run_load "$TMP/d.sleep" $c $d "" "${SPIN[@]}" "${RT[@]}" "${PM[@]}"
+        run_load "$TMP/d.busy" $c $d --busy "${SPIN[@]}" "${RT[@]}" "${PM[@]}"
+        $PY - "$d" "$c" "$TMP" "$SECS" "$(getconf CLK_TCK)" "$rt" "$pm" <<'PY'
 import json, sys
 d, c, t = float(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 secs, tck = float(sys.argv[4]), int(sys.argv[5])
 sched = "--rt-prio 1" if sys.argv[6] == "1" else "normal"
+pmq = "0 us" if sys.argv[7] == "0" else "off"
 js = lambda p: json.load(open(p))
 s = js(f"{t}/d.sleep.srv")
 a, late, w = s["achieved"], s["late"], s["write"]
@@ -187,11 +197,12 @@ def rel(mode):
 (s50, s99), (b50, b99) = rel("sleep"), rel("busy")
 t50, t99 = d * 1.01 + 0.010, d * 1.05 + 0.050
 ok = lambda v, t: f"{v:.4f}" + ("" if v <= t else " (over)")
-print(f"| {d} ms | {c} | {sched} | {ok(a['p50_ms'], t50)} | {ok(a['p99_ms'], t99)} | {late['p50_ms']*1000:.1f} us "
+print(f"| {d} ms | {c} | {sched} | {pmq} | {ok(a['p50_ms'], t50)} | {ok(a['p99_ms'], t99)} | {late['p50_ms']*1000:.1f} us "
       f"| {late['p99_ms']*1000:.1f} us | {w['p50_ms']*1000:.1f} us | {ok(s50, t50)} | {ok(s99, t99)} "
       f"| {ok(b50, t50)} | {ok(b99, t99)} | {cpu:.0f}% | {t50:.4f} | {t99:.4f} |")
 PY
     done
+   done
   done
 done
 
@@ -234,6 +245,10 @@ echo
 echo
 "$BUILD/bench/timer_wake" --n $((SECS * 700)) --delay-us 1000 --rt-prio 1
 echo
+"$BUILD/bench/timer_wake" --n $((SECS * 700)) --delay-us 1000 --cpu-dma-latency 0
+echo
+"$BUILD/bench/timer_wake" --n $((SECS * 700)) --delay-us 1000 --rt-prio 1 --cpu-dma-latency 0
+echo
 echo "## 2d. 64 connections: where the lateness comes from (sleeping client, ${SECS}s each)"
 echo
 echo "Each timed release is either the first of its loop's timer batch (late"
@@ -244,26 +259,29 @@ echo "their late p99.  conns/loop = fewest..most connections a loop accepted"
 echo "(SO_REUSEPORT hash, then the accept hand-off).  Client = replay_load's own round trip (its"
 echo "one thread handles the 64 replies of a burst one by one) and ops/s."
 echo
-echo "| requested | loops | scheduling | late p50 | late p99 | first: share, late p99 | queued: share, late p99 | largest batch | conns/loop | wake-up p50 / p99 us | window us | server CPU | client RTT p50 / p99 ms | client ops/s |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+echo "| requested | loops | scheduling | PM QoS | late p50 | late p99 | first: share, late p99 | queued: share, late p99 | largest batch | conns/loop | wake-up p50 / p99 us | window us | server CPU | client RTT p50 / p99 ms | client ops/s |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 for d in 0.1 1 5; do
     for th in "" 1; do
         for rt in 0 1; do
-            run_load "$TMP/bd" 64 $d "" "${SPIN[@]}" ${th:+--threads $th} $([ $rt = 1 ] && echo --rt-prio 1)
-            $PY - "$d" "${th:-$(nproc) (default)}" "$rt" "$TMP" "$SECS" "$(getconf CLK_TCK)" <<'PY'
+          for pm in off 0; do
+            run_load "$TMP/bd" 64 $d "" "${SPIN[@]}" ${th:+--threads $th} $([ $rt = 1 ] && echo --rt-prio 1) $([ $pm = 0 ] && echo --cpu-dma-latency 0)
+            $PY - "$d" "${th:-$(nproc) (default)}" "$rt" "$TMP" "$SECS" "$(getconf CLK_TCK)" "$pm" <<'PY'
 import json, sys
 d, th, rt, t = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+pmq = "0 us" if sys.argv[7] == "0" else "off"
 secs, tck = float(sys.argv[5]), int(sys.argv[6])
 s, cl = json.load(open(f"{t}/bd.srv")), json.load(open(f"{t}/bd.cli"))
 late, f, q, w = s["late"], s["late_first"], s["late_queued"], s["wake"]
 n = max(1, f["n"] + q["n"])
 cpu = int(open(f"{t}/bd.cpu").read()) / tck / (secs + 0.5) * 100
 sched = "--rt-prio 1" if rt == "1" else "normal"
-print(f"| {d} ms | {th} | {sched} | {late['p50_ms']*1000:.1f} us | {late['p99_ms']*1000:.1f} us "
+print(f"| {d} ms | {th} | {sched} | {pmq} | {late['p50_ms']*1000:.1f} us | {late['p99_ms']*1000:.1f} us "
       f"| {100*f['n']/n:.0f}%, {f['p99_ms']*1000:.1f} us | {100*q['n']/n:.0f}%, {q['p99_ms']*1000:.1f} us "
       f"| {s['batch_max']} | {s['loop_conns_min']}..{s['loop_conns_max']} | {w['p50_us']:.1f} / {w['p99_us']:.1f} "
       f"| {w['spin_us']:.0f} | {cpu:.0f}% | {cl['rtt_p50_us']/1000:.3f} / {cl['rtt_p99_us']/1000:.3f} | {cl['ops_per_s']:.0f} |")
 PY
+          done
         done
     done
 done

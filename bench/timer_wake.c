@@ -8,10 +8,13 @@
  * loop's adaptive spin.  Prints one markdown table (bench/bench_replay.sh
  * and docs/benchmarks.md use it).
  *
- *     timer_wake [--n N] [--delay-us D] [--rt-prio P]
+ *     timer_wake [--n N] [--delay-us D] [--rt-prio P] [--cpu-dma-latency US]
  *
  * --rt-prio P: run every variant under SCHED_FIFO P (core/sched.h), as
  * `mtrace replay --rt-prio P` runs its loops.
+ * --cpu-dma-latency US: hold a PM QoS CPU wake-up latency request of US
+ * microseconds (core/pmqos.h) for the whole run, as `mtrace replay
+ * --cpu-dma-latency US` does (machine-wide while held).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -26,6 +29,7 @@
 
 #include "core/clock.h"
 #include "core/loop.h"
+#include "core/pmqos.h"
 #include "core/sched.h"
 #include "replay/delay.h"
 
@@ -159,7 +163,8 @@ main(int argc, char **argv)
         {"timerfd abs, slack 1 ns", 1, true},
         {"timerfd rel, slack 1 ns", 1, false},
     };
-    int n = 2000, rt = 0;
+    int n = 2000, rt = 0, dma = -1;
+    struct pmqos q;
     uint64_t delay_ns = 1000000;
     struct mt_err err = {0};
 
@@ -170,19 +175,31 @@ main(int argc, char **argv)
             delay_ns = strtoull(argv[i + 1], NULL, 10) * 1000;
         else if (strcmp(argv[i], "--rt-prio") == 0)
             rt = (int)strtol(argv[i + 1], NULL, 10);
+        else if (strcmp(argv[i], "--cpu-dma-latency") == 0)
+            dma = (int)strtol(argv[i + 1], NULL, 10);
+    }
+    pmqos_init(&q);
+    if (dma >= 0 && pmqos_hold(&q, dma, &err) < 0) {
+        fprintf(stderr, "timer_wake: --cpu-dma-latency: %s\n", err.msg);
+        return 1;
     }
     if (sched_set_realtime(rt, &err) < 0) {
         fprintf(stderr, "timer_wake: %s\n", err.msg);
         return 1;
     }
-    printf("| sleep of %.0f us%s, lateness | n | p50 us | p90 us | p99 us | "
+    char pm[48] = "";
+
+    if (dma >= 0)
+        snprintf(pm, sizeof(pm), ", PM QoS %d us held", dma);
+    printf("| sleep of %.0f us%s%s, lateness | n | p50 us | p90 us | p99 us | "
            "p99.9 us | max us | CPU |\n",
-           delay_ns / 1e3, rt ? ", SCHED_FIFO" : "");
+           delay_ns / 1e3, rt ? ", SCHED_FIFO" : "", pm);
     printf("|---|---|---|---|---|---|---|---|\n");
     for (size_t i = 0; i < sizeof(vs) / sizeof(vs[0]); i++)
         raw_variant(&vs[i], n, delay_ns);
     loop_variant("core/loop timer, no spin", n, delay_ns, 0);
     loop_variant("core/loop timer, spin 50 us", n, delay_ns, 50000);
     loop_variant("core/loop timer, adaptive spin", n, delay_ns, UINT64_MAX);
+    pmqos_release(&q);
     return 0;
 }

@@ -7,7 +7,7 @@
  *                   [--delay-mode deadline|serial] [--strict] [--threads N]
  *                   [--max-conns N] [--ignore-field F]... [--keep-field F]...
  *                   [--spin-us auto|N] [--spin-max-us N] [--rt-prio N]
- *                   [--summary-json FILE] TRACE.zst
+ *                   [--cpu-dma-latency US] [--summary-json FILE] TRACE.zst
  *
  * Exit status: 0; 1 runtime failure (or --strict with misses); 2 bad usage.
  * docs/replay.md describes the behaviour.
@@ -29,6 +29,7 @@
 #include "core/addr.h"
 #include "core/log.h"
 #include "core/mem.h"
+#include "core/pmqos.h"
 #include "core/sched.h"
 #include "core/trace.h"
 #include "core/wire.h"
@@ -48,6 +49,7 @@ struct cli {
     uint64_t spin_max_ns; /* bound of --spin-us auto */
     const char *summary_json;
     const char *trace;
+    int dma_lat_us; /* --cpu-dma-latency; -1: no request */
 };
 
 static void
@@ -92,6 +94,15 @@ usage(FILE *out)
         "                         priority N (1..99; 0: off, the default):\n"
         "                         releases are not late behind other\n"
         "                         processes; needs root or CAP_SYS_NICE\n"
+        "  --cpu-dma-latency US   hold a PM QoS CPU wake-up latency request\n"
+        "                         of US microseconds (0..2000000000) through\n"
+        "                         /dev/cpu_dma_latency from start to exit,\n"
+        "                         as cyclictest does: 0 keeps idle CPUs\n"
+        "                         polling, so timer and packet wake-ups are\n"
+        "                         not late by a deep idle exit. Off by\n"
+        "                         default: it is machine-wide, and polling\n"
+        "                         CPUs burn power (host CPU in a VM); needs\n"
+        "                         root\n"
         "  --summary-json FILE    also write the exit summary as JSON\n"
         "See docs/replay.md.\n");
 }
@@ -184,6 +195,7 @@ enum {
     OPT_MSGTO,
     OPT_MSGMAX,
     OPT_RTPRIO,
+    OPT_DMALAT,
 };
 
 static const struct option longopts[] = {
@@ -207,6 +219,7 @@ static const struct option longopts[] = {
     {"msg-timeout-s", required_argument, NULL, OPT_MSGTO},
     {"max-msg-bytes", required_argument, NULL, OPT_MSGMAX},
     {"rt-prio", required_argument, NULL, OPT_RTPRIO},
+    {"cpu-dma-latency", required_argument, NULL, OPT_DMALAT},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -312,6 +325,12 @@ parse_opt(struct cli *c, int opt, const char *a)
                        SCHED_RT_PRIO_MAX);
         c->so.rt_prio = (int)u;
         return 0;
+    case OPT_DMALAT:
+        if (parse_u64(a, PMQOS_US_MAX, &u) < 0)
+            return bad("bad --cpu-dma-latency '%s' (0..%d microseconds)", a,
+                       PMQOS_US_MAX);
+        c->dma_lat_us = (int)u;
+        return 0;
     default:
         return 2;
     }
@@ -329,6 +348,7 @@ parse_args(struct cli *c, int argc, char **argv)
     c->so.spin_auto = true;
     c->so.spin_ns = c->spin_max_ns;
     c->so.msg_timeout_ns = SERVER_MSG_TIMEOUT_DEFAULT_NS;
+    c->dma_lat_us = -1;
     delay_cfg_init(&c->so.delay);
     match_rules_default(&c->rules);
     optind = 1;
@@ -410,6 +430,35 @@ print_summary(FILE *f, const struct replay_stats *st)
             (unsigned long long)st->loop_conns_max);
 }
 
+/* What the PM QoS request was: ours (-1: none) and the bound the kernel
+ * applied at the end of serving (the smallest of every holder's; -1:
+ * unreadable, e.g. without root). */
+struct pmqos_seen {
+    int held_us;
+    int kernel_us;
+};
+
+static void
+print_pmqos(FILE *f, const struct pmqos_seen *p)
+{
+    char kern[48] = "unreadable";
+
+    if (p->kernel_us >= 0)
+        snprintf(kern, sizeof(kern), "%d us", p->kernel_us);
+    if (p->held_us >= 0)
+        fprintf(f,
+                "mtrace replay: CPU wake-up latency request: held %d us "
+                "through %s from start to exit (kernel bound while serving: "
+                "%s)\n",
+                p->held_us, PMQOS_DEV, kern);
+    else
+        fprintf(f,
+                "mtrace replay: CPU wake-up latency request: none "
+                "(--cpu-dma-latency not given; kernel bound while serving: "
+                "%s)\n",
+                kern);
+}
+
 static void
 json_hist(FILE *f, const char *name, const struct delay_hist *h)
 {
@@ -423,7 +472,8 @@ json_hist(FILE *f, const char *name, const struct delay_hist *h)
 }
 
 static int
-write_json(const char *path, const struct replay_stats *st)
+write_json(const char *path, const struct replay_stats *st,
+           const struct pmqos_seen *p)
 {
     FILE *f = fopen(path, "w");
 
@@ -442,6 +492,14 @@ write_json(const char *path, const struct replay_stats *st)
             (unsigned long long)st->missed, (unsigned long long)st->unacked,
             (unsigned long long)st->bad_input, (unsigned long long)st->timeouts,
             (unsigned long long)st->early);
+    if (p->held_us >= 0)
+        fprintf(f, "\"cpu_dma_latency_us\":%d,", p->held_us);
+    else
+        fputs("\"cpu_dma_latency_us\":null,", f);
+    if (p->kernel_us >= 0)
+        fprintf(f, "\"cpu_latency_bound_us\":%d,", p->kernel_us);
+    else
+        fputs("\"cpu_latency_bound_us\":null,", f);
     json_hist(f, "requested", &st->requested);
     fputc(',', f);
     json_hist(f, "achieved", &st->achieved);
@@ -557,28 +615,50 @@ serve(const struct cli *c, struct index *idx, struct replay_stats *st)
     return 0;
 }
 
-int
-replay_cli_main(int argc, char **argv)
+/* --cpu-dma-latency: held before the trace is read and the listeners
+ * open, so a refusal leaves nothing listening.  0, or 1 on refusal. */
+static int
+hold_pmqos(const struct cli *c, struct pmqos *q)
 {
-    struct cli c;
-    struct index idx;
-    struct replay_stats *st;
-    int rc = parse_args(&c, argc, argv);
+    struct mt_err err = {0};
 
-    if (rc != 0)
-        return rc < 0 ? 0 : rc;
-    if (load(&c, &idx) < 0)
-        return 1;
-    st = mt_malloc(sizeof(*st));
-    if (st == NULL || serve(&c, &idx, st) < 0) {
-        mt_free(st);
-        index_free(&idx);
+    pmqos_init(q);
+    if (c->dma_lat_us < 0)
+        return 0;
+    if (pmqos_hold(q, c->dma_lat_us, &err) < 0) {
+        fprintf(stderr,
+                "mtrace replay: --cpu-dma-latency %d: %s; run without the "
+                "option, or as root\n",
+                c->dma_lat_us, err.msg);
         return 1;
     }
+    mt_info("replay: holding a CPU wake-up latency request of %d us (%s) "
+            "until exit",
+            c->dma_lat_us, PMQOS_DEV);
+    return 0;
+}
+
+/* Serves until SIGINT/SIGTERM with the loaded index; the summary and
+ * --summary-json after.  Returns the exit status. */
+static int
+run(const struct cli *c, struct index *idx, struct pmqos *q)
+{
+    struct pmqos_seen seen = {.held_us = q->us, .kernel_us = -1};
+    struct replay_stats *st = mt_malloc(sizeof(*st));
+    int rc = 0;
+
+    if (st == NULL || serve(c, idx, st) < 0) {
+        mt_free(st);
+        return 1;
+    }
+    if (pmqos_current(&seen.kernel_us) < 0)
+        seen.kernel_us = -1;
+    pmqos_release(q);
     print_summary(stderr, st);
-    if (c.summary_json != NULL && write_json(c.summary_json, st) < 0)
+    print_pmqos(stderr, &seen);
+    if (c->summary_json != NULL && write_json(c->summary_json, st, &seen) < 0)
         rc = 1;
-    if (c.strict && st->missed > 0) {
+    if (c->strict && st->missed > 0) {
         fprintf(stderr,
                 "mtrace replay: --strict: %llu requests had no "
                 "recorded reply\n",
@@ -586,6 +666,27 @@ replay_cli_main(int argc, char **argv)
         rc = 1;
     }
     mt_free(st);
+    return rc;
+}
+
+int
+replay_cli_main(int argc, char **argv)
+{
+    struct cli c;
+    struct index idx;
+    struct pmqos q;
+    int rc = parse_args(&c, argc, argv);
+
+    if (rc != 0)
+        return rc < 0 ? 0 : rc;
+    if (hold_pmqos(&c, &q) != 0)
+        return 1;
+    if (load(&c, &idx) < 0) {
+        pmqos_release(&q);
+        return 1;
+    }
+    rc = run(&c, &idx, &q);
+    pmqos_release(&q);
     index_free(&idx);
     return rc;
 }
