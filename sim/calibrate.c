@@ -48,6 +48,10 @@
  *                  shared host changes)
  *   (comment)      /proc/loadavg when calibrating
  *   (comment)      herd.walk_us for the herd model (calibrate_herd.c)
+ *   gil_mutex_signal_us  calibrate_gilmutex.c: how long drop_gil's
+ *                  COND_SIGNAL holds gil->mutex with a waiter asleep (C
+ *                  threads on CPython 3.11's protocol); the share of woken
+ *                  waiters that then block re-locking it (comment)
  *   send_preempt_p, send_preempt_busy_p  calibrate_preempt.c: share of a
  *                  thread's loopback sends during which the echo process it
  *                  woke preempted it (unpinned; both pinned to one CPU)
@@ -56,6 +60,7 @@
  * Output: a host facts file (scenario format, origin [measured]).
  */
 #include "calibrate.h"
+#include "calibrate_gilmutex.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -429,7 +434,9 @@ static const char cal_usage[] =
     "process\n"
     "it wakes, CPython's GIL hand-off and take-over cost by Python\n"
     "microbenchmarks (incl. the CPU a loop iteration pays when it runs on\n"
-    "the other core than the previous one: gil_xcore_cpu_us), and the CPU\n"
+    "the other core than the previous one: gil_xcore_cpu_us), how long\n"
+    "drop_gil holds gil->mutex while it signals a waiter (gil_mutex_signal_us,\n"
+    "C threads on CPython 3.11's mutex/cond protocol), and the CPU\n"
     "other processes take.\n"
     "  -o FILE          write there (default: stdout)\n"
     "  --python PATH    the GIL CPython to measure (default /usr/bin/python3)\n"
@@ -451,6 +458,7 @@ struct facts {
     struct pyfacts py, ft;
     struct sim_cal_preempt pre[3]; /* by enum sim_cal_pin; rounds 0: not
                                       measured */
+    struct sim_cal_gilmutex gm;    /* rounds 0: not measured */
 };
 
 /* Returns -1 to go on, or an exit status. */
@@ -671,6 +679,7 @@ cal_write(FILE *out, const struct facts *f, const struct cal_opts *o)
             f->py.contended);
     cal_write_stretch(out, f, o);
     cal_write_wake_cpu(out, f, o);
+    sim_calibrate_gilmutex_print(out, &f->gm);
     sim_calibrate_preempt_print(out, f->pre);
     fprintf(out,
             "# hot GIL hand-off: lock ping-pong half round trip minus loop CPU "
@@ -734,6 +743,8 @@ sim_calibrate_main(int argc, char **argv)
                     "mtrace calibrate: send preemption (pin %d) not "
                     "measured: %s\n",
                     pin, strerror(errno));
+    if (sim_calibrate_gilmutex(SIM_CAL_GM_ROUNDS, &f.gm) < 0)
+        fprintf(stderr, "mtrace calibrate: gil->mutex signal not measured\n");
     if (syscall_cost(&f.sys_ns) < 0 || pipe_cost(&f.pipe_ns) < 0 ||
         pingpong(&f.half, &f.cv, &f.cpu) < 0 ||
         cold_wake(&f.cold_ns, &f.cold_cv, &f.cold_rejected) < 0) {

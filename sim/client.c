@@ -72,6 +72,8 @@ sim__client_init(struct sim_model *m)
     m->idle = mt_calloc(m->nconn, sizeof(*m->idle));
     m->pool_wait = mt_calloc(m->nth, sizeof(*m->pool_wait));
     m->nhome = m->nth < (size_t)m->p.cores ? m->nth : (size_t)m->p.cores;
+    if (m->p.cpu_pick) /* the working-set terms go by the core itself */
+        m->nhome = (size_t)m->p.cores;
     if (m->nhome == 0)
         m->nhome = 1;
     m->py_home_ns = mt_calloc(m->nhome, sizeof(*m->py_home_ns));
@@ -162,14 +164,36 @@ cold_us(struct sim_model *m, size_t h, size_t i, double frac)
  * segment pays the larger (measured: the delay-1 sequential run's --xcore
  * extra is 13-104 us against 48-163 us at delay 0, docs/sim-model.md).
  */
+/* The core whose caches t's next Python segment uses: its home core, or
+ * with cpu_pick the core it will run on by model.c's rule (the one it
+ * holds; else its last core if free; else the lowest free one; with none
+ * free, its last core). */
+static size_t
+seg_core(const struct sim_model *m, uint32_t t)
+{
+    int16_t c = m->ent[t].last_core;
+
+    if (!m->p.cpu_pick)
+        return t % m->nhome;
+    if (m->holding == (int32_t)t && m->hold_core >= 0)
+        return (size_t)m->hold_core;
+    if (c >= 0 && !m->core_busy[c])
+        return (size_t)c;
+    for (size_t k = 0; k < m->nhome; k++)
+        if (!m->core_busy[k])
+            return k;
+    return c >= 0 ? (size_t)c : t % m->nhome;
+}
+
 static double
 miss_us(struct sim_model *m, uint32_t t, unsigned slot, double frac)
 {
-    size_t h = t % m->nhome, i = h * SIM_XC_SLOTS + slot;
+    size_t h = seg_core(m, t), i = h * SIM_XC_SLOTS + slot;
     double x, c;
 
     MT_ASSERT(slot < SIM_XC_SLOTS);
     m->th[t].py_slot = (uint8_t)slot;
+    m->th[t].py_core = (uint16_t)h;
     x = xcore_us(m, h, i, frac);
     c = cold_us(m, h, i, frac);
     if (x > 0 && x >= c)
@@ -216,7 +240,8 @@ py_ns(struct sim_model *m, uint32_t t, unsigned slot, double frac)
 static void
 py_ended(struct sim_model *m, uint32_t t)
 {
-    size_t h = t % m->nhome, i = h * SIM_XC_SLOTS + m->th[t].py_slot;
+    size_t h = m->p.cpu_pick ? m->th[t].py_core : t % m->nhome;
+    size_t i = h * SIM_XC_SLOTS + m->th[t].py_slot;
 
     m->th[t].ran_py = true;
     m->th[t].seen_switch = m->gil.switch_number;
@@ -359,7 +384,15 @@ advance(struct sim_model *m, uint32_t t)
             return;
         default:
             if (!sim__gil_drop(m, t, false)) {
+                th->drop_cpu_ns = 0;
                 th->after_switch = AT_DO_OP;
+                return;
+            }
+            if (th->drop_cpu_ns > 0) { /* the signal under gil->mutex */
+                uint64_t ns = th->drop_cpu_ns;
+
+                th->drop_cpu_ns = 0;
+                sim__cpu_submit(m, t, ns, W_DROP_SIGNAL, 0);
                 return;
             }
             do_op(m, t);
@@ -536,6 +569,13 @@ sim__client_job_done(struct sim_model *m, uint32_t t, uint32_t what)
         break;
     case W_GIL_TAKEN:
         after_take(m, t);
+        break;
+    case W_GIL_MUTEX:
+        if (sim__gil_mutex_woken(m, t))
+            took_gil(m, t);
+        break;
+    case W_DROP_SIGNAL:
+        do_op(m, t);
         break;
     case W_SWITCHED:
         if (th->after_switch == AT_DO_OP) {

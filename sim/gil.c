@@ -62,7 +62,70 @@ sim__gil_init(struct sim_model *m)
     m->gil.last_signalled = -1;
     m->gil.switch_waiter = -1;
     m->gil.q = mt_calloc(m->nth, sizeof(*m->gil.q));
-    return m->gil.q ? 0 : -ENOMEM;
+    m->gil.mq = mt_calloc(m->nth, sizeof(*m->gil.mq));
+    return m->gil.q && m->gil.mq ? 0 : -ENOMEM;
+}
+
+/* gil->mutex held by a drop_gil's signal right now. */
+static bool
+mutex_busy(const struct sim_model *m)
+{
+    return m->p.gil_mutex_signal_us > 0 &&
+           m->eng.now_ns < m->gil.mutex_until_ns;
+}
+
+/* t finds gil->mutex held: futex wait (__lll_lock_wait) at the back. */
+static void
+mutex_block(struct sim_model *m, uint32_t t, uint8_t kind)
+{
+    struct sim__gil *g = &m->gil;
+
+    MT_ASSERT(g->mqn < m->nth);
+    g->mq[g->mqn++] = (int32_t)t;
+    m->th[t].mq_kind = kind;
+    m->res->client_blocks++;
+    m->res->gil_mutex_blocks++;
+}
+
+/* An unlock of the contended mutex (glibc sets it to 2 after a wait, so
+ * every unlock then does a FUTEX_WAKE of one waiter): the first blocked
+ * thread becomes runnable after wake_us; one on its way at a time. */
+static void
+mutex_wake_next(struct sim_model *m)
+{
+    struct sim__gil *g = &m->gil;
+    uint32_t w;
+
+    if (g->mqn == 0 || g->mq_waking || mutex_busy(m))
+        return;
+    w = (uint32_t)g->mq[0];
+    memmove(&g->mq[0], &g->mq[1], (g->mqn - 1) * sizeof(*g->mq));
+    g->mqn--;
+    g->mq_waking = true;
+    sim__cpu_submit(m, w, 0, W_GIL_MUTEX, sim__wake_ns(m, m->p.wake_us));
+}
+
+void
+sim__gil_mutex_free(struct sim_model *m)
+{
+    mutex_wake_next(m);
+}
+
+bool
+sim__gil_mutex_woken(struct sim_model *m, uint32_t t)
+{
+    uint8_t kind = m->th[t].mq_kind;
+    bool took;
+
+    m->gil.mq_waking = false;
+    if (mutex_busy(m)) { /* a new signal holds it: wait again */
+        mutex_block(m, t, kind);
+        return false;
+    }
+    m->th[t].mq_kind = MQ_NONE;
+    took = kind == MQ_RECHECK ? sim__gil_recheck(m, t) : sim__gil_take(m, t);
+    mutex_wake_next(m); /* its own unlock wakes the next one */
+    return took;
 }
 
 /* Waiter w leaves gil->cond and becomes runnable after wake_us_mean. */
@@ -73,6 +136,36 @@ gil_wake(struct sim_model *m, uint32_t w, double wake_us_mean)
     if (!m->p.gil_wake_cpu_waiter)
         m->gil.wake_debt++;
     sim__cpu_submit(m, w, 0, W_GIL_CHECK, sim__wake_ns(m, wake_us_mean));
+}
+
+/*
+ * The waiter w that a drop_gil signals while holding gil->mutex for hold
+ * ns (gil_mutex_signal_us).  With gil_mutex_relock_p (measured by mtrace
+ * calibrate: the share of such waiters that block re-locking the mutex in
+ * pthread_cond_timedwait's return path) it blocks on the mutex with that
+ * probability, else it re-checks gil->locked after max(wake_us draw,
+ * hold).  Without it, it arrives after a wake_us draw and blocks if the
+ * mutex is still held (sim__gil_recheck).
+ */
+static void
+signal_wake(struct sim_model *m, uint32_t w, uint64_t hold)
+{
+    double p = m->p.gil_mutex_relock_p;
+    uint64_t ns;
+
+    if (p <= 0) {
+        gil_wake(m, w, m->p.wake_us);
+        return;
+    }
+    m->res->gil_wakes++;
+    if (!m->p.gil_wake_cpu_waiter)
+        m->gil.wake_debt++;
+    if (p >= 1 || mt_rng_uniform(&m->rng_mx) < p) {
+        mutex_block(m, w, MQ_RECHECK); /* woken when the hold ends */
+        return;
+    }
+    ns = sim__wake_ns(m, m->p.wake_us);
+    sim__cpu_submit(m, w, 0, W_GIL_CHECK, ns > hold ? ns : hold);
 }
 
 static void
@@ -113,6 +206,10 @@ sim__gil_take(struct sim_model *m, uint32_t t)
 
     if (m->p.runtime == SIM_RT_FREE)
         return true;
+    if (mutex_busy(m)) { /* take_gil's MUTEX_LOCK(gil->mutex) */
+        mutex_block(m, t, MQ_TAKE);
+        return false;
+    }
     if (g->locked) {
         cond_wait(m, t);
         return false;
@@ -136,6 +233,10 @@ sim__gil_take(struct sim_model *m, uint32_t t)
 bool
 sim__gil_recheck(struct sim_model *m, uint32_t t)
 {
+    if (mutex_busy(m)) { /* pthread_cond_timedwait's re-lock of gil->mutex */
+        mutex_block(m, t, MQ_RECHECK);
+        return false;
+    }
     if (!m->gil.locked)
         return sim__gil_take(m, t);
     m->res->gil_futile++;
@@ -175,6 +276,7 @@ sim__gil_drop(struct sim_model *m, uint32_t t, bool final)
     if (m->p.runtime == SIM_RT_FREE)
         return true;
     MT_ASSERT(g->locked && g->holder == (int32_t)t);
+    m->th[t].drop_cpu_ns = 0;
     g->locked = false;
     g->holder = -1;
     g->last_signalled = -1;
@@ -183,7 +285,19 @@ sim__gil_drop(struct sim_model *m, uint32_t t, bool final)
         cond_remove(m, w);
         m->th[w].gil_gen++;
         g->last_signalled = (int32_t)w;
-        gil_wake(m, w, m->p.gil_handoff_us);
+        if (m->p.gil_mutex_signal_us > 0) {
+            /* COND_SIGNAL under gil->mutex: the FUTEX_WAKE syscall holds
+             * it; the waiter's latency is built from wake_us and the
+             * mutex (gil_handoff_us, measured through CPython, has both) */
+            uint64_t hold = sim__us(m->p.gil_mutex_signal_us);
+
+            g->mutex_until_ns = m->eng.now_ns + hold;
+            sim__push(m, hold, SIM_EV_GIL_MUTEX, 0, 0);
+            m->th[t].drop_cpu_ns = hold;
+            signal_wake(m, w, hold);
+        } else {
+            gil_wake(m, w, m->p.gil_handoff_us);
+        }
     }
     if (!final && g->drop_req && g->last_holder == (int32_t)t) {
         g->drop_req = false;

@@ -39,6 +39,16 @@ uint64_t sim__gil_take_cost(struct sim_model *m);
  * on switch_cond first (a drop request was pending); final: thread exit. */
 bool sim__gil_drop(struct sim_model *m, uint32_t t, bool final);
 
+/* gil->mutex (gil_mutex_signal_us > 0): the hold of a drop_gil's signal
+ * ended (SIM_EV_GIL_MUTEX): wakes the first thread blocked on it. */
+void sim__gil_mutex_free(struct sim_model *m);
+
+/* t, blocked on gil->mutex, was woken (W_GIL_MUTEX): blocks again if a
+ * new signal holds the mutex, else goes on where it blocked (take_gil's
+ * first lock, or a woken cond waiter's re-lock).  True when t took the
+ * GIL. */
+bool sim__gil_mutex_woken(struct sim_model *m, uint32_t t);
+
 /* A waiter's switch-interval timeout (stale when gen is old). */
 void sim__gil_timeout(struct sim_model *m, uint32_t t, uint64_t gen);
 

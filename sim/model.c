@@ -56,8 +56,38 @@ sim__wake_ns(struct sim_model *m, double mean_us)
     return sim__us(mt_rng_lognormal(&m->rng_wake, mean_us, m->p.wake_cv));
 }
 
+/* cpu_pick: e takes core `prefer` if free, else its last core if free,
+ * else the lowest free one (kernel/sched/fair.c select_idle_sibling
+ * tries the previous CPU first, then an idle one). */
 static void
-cpu_start(struct sim_model *m, uint32_t e)
+core_take(struct sim_model *m, struct sim__ent *x, int32_t prefer)
+{
+    int32_t c = -1;
+
+    if (prefer >= 0 && !m->core_busy[prefer])
+        c = prefer;
+    else if (x->last_core >= 0 && !m->core_busy[x->last_core])
+        c = x->last_core;
+    for (int32_t k = 0; c < 0 && k < (int32_t)m->p.cores; k++)
+        if (!m->core_busy[k])
+            c = k;
+    MT_ASSERT(c >= 0);
+    m->core_busy[c] = 1;
+    x->core = (int16_t)c;
+    x->last_core = (int16_t)c;
+}
+
+/* cpu_pick: the core held by the entity whose job just ended is free. */
+static void
+hold_core_free(struct sim_model *m)
+{
+    if (m->core_busy && m->hold_core >= 0)
+        m->core_busy[m->hold_core] = 0;
+    m->hold_core = -1;
+}
+
+static void
+cpu_start_on(struct sim_model *m, uint32_t e, int32_t prefer)
 {
     struct sim__ent *x = &m->ent[e];
 
@@ -67,10 +97,18 @@ cpu_start(struct sim_model *m, uint32_t e)
     if (x->on_core) {
         m->busy++;
         x->held_ns = m->eng.now_ns;
+        if (m->core_busy)
+            core_take(m, x, prefer);
     }
     x->state = ES_RUNNING;
     x->end_ns = m->eng.now_ns + x->dur_ns;
     sim__push(m, x->dur_ns, SIM_EV_CPU_DONE, e, x->gen);
+}
+
+static void
+cpu_start(struct sim_model *m, uint32_t e)
+{
+    cpu_start_on(m, e, -1);
 }
 
 static void
@@ -91,12 +129,14 @@ cpu_enqueue(struct sim_model *m, uint32_t e)
 
     if (m->holding == (int32_t)e) { /* continues on the core it holds */
         uint64_t since = x->held_ns;
+        int32_t c = m->hold_core;
 
         m->holding = -1;
         m->busy--;
+        hold_core_free(m);
         if (m->rq_n == 0 || !x->shared || x->dur_ns == 0 ||
             m->eng.now_ns - since < m->slice_ns) {
-            cpu_start(m, e);
+            cpu_start_on(m, e, c);
             if (x->on_core)
                 x->held_ns = since; /* the same stretch on the core */
             return;
@@ -154,6 +194,9 @@ sim__cpu_preempt(struct sim_model *m, uint32_t e)
     x->state = ES_IDLE;
     if (x->on_core)
         m->busy--;
+    if (x->on_core && m->core_busy && x->core >= 0)
+        m->core_busy[x->core] = 0;
+    x->core = -1;
     x->on_core = false;
     cpu_fill(m);
     return rem;
@@ -191,6 +234,8 @@ on_cpu_done(struct sim_model *m, uint32_t e)
         m->res->client_cpu_ns += x->dur_ns;
     m->holding =
         x->on_core ? (int32_t)e : -1; /* set only when it holds a core */
+    m->hold_core = x->on_core ? x->core : -1;
+    x->core = -1;
     x->on_core = false;
     if (e < m->nth)
         sim__client_job_done(m, e, x->what);
@@ -201,6 +246,7 @@ on_cpu_done(struct sim_model *m, uint32_t e)
     if (m->holding == (int32_t)e) {
         m->holding = -1;
         m->busy--;
+        hold_core_free(m);
     }
     cpu_fill(m);
 }
@@ -222,6 +268,9 @@ model_dispatch(struct sim_model *m, const struct sim_ev *ev)
         break;
     case SIM_EV_THREAD_START:
         sim__client_thread_start(m, ev->id);
+        break;
+    case SIM_EV_GIL_MUTEX:
+        sim__gil_mutex_free(m);
         break;
     case SIM_EV_BG:
         sim__cpu_submit(m, ev->id,
@@ -254,9 +303,17 @@ model_alloc(struct sim_model *m)
     m->runq = mt_calloc(m->nent, sizeof(*m->runq));
     if (m->ent == NULL || m->runq == NULL)
         return -ENOMEM;
-    for (size_t e = 0; e < m->nent; e++)
+    for (size_t e = 0; e < m->nent; e++) {
         m->ent[e].shared =
             e < m->nth || e >= m->nth + m->nconn || m->p.server_shares_cores;
+        m->ent[e].core = m->ent[e].last_core = -1;
+    }
+    m->hold_core = -1;
+    if (m->p.cpu_pick) {
+        m->core_busy = mt_calloc((size_t)m->p.cores, 1);
+        if (m->core_busy == NULL)
+            return -ENOMEM;
+    }
     m->lat_cap = m->nth * (size_t)m->p.calls;
     m->lat = mt_malloc((m->lat_cap ? m->lat_cap : 1) * sizeof(*m->lat));
     if (m->lat == NULL)
@@ -275,6 +332,8 @@ model_free(struct sim_model *m)
     mt_free(m->idle);
     mt_free(m->pool_wait);
     mt_free(m->gil.q);
+    mt_free(m->gil.mq);
+    mt_free(m->core_busy);
     mt_free(m->py_seen_ns);
     mt_free(m->py_seen_own_ns);
     mt_free(m->py_seen_at_ns);
@@ -342,6 +401,7 @@ sim_model_run(const struct sim_params *p, struct sim_result *res,
     mt_rng_split(&m->rng_srv, (uint64_t)p->seed, 3);
     mt_rng_split(&m->rng_bg, (uint64_t)p->seed, 4);
     mt_rng_split(&m->rng_pre, (uint64_t)p->seed, 5);
+    mt_rng_split(&m->rng_mx, (uint64_t)p->seed, 6);
     rc = sim_engine_init(&m->eng, 1u << 24);
     if (rc == 0)
         rc = model_alloc(m);

@@ -37,6 +37,7 @@ struct sim_result {
     uint64_t gil_wake_takes; /* takes that paid gil_wake_cpu_us (for the
                                 wake-ups since the previous take) */
     uint64_t gil_futile;     /* woken waiters that found the GIL taken again */
+    uint64_t gil_mutex_blocks; /* blocks on gil->mutex (gil_mutex_signal_us) */
     uint64_t py_cold; /* Python segments whose cold charge (py_cold_cpu_us)
                          was larger than the xcore one */
     /* [r]: segments after release r that found another GIL holder had run
@@ -96,6 +97,7 @@ enum sim__kind {
     SIM_EV_GO_POLL,
     SIM_EV_AT_CLIENT,
     SIM_EV_BG, /* a background burst arrives */
+    SIM_EV_GIL_MUTEX, /* gil->mutex released by a drop_gil's signal */
 };
 
 /* Continuations: what an entity does when its CPU job completes. */
@@ -118,6 +120,8 @@ enum sim__what {
     W_DOWN_READ,    /* serial-go: reply read, now sleep */
     W_DOWN_SENT,    /* proxy wrote a reply to the client */
     W_BG,           /* background burst done */
+    W_GIL_MUTEX,    /* woken from gil->mutex (its unlock's FUTEX_WAKE) */
+    W_DROP_SIGNAL,  /* dropper's COND_SIGNAL under gil->mutex done */
 };
 
 enum sim__estate { ES_IDLE = 0, ES_WAKING, ES_QUEUED, ES_RUNNING };
@@ -131,6 +135,8 @@ struct sim__ent {
     uint64_t end_ns;  /* running: completion time */
     uint64_t gen;     /* bumped to cancel CPU_DONE / WAKE events */
     uint64_t held_ns; /* on a core without a break since (time slice) */
+    int16_t core;      /* cpu_pick: the core its running job holds, -1 */
+    int16_t last_core; /* cpu_pick: the core it last ran on, -1 */
 };
 
 enum sim__op { OP_PY, OP_SEND, OP_WAIT, OP_SYS, OP_CONNECT, OP_END };
@@ -168,9 +174,16 @@ struct sim__thread {
     uint64_t py_seg_ns;    /* CPU of its current Python segment */
     uint64_t py_miss_ns;   /* its extra CPU (miss_us, client.c) */
     uint8_t py_slot;       /* which segment of the call (SIM_XC_SLOTS) */
+    uint16_t py_core;      /* cpu_pick: the core that segment's charge used */
     uint8_t after_take;    /* enum sim__after */
     uint8_t after_switch;  /* enum sim__after */
+    uint8_t mq_kind;       /* blocked on gil->mutex in: enum sim__mq */
+    uint64_t drop_cpu_ns;  /* its last drop_gil's signal, to run before its
+                              syscall (gil_mutex_signal_us) */
 };
+
+/* Where a thread blocked on gil->mutex was (gil.c, gil_mutex_signal_us). */
+enum sim__mq { MQ_NONE = 0, MQ_TAKE, MQ_RECHECK };
 
 /* Python segments of a call told apart by gil_xcore_cpu_us (client.c):
  * the op index (ops[] has at most 24 entries), and the loop segment. */
@@ -204,12 +217,17 @@ struct sim__gil {
     int32_t last_signalled; /* waiter woken by the last drop_gil, -1 */
     uint64_t wake_debt;     /* waiters woken since the last take: their
                                block/wake CPU is charged to the next taker */
+    uint64_t mutex_until_ns; /* gil->mutex held by a drop_gil's signal */
+    int32_t *mq;             /* owned: threads blocked on gil->mutex, FIFO */
+    size_t mqn;
+    bool mq_waking;          /* one of them was woken and is on its way */
 };
 
 struct sim_model {
     struct sim_params p; /* copy */
     struct sim_engine eng;
     struct mt_rng rng_py, rng_wake, rng_srv, rng_bg, rng_pre;
+    struct mt_rng rng_mx; /* gil_mutex_relock_p draws */
     size_t bg_base, nbg;  /* background sources: entities bg_base.. */
     double bg_off_us;     /* mean pause between a source's bursts */
     uint64_t slice_ns;    /* cpu_slice_us scaled by the core count */
@@ -228,6 +246,8 @@ struct sim_model {
     uint32_t *runq; /* owned: ring of entities waiting for a core */
     size_t rq_head, rq_n;
     int32_t holding;  /* entity whose job just ended, still on its core */
+    int32_t hold_core; /* cpu_pick: that core */
+    uint8_t *core_busy; /* owned (cpu_pick): per core, held by a job */
     uint64_t busy_ns; /* core-time used */
     struct sim__opdesc ops[24], hs_ops[26];
     uint64_t go_poll_gen;

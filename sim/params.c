@@ -72,6 +72,20 @@ const struct sim_param_desc sim_param_table[] = {
     P("send_preempt_busy_p", SIM_P_DBL, send_preempt_busy_p, 0, 1, "",
       "the same when every other core is busy (the wake-up lands on the "
       "sender's core)"),
+    P("gil_mutex_signal_us", SIM_P_DBL, gil_mutex_signal_us, 0, 1e6, "us",
+      "drop_gil holds gil->mutex this long while it signals a waiter (its "
+      "CPU, before the syscall); takers and the woken waiter block on the "
+      "mutex meanwhile; the signalled waiter then wakes after wake_us, not "
+      "gil_handoff_us; 0: off"),
+    P("cpu_pick", SIM_P_INT, cpu_pick, 0, 1, "",
+      "1: cores have identities: a job takes the core it is handed (the "
+      "one a woken peer preempts, the one a continuing thread holds), else "
+      "its last core if free, else the lowest free one; the working-set "
+      "terms go by that core; 0: by home core (thread index % cores)"),
+    P("gil_mutex_relock_p", SIM_P_DBL, gil_mutex_relock_p, 0, 1, "",
+      "with gil_mutex_signal_us: share of signalled GIL waiters that block "
+      "re-locking gil->mutex (woken wake_us after the signal's hold); 0: "
+      "they block when their wake_us draw ends inside the hold"),
     P("send_affine_waiter", SIM_P_INT, send_affine_waiter, 0, 1, "",
       "1: a send is not preempted while the GIL waiter its drop_gil woke "
       "is still waking or queued and has the sender's home core (fair.c "
@@ -236,6 +250,14 @@ sim_params_default(struct sim_params *p)
     set_default(p, "send_preempt_busy_p", "1", SIM_OR_ASSUMPTION,
                 "no idle core: a sync wake-up lands on the waker's core "
                 "(fair.c wake_affine_idle) and preempts it; until measured");
+    set_default(p, "gil_mutex_signal_us", "0", SIM_OR_ASSUMPTION,
+                "off: gil->mutex not modelled (docs/sim-model.md, round 9); "
+                "mtrace calibrate measures it");
+    set_default(p, "cpu_pick", "0", SIM_OR_ASSUMPTION,
+                "0: home cores (rounds 5-8); 1 is round 9's option "
+                "(docs/sim-model.md)");
+    set_default(p, "gil_mutex_relock_p", "0", SIM_OR_ASSUMPTION,
+                "0: by timing; mtrace calibrate measures it");
     set_default(p, "send_affine_waiter", "0", SIM_OR_ASSUMPTION,
                 "off: kernel/sched/fair.c wake_affine_idle's nr_running == 1 "
                 "rule, experimental (docs/sim-model.md, round 8)");

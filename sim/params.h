@@ -32,7 +32,7 @@ enum sim_origin {
     SIM_OR__COUNT
 };
 
-#define SIM_PARAMS_N 50
+#define SIM_PARAMS_N 56
 #define SIM_NOTE_MAX 160
 
 struct sim_params {
@@ -52,6 +52,11 @@ struct sim_params {
     double sys_us;         /* CPU of one GIL-released socket syscall */
     double switch_interval_us;   /* sys.getswitchinterval() */
     double gil_handoff_us;       /* drop_gil signal -> waiter running */
+    double gil_mutex_signal_us;  /* drop_gil holds gil->mutex this long while
+                                    it signals a waiter; 0: not modelled */
+    int64_t cpu_pick;            /* 1: cores have identities (below) */
+    double gil_mutex_relock_p;   /* share of signalled waiters that block on
+                                    gil->mutex's re-lock; 0: by timing */
     double gil_switch_stretch;   /* extra share of a Python segment run after
                                     another thread held the GIL */
     double gil_xcore_cpu_us;     /* extra CPU of a Python segment after a

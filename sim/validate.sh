@@ -33,7 +33,11 @@
 #     (sim/scenarios/seed001.scn) predictions vs their tables.
 # Env: VALIDATE_OUT=DIR keeps the raw measurements there (default: a temp
 # dir removed at exit); VALIDATE_NO_DOC=1 prints the tables without touching
-# docs/ (a quick look on a busy machine).
+# docs/ (a quick look on a busy machine).  VALIDATE_PMQOS=US holds a PM QoS
+# CPU wake-up latency request of US microseconds (/dev/cpu_dma_latency, as
+# cyclictest does; 0 keeps idle vCPUs polling instead of halting) for the
+# whole run, calibrate and measurements; it is GLOBAL (every process on the
+# host) and released at exit; the report says so (OUT/pmqos.txt).
 # Needs: ./mtrace built, python3-pymongo, python3-mockupdb.  Root for sniffing.
 set -u
 TOP=$(cd "$(dirname "$0")/.." && pwd)
@@ -57,6 +61,22 @@ NICE=()
 if [ "$(id -u)" = 0 ]; then NICE=(nice -n -10); fi
 mkdir -p "$OUT"
 [ -x "$MTRACE" ] || fail "build mtrace first (make)"
+rm -f "$OUT/pmqos.txt"
+if [ -n "${VALIDATE_PMQOS:-}" ]; then
+    # the request lives as long as the holder keeps the file open
+    "$PYTHON" -c 'import os, struct, sys, time
+fd = os.open("/dev/cpu_dma_latency", os.O_WRONLY)
+os.write(fd, struct.pack("i", int(sys.argv[1])))
+print("held", flush=True)
+time.sleep(1e6)' "$VALIDATE_PMQOS" >"$OUT/pmqos.hold" 2>&1 &
+    PMQOS_PID=$!
+    track_pid $PMQOS_PID
+    for _ in $(seq 50); do grep -q held "$OUT/pmqos.hold" 2>/dev/null && break; sleep 0.1; done
+    grep -q held "$OUT/pmqos.hold" || fail "VALIDATE_PMQOS: cannot hold /dev/cpu_dma_latency: $(cat "$OUT/pmqos.hold")"
+    cur=$("$PYTHON" -c 'import struct; print(struct.unpack("i", open("/dev/cpu_dma_latency", "rb").read(4))[0])')
+    echo "$VALIDATE_PMQOS $cur" >"$OUT/pmqos.txt"
+    echo "== PM QoS: /dev/cpu_dma_latency held at $VALIDATE_PMQOS us (kernel applies $cur us)" >&2
+fi
 
 echo "== 1. trace for replay (pymongo -> capture -> MockupDB)" >&2
 start_mock MOCK

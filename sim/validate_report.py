@@ -415,7 +415,20 @@ def load_line(out):
         return []
     return ["", "Load average (1 min) before each repetition: %.2f-%.2f (mean %.2f) on %s cores; "
             "other jobs ran on the machine." % (min(l1), max(l1), statistics.mean(l1),
-                                                 os.cpu_count())]
+                                                 os.cpu_count())] + pmqos_line(out)
+
+
+def pmqos_line(out):
+    """validate.sh's VALIDATE_PMQOS: the PM QoS request held for the run."""
+    path = os.path.join(out, "pmqos.txt")
+    if not os.path.exists(path):
+        return ["", "PM QoS: no CPU wake-up latency request held (idle vCPUs may halt: "
+                "cpuidle's default)."]
+    held, cur = open(path).read().split()[:2]
+    return ["", "PM QoS: /dev/cpu_dma_latency held at %s us for the whole run (calibrate and "
+            "every measurement; the kernel applied %s us): idle vCPUs %s (VALIDATE_PMQOS=%s)."
+            % (held, cur, "poll instead of halting" if cur == "0" else "use only idle states "
+               "that exit within that bound", held)]
 
 
 def main():
@@ -433,7 +446,7 @@ def main():
     keep = os.path.join(out, "keep")
     os.makedirs(keep, exist_ok=True)
     for f in ("host.txt", "meas0.jsonl", "meas1.jsonl", "synth.jsonl", "handover.jsonl",
-              "load.txt"):
+              "load.txt", "pmqos.txt"):
         if os.path.exists(os.path.join(out, f)):
             shutil.copy(os.path.join(out, f), keep)
     txt = open(scn).read().replace(out, "OUT")
@@ -493,7 +506,10 @@ def main():
              "Every column uses the signalled GIL waiter's latency of round 7 (`gil_handoff_us`: "
              "the cold two-thread hand-off); (h') is (h) with rounds 1-6's figure, the contended "
              "idle gap mtrace calibrate now prints as a comment (seed 000: the old assumption, "
-             "30 us): the convoy of sim-history.md rounds 6-7.", ""]
+             "30 us): the convoy of sim-history.md rounds 6-7.  Every column also has "
+             "`gil_mutex_signal_us` (round 9: drop_gil's signal under gil->mutex) when the "
+             "host facts measured it; `VALIDATE_SIM_SET=gil_mutex_signal_us=0` shows the "
+             "tables without it.", ""]
     body += ablation(host, scn, scn_mean, os.path.join(TOP, "sim/scenarios/seed000.scn"))
     body += ["", "Latency CDFs, predicted (solid) and measured (dashed, repetition 1): "
              "[delay 0](sim-validation/cdf-delay0.png), [delay 1 ms](sim-validation/cdf-delay1.png).", "",
@@ -504,7 +520,7 @@ def main():
     for sweep in (["cores=2,4,8"], ["gil_handoff_us=7,20,40"], ["wake_us=5,20,50"],
                   ["gil_switch_stretch=0,0.1,0.2,0.35"], ["gil_wake_cpu_us=0,5,12,24,36"],
                   ["gil_wake_cpu_waiter=0,1"], ["send_preempt_p=0,0.5,1"],
-                  ["gil_xcore_cpu_us=0,10,40,80"]):
+                  ["gil_xcore_cpu_us=0,10,40,80"], ["gil_mutex_signal_us=0,3,6,10"]):
         rows = sim_json(["--scenario", os.path.join(TOP, "sim/scenarios/seed000.scn"),
                          "--sweep"] + sweep + ["--only", "threaded"])
         body += ["| %s | predicted mean ms | stdev%% | measured mean ms | stdev%% |" % sweep[0].split("=")[0],
@@ -519,6 +535,9 @@ def main():
         print("\n".join(body))
         return
     os.makedirs(KEEP, exist_ok=True)
+    if not os.path.exists(os.path.join(keep, "pmqos.txt")) and \
+            os.path.exists(os.path.join(KEEP, "pmqos.txt")):
+        os.remove(os.path.join(KEEP, "pmqos.txt"))  # an earlier run's
     for f in os.listdir(keep):
         shutil.copy(os.path.join(keep, f), KEEP)
     doc = open(DOC).read()

@@ -39,6 +39,8 @@ awk -v g="$gil" -v f="$ft" 'BEGIN { exit !(g > 1.5 * f) }' || fail "GIL $gil not
 # sweep and CSV; host facts from mtrace calibrate; a real trace
 "$MTRACE" calibrate -o "$TMP/host.txt" || fail "calibrate exit $?"
 grep -q '^gil_handoff_us = .* \[measured\]' "$TMP/host.txt" || fail "no GIL hand-off in host facts"
+grep -q '^gil_mutex_signal_us = [0-9.]* \[measured\]' "$TMP/host.txt" ||
+    fail "no gil_mutex_signal_us in host facts"
 if [ "$(nproc)" -ge 2 ]; then # the cross-core loop needs two cores
     grep -q '^gil_xcore_cpu_us = [0-9.]* \[measured\]' "$TMP/host.txt" ||
         fail "no gil_xcore_cpu_us in host facts"

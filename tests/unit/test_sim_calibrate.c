@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include "sim/calibrate.h"
+#include "sim/calibrate_gilmutex.h"
 
 /* A reader whose clock is behind the writer's stamp (a VM's CPUs disagree
  * by a few ns) gives a negative difference: unsigned it wrapped to
@@ -43,12 +44,30 @@ test_sim_calibrate_wake_sample_accepts_wakeups(void **state)
     assert_true(ns == (double)SIM_CAL_WAKE_MAX_NS);
 }
 
+/* The gil->mutex microbenchmark (calibrate_gilmutex.c) on a short run:
+ * every sample kept is a signal the waiter saw; sizes are checked for
+ * direction only (a hold and a latency above 0, a share in [0, 1], at
+ * least about one voluntary switch per wait: the cond wait). */
+static void
+test_sim_calibrate_gilmutex_runs(void **state)
+{
+    struct sim_cal_gilmutex r = {0};
+
+    (void)state;
+    assert_int_equal(sim_calibrate_gilmutex(50, &r), 0);
+    assert_in_range(r.rounds, 11, 50); /* fewer than 11: it fails */
+    assert_true(r.hold_us > 0 && r.ready_us > 0);
+    assert_true(r.relock_share >= 0 && r.relock_share <= 1);
+    assert_true(r.vcsw_per_wait > 0.5);
+}
+
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sim_calibrate_wake_sample_rejects_impossible),
         cmocka_unit_test(test_sim_calibrate_wake_sample_accepts_wakeups),
+        cmocka_unit_test(test_sim_calibrate_gilmutex_runs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

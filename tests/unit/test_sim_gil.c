@@ -81,6 +81,7 @@ bare_free(struct bare *b)
     mt_free(b->m.runq);
     mt_free(b->m.th);
     mt_free(b->m.gil.q);
+    mt_free(b->m.gil.mq);
 }
 
 /* Pops events until one of kind for entity id is due; returns its time. */

@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include <math.h>
+#include <stdio.h>
 
 #include "core/err.h"
 #include "sim/model.h"
@@ -150,6 +151,14 @@ test_sim_model_gil_xcore(void **state)
     set(&p, "cores", "1"); /* one home core: no cross-core hand-over */
     assert_float_equal(run(&p, NULL).mean_ms, 1145 / 1e3, 1e-9);
     set(&p, "cores", "4");
+    /* cpu_pick (round 9): cores have identities; thread 0's post runs on
+     * core 0 (the lowest free), thread 1's at 1110 too (no core of its
+     * own yet, core 0 free again): W = 0 on core 0, nothing charged. */
+    set(&p, "cpu_pick", "1");
+    assert_float_equal(run(&p, &r).mean_ms, 1145 / 1e3, 1e-9);
+    assert_int_equal(r.gil_xcore, 0);
+    sim_result_free(&r);
+    set(&p, "cpu_pick", "0");
     set(&p, "runtime", "free-threaded");
     assert_float_equal(run(&p, NULL).mean_ms, 1100 / 1e3, 1e-9);
 
@@ -158,6 +167,15 @@ test_sim_model_gil_xcore(void **state)
     set(&p, "exclude_first", "1");
     double base = run(&p, NULL).mean_ms;
     set(&p, "gil_xcore_cpu_us", "30");
+    assert_float_equal(run(&p, NULL).mean_ms, base, 1e-12);
+    set(&p, "cpu_pick", "1"); /* it keeps its core: still nothing */
+    assert_float_equal(run(&p, NULL).mean_ms, base, 1e-12);
+    set(&p, "send_preempt_busy_p", "1");
+    set(&p, "send_preempt_p", "1"); /* the server on its core, then back */
+    set(&p, "server_cpu_frac", "1");
+    set(&p, "cpu_pick", "0");
+    base = run(&p, NULL).mean_ms;
+    set(&p, "cpu_pick", "1");
     assert_float_equal(run(&p, NULL).mean_ms, base, 1e-12);
 }
 
@@ -549,6 +567,91 @@ test_sim_model_gil_forced_switch(void **state)
     sim_result_free(&r);
 }
 
+/*
+ * gil_mutex_signal_us (round 9; gil.c mutex_*): drop_gil holds gil->mutex
+ * for the signal's FUTEX_WAKE (the dropper's CPU, before its syscall); a
+ * thread that reaches take_gil or the cond wait's re-lock meanwhile blocks
+ * on the mutex and is woken wake_us after it is free; the signalled
+ * waiter's own wake-up is wake_us (not gil_handoff_us).  Two threads, one
+ * call each, 4 cores, no variation: Python 100 us all before the send
+ * (releases 2), syscalls and transit 0, server 1000 us without CPU, wake_us
+ * 3, thread 1 starting at 20.  Off: thread 0 runs at 3 (its start's
+ * wake-up), Python 3..103, drops the GIL for its send (signals thread 1,
+ * which waits since 23); the request's path (server wake 3, server 1000,
+ * client wake 3) makes D = 1006: latency 100 + D = 1106.  Thread 1 runs at
+ * 103 + gil_handoff_us 10, sends at 213: 1106 too.
+ * Hold 4: thread 0 spends 4 us signalling, sends at 107: 1110.  Thread 1
+ * wakes at 103 + 3 = 106, finds the mutex held until 107, blocks (one
+ * mutex block), is woken at 107 + 3 = 110 and takes the GIL there: 1106.
+ * Hold 2: free at 105 before thread 1 arrives at 106: no block, 1108 and
+ * 1106.  Hold 2 with gil_mutex_relock_p 1: thread 1 blocks at the signal
+ * (103), is woken at 105 + 3 = 108: one block, 1108 and 1106; with
+ * gil_mutex_relock_p 0.5 over many seeds about half of the draws block.
+ */
+static void
+test_sim_model_gil_mutex_signal(void **state)
+{
+    struct sim_params p;
+    struct sim_result r;
+    struct sim_stats st;
+
+    quiet_params(&p);
+    set(&p, "threads", "2");
+    set(&p, "calls", "1");
+    set(&p, "pool_initial", "2");
+    set(&p, "releases", "2");
+    set(&p, "py_pre_frac", "1");
+    set(&p, "py_post_frac", "0");
+    set(&p, "sys_us", "0");
+    set(&p, "net_us", "0");
+    set(&p, "wake_us", "3");
+    set(&p, "thread_start_us", "20");
+    set(&p, "server_us", "1000");
+    set(&p, "server_cpu_frac", "0");
+    st = run(&p, &r);
+    assert_float_equal(st.p10_ms, 1.106, 1e-9);
+    assert_float_equal(st.max_ms, 1.106, 1e-9);
+    assert_int_equal(r.gil_mutex_blocks, 0);
+    sim_result_free(&r);
+
+    set(&p, "gil_mutex_signal_us", "4");
+    st = run(&p, &r);
+    assert_float_equal(st.p10_ms, 1.106, 1e-9);
+    assert_float_equal(st.max_ms, 1.110, 1e-9);
+    assert_int_equal(r.gil_mutex_blocks, 1);
+    assert_int_equal(r.client_blocks, 4); /* cond, mutex, 2 replies */
+    sim_result_free(&r);
+
+    set(&p, "gil_mutex_signal_us", "2");
+    st = run(&p, &r);
+    assert_float_equal(st.p10_ms, 1.106, 1e-9);
+    assert_float_equal(st.max_ms, 1.108, 1e-9);
+    assert_int_equal(r.gil_mutex_blocks, 0);
+    sim_result_free(&r);
+
+    set(&p, "gil_mutex_relock_p", "1");
+    st = run(&p, &r);
+    assert_float_equal(st.p10_ms, 1.106, 1e-9);
+    assert_float_equal(st.max_ms, 1.108, 1e-9);
+    assert_int_equal(r.gil_mutex_blocks, 1);
+    sim_result_free(&r);
+
+    set(&p, "gil_mutex_relock_p", "0.5");
+    {
+        uint64_t blocks = 0;
+        char seed[16];
+
+        for (int s = 1; s <= 200; s++) {
+            snprintf(seed, sizeof(seed), "%d", s);
+            set(&p, "seed", seed);
+            run(&p, &r);
+            blocks += r.gil_mutex_blocks;
+            sim_result_free(&r);
+        }
+        assert_in_range(blocks, 70, 130);
+    }
+}
+
 int
 main(void)
 {
@@ -562,6 +665,7 @@ main(void)
         cmocka_unit_test(test_sim_model_send_preempt_convoy),
         cmocka_unit_test(test_sim_model_send_affine_waiter),
         cmocka_unit_test(test_sim_model_gil_forced_switch),
+        cmocka_unit_test(test_sim_model_gil_mutex_signal),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
