@@ -37,8 +37,7 @@ pmqos_hold_at(struct pmqos *q, const char *path, int us, struct mt_err *err)
     fd = open(path, O_WRONLY | O_CLOEXEC);
     if (fd < 0) {
         e = errno;
-        return mt_err_set(err, -e, 0, "cannot open %s: %s%s", path,
-                          strerror(e),
+        return mt_err_set(err, -e, 0, "cannot open %s: %s%s", path, strerror(e),
                           e == EACCES || e == EPERM ? " (needs root)" : "");
     }
     /* The kernel takes a raw s32 (or an ASCII hex string); one write. */
@@ -46,8 +45,7 @@ pmqos_hold_at(struct pmqos *q, const char *path, int us, struct mt_err *err)
     if (n != (ssize_t)sizeof(v)) {
         e = n < 0 ? errno : EIO;
         close(fd);
-        return mt_err_set(err, -e, 0, "cannot write %s: %s", path,
-                          strerror(e));
+        return mt_err_set(err, -e, 0, "cannot write %s: %s", path, strerror(e));
     }
     pmqos_release(q);
     q->fd = fd;

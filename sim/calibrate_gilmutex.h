@@ -12,12 +12,12 @@
 #define SIM_CAL_GM_IDLE_US 200
 
 struct sim_cal_gilmutex {
-    int rounds;          /* samples kept (0: not measured) */
-    double hold_us;      /* COND_SIGNAL -> MUTEX_UNLOCK done, mean less top 1 % */
+    int rounds;     /* samples kept (0: not measured) */
+    double hold_us; /* COND_SIGNAL -> MUTEX_UNLOCK done, mean less top 1 % */
     double hold_cv;
-    double ready_us;     /* COND_SIGNAL -> waiter back with the mutex, ditto */
-    double relock_share; /* waits that blocked again (>= 2 voluntary
-                            switches inside pthread_cond_timedwait) */
+    double ready_us;      /* COND_SIGNAL -> waiter back with the mutex, ditto */
+    double relock_share;  /* waits that blocked again (>= 2 voluntary
+                             switches inside pthread_cond_timedwait) */
     double vcsw_per_wait; /* voluntary switches per wait */
 };
 

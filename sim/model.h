@@ -96,7 +96,7 @@ enum sim__kind {
     SIM_EV_PROXY_RELEASE,
     SIM_EV_GO_POLL,
     SIM_EV_AT_CLIENT,
-    SIM_EV_BG, /* a background burst arrives */
+    SIM_EV_BG,        /* a background burst arrives */
     SIM_EV_GIL_MUTEX, /* gil->mutex released by a drop_gil's signal */
 };
 
@@ -127,14 +127,14 @@ enum sim__what {
 enum sim__estate { ES_IDLE = 0, ES_WAKING, ES_QUEUED, ES_RUNNING };
 
 struct sim__ent {
-    uint32_t what;    /* enum sim__what: continuation of the pending job */
-    uint8_t state;    /* enum sim__estate */
-    bool shared;      /* uses the shared cores */
-    bool on_core;     /* running job holds one of the shared cores */
-    uint64_t dur_ns;  /* pending or running job */
-    uint64_t end_ns;  /* running: completion time */
-    uint64_t gen;     /* bumped to cancel CPU_DONE / WAKE events */
-    uint64_t held_ns; /* on a core without a break since (time slice) */
+    uint32_t what;     /* enum sim__what: continuation of the pending job */
+    uint8_t state;     /* enum sim__estate */
+    bool shared;       /* uses the shared cores */
+    bool on_core;      /* running job holds one of the shared cores */
+    uint64_t dur_ns;   /* pending or running job */
+    uint64_t end_ns;   /* running: completion time */
+    uint64_t gen;      /* bumped to cancel CPU_DONE / WAKE events */
+    uint64_t held_ns;  /* on a core without a break since (time slice) */
     int16_t core;      /* cpu_pick: the core its running job holds, -1 */
     int16_t last_core; /* cpu_pick: the core it last ran on, -1 */
 };
@@ -213,14 +213,14 @@ struct sim__gil {
     bool drop_req; /* gil_drop_request on the holder */
     int32_t *q;    /* owned: threads waiting on gil->cond, FIFO */
     size_t qn;
-    int32_t switch_waiter;  /* thread waiting on switch_cond, -1 */
-    int32_t last_signalled; /* waiter woken by the last drop_gil, -1 */
-    uint64_t wake_debt;     /* waiters woken since the last take: their
-                               block/wake CPU is charged to the next taker */
+    int32_t switch_waiter;   /* thread waiting on switch_cond, -1 */
+    int32_t last_signalled;  /* waiter woken by the last drop_gil, -1 */
+    uint64_t wake_debt;      /* waiters woken since the last take: their
+                                block/wake CPU is charged to the next taker */
     uint64_t mutex_until_ns; /* gil->mutex held by a drop_gil's signal */
     int32_t *mq;             /* owned: threads blocked on gil->mutex, FIFO */
     size_t mqn;
-    bool mq_waking;          /* one of them was woken and is on its way */
+    bool mq_waking; /* one of them was woken and is on its way */
 };
 
 struct sim_model {
@@ -245,10 +245,10 @@ struct sim_model {
     int64_t busy;   /* cores in use */
     uint32_t *runq; /* owned: ring of entities waiting for a core */
     size_t rq_head, rq_n;
-    int32_t holding;  /* entity whose job just ended, still on its core */
-    int32_t hold_core; /* cpu_pick: that core */
+    int32_t holding;    /* entity whose job just ended, still on its core */
+    int32_t hold_core;  /* cpu_pick: that core */
     uint8_t *core_busy; /* owned (cpu_pick): per core, held by a job */
-    uint64_t busy_ns; /* core-time used */
+    uint64_t busy_ns;   /* core-time used */
     struct sim__opdesc ops[24], hs_ops[26];
     uint64_t go_poll_gen;
     uint64_t *lat; /* owned */

@@ -298,9 +298,8 @@ test_loop_fd_edge_triggered(void **state)
     assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, lt), 0);
     assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, et), 0);
     assert_int_equal(loop_fd_add(l, lt[0], LOOP_READ, on_io_count, &nlt), 0);
-    assert_int_equal(loop_fd_add(l, et[0], LOOP_READ | LOOP_EDGE, on_io_count,
-                                 &net),
-                     0);
+    assert_int_equal(
+        loop_fd_add(l, et[0], LOOP_READ | LOOP_EDGE, on_io_count, &net), 0);
     assert_int_equal(write(lt[1], "a", 1), 1);
     assert_int_equal(write(et[1], "a", 1), 1);
     for (i = 0; i < 3; i++)

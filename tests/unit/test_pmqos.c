@@ -38,8 +38,7 @@ test_pmqos_missing_device(void **state)
 
     (void)state;
     pmqos_init(&q);
-    assert_int_equal(pmqos_hold_at(&q, "/nonexistent/cpu_dma_latency", 0,
-                                   &err),
+    assert_int_equal(pmqos_hold_at(&q, "/nonexistent/cpu_dma_latency", 0, &err),
                      -ENOENT);
     assert_non_null(strstr(err.msg, "/nonexistent/cpu_dma_latency"));
     assert_int_equal(q.fd, -1);
