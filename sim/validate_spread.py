@@ -13,6 +13,7 @@ i % ncores ("spread").  Per row: Python CPU and send+recv CPU per iteration
 (time.thread_time), voluntary and involuntary context switches per
 iteration (RUSAGE_THREAD).  One JSON object per row and repetition.
 """
+import argparse
 import collections
 import json
 import os
@@ -92,8 +93,17 @@ def run(nthreads, spread, n, iters):
 
 
 def main():
-    n = int(sys.argv[1]) if len(sys.argv) > 1 else 200
-    reps = int(sys.argv[2]) if len(sys.argv) > 2 else 2
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n", 1)[1],
+        usage="%(prog)s [N] [REPS]")
+    ap.add_argument("n", nargs="?", type=int, default=200,
+                    help="gil_pingpong.workload size per iteration, split in two halves (default 200)")
+    ap.add_argument("reps", nargs="?", type=int, default=2,
+                    help="repetitions of the three rows (default 2)")
+    a = ap.parse_args()
+    if a.n < 2 or a.reps < 1:
+        ap.error("N must be >= 2 and REPS >= 1")
+    n, reps = a.n, a.reps
     for rep in range(reps):
         for name, t, spread in (("1", 1, False), ("10-packed", 10, False), ("10-spread", 10, True)):
             r = run(t, spread, n, 2000 // t)
