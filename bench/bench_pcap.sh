@@ -12,13 +12,22 @@
 # and deleted at the end.  Targets (issue 4): >= 50x tshark, >= 500 MB/s,
 # trace >= 10x smaller than the pcap.
 # Then the trace writer's cost per zstd level on the same records
-# (bench_trace --levels): what the import level (-3) was chosen from.
+# (bench_trace --levels): what the import level (-3) was chosen from; and
+# zstd alone per advanced parameter setting (bench_trace --zparams).  The
+# floor: libpcap reading the file alone (pcap_replicate --read) plus the
+# cheapest writer that keeps the trace >= 10x smaller, i.e. the import's
+# cost with a packet path that cost nothing, and the tshark ratio it
+# would allow.
 # Last, where the instructions go (callgrind: the same on a busy or a quiet
 # machine) in an import of a 30 MB copy, per component.
 #   PCAP_BENCH_BYTES=N   size of the large capture
 #   PCAP_BENCH_TSHARK=0  skip tshark (it is slow)
 #   PCAP_BENCH_LEVELS="3 1 -1 -3 -5 -7"  zstd levels of the writer table
 #                        ("" skips it)
+#   PCAP_BENCH_ZPARAMS="SPEC..."  zstd advanced parameters of the writer
+#                        (bench_trace --zparams; "default": its list of
+#                        strategy/hashLog/minMatch/targetLength/windowLog/
+#                        literal mode/frame size settings; "" skips it)
 #   PCAP_BENCH_CALLGRIND=0  skip the instruction table (needs valgrind)
 set -u
 TOP=${TOP:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -47,15 +56,18 @@ cat "$TMP/big.pcap" >/dev/null # page cache: both tools read from memory
 LOAD=$(cut -d" " -f1-3 /proc/loadavg)
 
 # run NAME CMD...: wall and CPU (user+sys) seconds of CMD into NAME_wall/_cpu
+# (pinned to one CPU; PIN= unpinned)
+PIN="taskset -c $CPU"
 run() {
     local name=$1; shift
-    /usr/bin/time -f "%e %U %S" -o "$TMP/$name.time" taskset -c $CPU "$@" ||
+    # shellcheck disable=SC2086 # PIN: a command and its arguments, or none
+    /usr/bin/time -f "%e %U %S" -o "$TMP/$name.time" $PIN "$@" ||
         fail "$name failed: $(tail -2 "$TMP/$name.err" 2>/dev/null)"
     read -r w u s <"$TMP/$name.time"
     printf -v "${name}_wall" '%s' "$w"
     printf -v "${name}_cpu" '%s' "$(awk -v u="$u" -v s="$s" 'BEGIN { printf "%.2f", u + s }')"
 }
-mbs() { awk -v b="$fsize" -v s="$1" 'BEGIN { printf "%.0f", b / 1e6 / s }'; }
+mbs() { awk -v b="$fsize" -v s="$1" 'BEGIN { if (s > 0) printf "%.0f", b / 1e6 / s; else printf "-" }'; }
 
 run mtrace "$MTRACE" capture --quiet --pcap "$TMP/big.pcap" --port "$PORT" \
     -o "$TMP/big.zst"
@@ -67,6 +79,18 @@ if "$MTRACE" capture --help | grep -q -- --zstd-level; then
     tsize3=$(stat -c %s "$TMP/big3.zst")
     rm -f "$TMP/big3.zst"
 fi
+# Unpinned, on a machine with 2+ CPUs, the import compresses on a second
+# thread (sniff.c want_compress_thread): wall time for users; the
+# one-core figures above have no such thread (pinned: one CPU allowed).
+if [ "$(nproc)" -ge 2 ]; then
+    PIN= run mtrace2 "$MTRACE" capture --quiet --pcap "$TMP/big.pcap" \
+        --port "$PORT" -o "$TMP/big2.zst"
+    cmp -s "$TMP/big.zst" "$TMP/big2.zst" && same2="same trace bytes" ||
+        same2="trace $(stat -c %s "$TMP/big2.zst") bytes"
+    rm -f "$TMP/big2.zst"
+fi
+# The floor of the reading: libpcap through the same FILE, packets unused.
+run readonly "$BUILD/bench/pcap_replicate" --read "$TMP/big.pcap" >/dev/null
 msgs=$("$BUILD/helpers/pcap_tracecount" "$TMP/big.zst" | grep -c '^msg ')
 [ "$msgs" -eq $((seed_msgs * copies)) ] ||
     fail "big trace has $msgs messages, want $seed_msgs x $copies"
@@ -85,6 +109,9 @@ if [ -n "${mtrace3_cpu:-}" ]; then
     printf '%-26s %9s %9s %9s %9s   (trace %s bytes, %sx)\n' "  same, --zstd-level 3" "$mtrace3_wall" "$mtrace3_cpu" "$(mbs "$mtrace3_wall")" "$(mbs "$mtrace3_cpu")" \
         "$tsize3" "$(awk -v a="$fsize" -v b="$tsize3" 'BEGIN { printf "%.1f", a / b }')"
 fi
+if [ -n "${mtrace2_cpu:-}" ]; then
+    printf '%-26s %9s %9s %9s %9s   (%s)\n' "  same, 2 CPUs (thread)" "$mtrace2_wall" "$mtrace2_cpu" "$(mbs "$mtrace2_wall")" "$(mbs "$mtrace2_cpu")" "$same2"
+fi
 if [ "${PCAP_BENCH_TSHARK:-1}" != 0 ]; then
     printf '%-26s %9s %9s %9s %9s\n' "tshark -r FILE -Y mongo" "$tshark_wall" "$tshark_cpu" "$(mbs "$tshark_wall")" "$(mbs "$tshark_cpu")"
     printf '%-26s %9s %9s   (target >= 50x)\n' "speed-up over tshark" \
@@ -92,16 +119,39 @@ if [ "${PCAP_BENCH_TSHARK:-1}" != 0 ]; then
         "$(awk -v a="$tshark_cpu" -v b="$mtrace_cpu" 'BEGIN { printf "%.0fx", a / b }')"
 fi
 printf '%-26s %9s   (%s -> %s bytes; target >= 10x)\n' "trace vs pcap size" "${shrink}x" "$fsize" "$tsize"
+printf '%-26s %9s %9s %9s %9s   (libpcap reading alone)\n' "  floor: read the file" "$readonly_wall" "$readonly_cpu" "$(mbs "$readonly_wall")" "$(mbs "$readonly_cpu")"
 
 levels=${PCAP_BENCH_LEVELS-3 1 -1 -3 -5 -7}
 if [ -n "$levels" ]; then
     echo
     # shellcheck disable=SC2086 # a list of levels
     taskset -c $CPU "$BUILD/bench/bench_trace" --levels "$TMP/big.zst" \
-        --ref-bytes "$fsize" $levels || fail "bench_trace --levels failed"
+        --ref-bytes "$fsize" $levels >"$TMP/levels.out" ||
+        fail "bench_trace --levels failed"
+    cat "$TMP/levels.out"
     echo "(MB/s (ref): MB of pcap per CPU second of the trace writer alone:"
     echo " record encoding + zstd + writing; the import adds libpcap and the"
     echo " packet path.  ref/size: pcap size / trace size at that level.)"
+    # The cheapest writer that keeps the trace >= 10x smaller, plus the
+    # reading floor: no packet path can make an import cheaper than that.
+    wmin=$(awk '$1 ~ /^-?[0-9]+$/ && $5 >= 10 { if (m == "" || $2 < m) m = $2 } END { print m }' "$TMP/levels.out")
+    if [ -n "$wmin" ] && [ "${PCAP_BENCH_TSHARK:-1}" != 0 ]; then
+        awk -v r="$readonly_cpu" -v w="$wmin" -v t="$tshark_cpu" 'BEGIN {
+            printf "floor of an import (CPU s): reading %.2f + cheapest writer >= 10x %.2f = %.2f: at most %.0fx tshark (50x = %.2f s)\n", r, w, r + w, t / (r + w), t / 50 }'
+    fi
+fi
+
+zparams=${PCAP_BENCH_ZPARAMS-default}
+if [ -n "$zparams" ]; then
+    echo
+    [ "$zparams" = default ] && zparams=
+    # shellcheck disable=SC2086 # a list of settings
+    taskset -c $CPU "$BUILD/bench/bench_trace" --zparams "$TMP/big.zst" \
+        --ref-bytes "$fsize" $zparams || fail "bench_trace --zparams failed"
+    echo "(zstd alone on the import's records, cut into frames as the writer"
+    echo " cuts them: l level, s strategy (1 fast), w windowLog, h hashLog,"
+    echo " m minMatch, t targetLength, lit literals (1 Huffman, 2 raw),"
+    echo " F frame bytes; dec s: decompressing the frames again.)"
 fi
 
 # Instructions per component of an import (callgrind; functions are

@@ -21,6 +21,22 @@
  * CPU second (N: --ref-bytes, e.g. the pcap's size; default the records'
  * wire bytes), the trace's size and N / size.
  *
+ * bench_trace --zparams TRACE [--ref-bytes N] [SPEC...]: zstd's advanced
+ * parameters instead of levels, on the same records.  TRACE's records are
+ * re-encoded into one raw stream (what the writer compresses), cut into
+ * frames as the writer cuts them (a frame ends at the first record that
+ * takes it to F bytes), and each frame compressed with ZSTD_compress2 on
+ * one reused context.  A SPEC is a comma-separated list of k=v:
+ * l (compressionLevel), s (strategy, 1 = ZSTD_fast), w (windowLog),
+ * h (hashLog), c (chainLog), m (minMatch), t (targetLength: the fast
+ * strategy's acceleration), lit (literalCompressionMode: 0 auto,
+ * 1 Huffman, 2 raw; an experimental parameter, passed by number through
+ * the stable ZSTD_CCtx_setParameter: a library that refuses it is
+ * reported, not a failure) and F (frame bytes, default TRACE_FRAME_TARGET).
+ * Per SPEC: CPU seconds of compressing, MB/s of N per CPU second, bytes,
+ * N / bytes, CPU seconds of decompressing every frame again (the
+ * readers' cost), checked byte for byte.
+ *
  * Exit 0, or 1 if a step fails (a benchmark that fails is not a result).
  */
 #include <errno.h>
@@ -31,10 +47,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#define ZSTD_STATIC_LINKING_ONLY /* the experimental parameters' numbers */
+#include <zstd.h>
+
 #include "core/buf.h"
 #include "core/clock.h"
 #include "core/rd.h"
 #include "core/trace.h"
+#include "core/trace_rec.h"
 #include "core/wire.h"
 
 static double seconds = 1.0;
@@ -291,6 +311,229 @@ out:
     return rc;
 }
 
+/* ---- --zparams ---- */
+
+/* The raw record stream of a trace and where each record ends. */
+struct raw {
+    struct mt_buf b;
+    size_t *ends;
+    size_t n, cap;
+};
+
+static int
+raw_load(const uint8_t *mem, size_t len, struct raw *raw)
+{
+    struct mt_err err = {0};
+    struct trace_reader *r = trace_reader_open_mem(mem, len, &err);
+    struct trace_rec rec;
+    int rc;
+
+    if (r == NULL)
+        return fail(err.msg, MT_ECORRUPT);
+    mt_buf_init(&raw->b, (size_t)16 << 30);
+    while ((rc = trace_reader_next(r, &rec, &err)) == MT_OK) {
+        if (raw->n == raw->cap) {
+            size_t *e;
+            raw->cap = raw->cap ? raw->cap * 2 : 65536;
+            e = realloc(raw->ends, raw->cap * sizeof(*e));
+            if (e == NULL) {
+                rc = -ENOMEM;
+                break;
+            }
+            raw->ends = e;
+        }
+        rc = trace__rec_encode(&raw->b, &rec, &err);
+        if (rc < 0)
+            break;
+        raw->ends[raw->n++] = raw->b.len;
+    }
+    trace_reader_free(r);
+    return rc == MT_END ? 0 : fail("re-encoding the records", rc);
+}
+
+/* Applies SPEC to c; *frame gets F.  Returns 0, 1 for a parameter the
+ * library refuses (printed), -1 for a bad SPEC. */
+static int
+zspec_apply(ZSTD_CCtx *c, const char *spec, size_t *frame)
+{
+    static const struct {
+        const char *k;
+        ZSTD_cParameter p;
+    } names[] = {
+        {"l", ZSTD_c_compressionLevel}, {"s", ZSTD_c_strategy},
+        {"w", ZSTD_c_windowLog},        {"h", ZSTD_c_hashLog},
+        {"c", ZSTD_c_chainLog},         {"m", ZSTD_c_minMatch},
+        {"t", ZSTD_c_targetLength},     {"lit", ZSTD_c_literalCompressionMode},
+    };
+    char buf[256], *save = NULL;
+
+    snprintf(buf, sizeof(buf), "%s", spec);
+    for (char *tok = strtok_r(buf, ",", &save); tok != NULL;
+         tok = strtok_r(NULL, ",", &save)) {
+        char k[8];
+        long v;
+        size_t i, rc;
+
+        if (sscanf(tok, "%7[^=]=%ld", k, &v) != 2)
+            return -1;
+        if (strcmp(k, "F") == 0) {
+            if (v < 4096 || v > (long)TRACE_FRAME_TARGET * 16)
+                return -1;
+            *frame = (size_t)v;
+            continue;
+        }
+        for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+            if (strcmp(k, names[i].k) == 0)
+                break;
+        if (i == sizeof(names) / sizeof(names[0]))
+            return -1;
+        rc = ZSTD_CCtx_setParameter(c, names[i].p, (int)v);
+        if (ZSTD_isError(rc)) {
+            printf("%-36s refused by libzstd %s: %s\n", spec,
+                   ZSTD_versionString(), ZSTD_getErrorName(rc));
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Compresses raw frame by frame (F bytes) on c: *cs CPU seconds, *bytes;
+ * then decompresses each frame and compares: *ds CPU seconds. */
+static int
+zpass(ZSTD_CCtx *c, ZSTD_DCtx *d, const struct raw *raw, size_t frame,
+      double *cs, double *ds, uint64_t *bytes)
+{
+    size_t cap = ZSTD_compressBound(TRACE_FRAME_LEN_MAX), start = 0, k;
+    uint8_t *out = malloc(cap), *back = malloc(TRACE_FRAME_LEN_MAX);
+    double t0;
+    int rc = 0;
+
+    *cs = *ds = 0;
+    *bytes = 0;
+    for (size_t i = 0; out != NULL && back != NULL && i < raw->n; i++) {
+        size_t end = raw->ends[i], n = end - start;
+        if (n < frame && i + 1 < raw->n)
+            continue;
+        t0 = cpu_s();
+        k = ZSTD_compress2(c, out, cap, raw->b.data + start, n);
+        *cs += cpu_s() - t0;
+        if (ZSTD_isError(k)) {
+            rc = fail(ZSTD_getErrorName(k), MT_ECOMPRESS);
+            break;
+        }
+        *bytes += k;
+        t0 = cpu_s();
+        k = ZSTD_decompressDCtx(d, back, TRACE_FRAME_LEN_MAX, out, k);
+        *ds += cpu_s() - t0;
+        if (k != n || memcmp(back, raw->b.data + start, n) != 0) {
+            rc = fail("round trip differs", MT_ECORRUPT);
+            break;
+        }
+        start = end;
+    }
+    if (out == NULL || back == NULL)
+        rc = fail("memory", -ENOMEM);
+    free(out);
+    free(back);
+    return rc;
+}
+
+static int
+zparams_run(const struct raw *raw, uint64_t ref, char **specs, int n)
+{
+    ZSTD_DCtx *d = ZSTD_createDCtx();
+    int rc = 0;
+
+    printf("zstd parameters of the trace writer (libzstd %s; %.1f MB of "
+           "records in %zu records)\n",
+           ZSTD_versionString(), (double)raw->b.len / 1e6, raw->n);
+    printf("%-36s %8s %10s %12s %8s %8s\n", "setting", "cpu s", "MB/s (ref)",
+           "trace bytes", "ref/size", "dec s");
+    for (int i = 0; i < n && rc == 0 && d != NULL; i++) {
+        ZSTD_CCtx *c = ZSTD_createCCtx();
+        size_t frame = TRACE_FRAME_TARGET;
+        double cs, ds;
+        uint64_t bytes;
+        int a;
+
+        if (c == NULL)
+            return fail("zstd context", -ENOMEM);
+        ZSTD_CCtx_setParameter(c, ZSTD_c_contentSizeFlag, 1);
+        a = zspec_apply(c, specs[i], &frame);
+        if (a < 0) {
+            fprintf(stderr, "bench_trace: bad setting '%s'\n", specs[i]);
+            rc = 1;
+        } else if (a == 0 &&
+                   (rc = zpass(c, d, raw, frame, &cs, &ds, &bytes)) == 0) {
+            printf("%-36s %8.3f %10.0f %12llu %8.1f %8.3f\n", specs[i], cs,
+                   (double)ref / 1e6 / cs, (unsigned long long)bytes,
+                   (double)ref / (double)bytes, ds);
+            fflush(stdout);
+        }
+        ZSTD_freeCCtx(c);
+    }
+    ZSTD_freeDCtx(d);
+    return d == NULL ? fail("zstd context", -ENOMEM) : rc;
+}
+
+static int
+zparams_main(int argc, char **argv)
+{
+    static char *defaults[] = {
+        "l=-3",
+        "l=-3,lit=2",
+        "l=-3,lit=1",
+        "s=1,w=19,h=13,m=6,t=3",
+        "s=1,w=19,h=12,m=6,t=3",
+        "s=1,w=19,h=14,m=6,t=3",
+        "s=1,w=19,h=15,m=6,t=3",
+        "s=1,w=19,h=13,m=5,t=3",
+        "s=1,w=19,h=13,m=7,t=3",
+        "s=1,w=19,h=14,m=7,t=3",
+        "s=1,w=19,h=13,m=6,t=1",
+        "s=1,w=19,h=13,m=6,t=5",
+        "s=1,w=19,h=13,m=6,t=8",
+        "s=1,w=17,h=13,m=6,t=3",
+        "s=1,w=20,h=13,m=6,t=3",
+        "l=-3,F=262144",
+        "l=-3,F=524288",
+        "l=-3,F=4194304,w=19",
+    };
+    struct raw raw = {0};
+    uint64_t ref = 0;
+    uint8_t *mem = NULL;
+    long len;
+    FILE *f = fopen(argv[2], "rb");
+    int i = 3, rc = 1;
+
+    if (i + 1 < argc && strcmp(argv[i], "--ref-bytes") == 0) {
+        ref = strtoull(argv[i + 1], NULL, 10);
+        i += 2;
+    }
+    if (f == NULL || fseek(f, 0, SEEK_END) != 0 || (len = ftell(f)) <= 0 ||
+        (mem = malloc((size_t)len)) == NULL || fseek(f, 0, SEEK_SET) != 0 ||
+        fread(mem, 1, (size_t)len, f) != (size_t)len) {
+        fprintf(stderr, "bench_trace: cannot load %s\n", argv[2]);
+        goto out;
+    }
+    if (raw_load(mem, (size_t)len, &raw) != 0)
+        goto out;
+    if (ref == 0)
+        ref = raw.b.len;
+    if (i < argc)
+        rc = zparams_run(&raw, ref, argv + i, argc - i);
+    else
+        rc = zparams_run(&raw, ref, defaults,
+                         (int)(sizeof(defaults) / sizeof(defaults[0])));
+out:
+    if (f != NULL)
+        fclose(f);
+    free(mem);
+    free(raw.ends);
+    mt_buf_free(&raw.b);
+    return rc;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -305,6 +548,8 @@ main(int argc, char **argv)
 
     if (argc >= 3 && strcmp(argv[1], "--levels") == 0)
         return levels_main(argc, argv);
+    if (argc >= 3 && strcmp(argv[1], "--zparams") == 0)
+        return zparams_main(argc, argv);
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc) {
             char *end;
@@ -315,7 +560,8 @@ main(int argc, char **argv)
             }
         } else {
             fprintf(stderr, "usage: bench_trace [--seconds S] | --levels TRACE "
-                            "[--ref-bytes N] [LEVEL...]\n");
+                            "[--ref-bytes N] [LEVEL...] | --zparams TRACE "
+                            "[--ref-bytes N] [SPEC...]\n");
             return 2;
         }
     }

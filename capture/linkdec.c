@@ -34,19 +34,35 @@ struct ip_ctx {
     size_t base;      /* offset of the IP header in the packet */
 };
 
+/* Big-endian fields inside a header view that rd_bytes checked whole. */
+static inline uint16_t
+view_be16(const uint8_t *h)
+{
+    return (uint16_t)((uint16_t)h[0] << 8 | h[1]);
+}
+
+static inline uint32_t
+view_be32(const uint8_t *h)
+{
+    return (uint32_t)h[0] << 24 | (uint32_t)h[1] << 16 | (uint32_t)h[2] << 8 |
+           (uint32_t)h[3];
+}
+
+/* The fixed 20 bytes of the TCP header are read as one checked view (one
+ * bound test per header instead of one per field). */
 static int
 decode_tcp(struct ip_ctx *c, size_t ip_payload_len, struct linkdec_pkt *out,
            struct mt_err *err)
 {
     struct rd r = c->r;
-    uint16_t sport, dport, offflags;
-    uint32_t seq, ack;
+    const uint8_t *h;
+    uint16_t offflags;
     size_t thl;
 
-    if (!rd_be16(&r, &sport) || !rd_be16(&r, &dport) || !rd_be32(&r, &seq) ||
-        !rd_be32(&r, &ack) || !rd_be16(&r, &offflags))
+    if (!rd_bytes(&r, 20, &h))
         return LINKDEC_TRUNC;
     out->tcp_off = c->base;
+    offflags = view_be16(h + 12);
     thl = (size_t)(offflags >> 12) * 4;
     if (thl < 20 || thl > ip_payload_len)
         return mt_err_set(err, MT_EPROTO, c->base,
@@ -55,10 +71,10 @@ decode_tcp(struct ip_ctx *c, size_t ip_payload_len, struct linkdec_pkt *out,
     r = c->r;
     if (!rd_skip(&r, thl))
         return LINKDEC_TRUNC;
-    out->sport = sport;
-    out->dport = dport;
-    out->seq = seq;
-    out->ack = ack;
+    out->sport = view_be16(h);
+    out->dport = view_be16(h + 2);
+    out->seq = view_be32(h + 4);
+    out->ack = view_be32(h + 8);
     out->flags = (uint8_t)(offflags & 0x3f);
     out->payload_len = ip_payload_len - thl;
     out->payload_cap = r.left < out->payload_len ? r.left : out->payload_len;
@@ -70,16 +86,17 @@ static int
 decode_ipv4(struct ip_ctx *c, struct linkdec_pkt *out, struct mt_err *err)
 {
     struct rd r = c->r;
-    uint8_t vihl, tos, ttl, proto;
-    uint16_t total, id, frag, csum;
-    const uint8_t *src, *dst;
+    const uint8_t *h; /* the fixed 20 bytes, checked as one view */
+    uint8_t vihl, proto;
+    uint16_t total, frag;
     size_t ihl;
 
-    if (!rd_u8(&r, &vihl) || !rd_u8(&r, &tos) || !rd_be16(&r, &total) ||
-        !rd_be16(&r, &id) || !rd_be16(&r, &frag) || !rd_u8(&r, &ttl) ||
-        !rd_u8(&r, &proto) || !rd_be16(&r, &csum) || !rd_bytes(&r, 4, &src) ||
-        !rd_bytes(&r, 4, &dst))
+    if (!rd_bytes(&r, 20, &h))
         return LINKDEC_TRUNC;
+    vihl = h[0];
+    total = view_be16(h + 2);
+    frag = view_be16(h + 6);
+    proto = h[9];
     ihl = (size_t)(vihl & 0x0f) * 4;
     if ((vihl >> 4) != 4 || ihl < 20)
         return mt_err_set(err, MT_EPROTO, c->base,
@@ -96,10 +113,8 @@ decode_ipv4(struct ip_ctx *c, struct linkdec_pkt *out, struct mt_err *err)
     if ((frag & 0x3fff) != 0) /* MF set or a non-zero offset */
         return LINKDEC_SKIP;
     out->family = 4;
-    memset(out->src, 0, sizeof(out->src));
-    memset(out->dst, 0, sizeof(out->dst));
-    memcpy(out->src, src, 4);
-    memcpy(out->dst, dst, 4);
+    memcpy(out->src, h + 12, 4); /* the rest: zeroed by linkdec_decode */
+    memcpy(out->dst, h + 16, 4);
     r = c->r;
     if (!rd_skip(&r, ihl))
         return LINKDEC_TRUNC;

@@ -30,6 +30,7 @@
 #include <limits.h>
 #include <pcap/pcap.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdio_ext.h>
@@ -203,6 +204,21 @@ open_writer(struct sniff *s, uint8_t source, uint64_t start_ns,
     return trace_writer_set_level(s->w, level); /* checked in sniff_run */
 }
 
+/* A file import compresses on a second thread when it may use two CPUs
+ * (sniff_opts.compress_thread): the import's wall time then drops to about
+ * its packet path's, for the same CPU seconds (docs/capture-pcap.md). */
+static bool
+want_compress_thread(const struct sniff_opts *o)
+{
+    cpu_set_t set;
+
+    if (o->compress_thread != 0)
+        return o->compress_thread > 0;
+    if (sched_getaffinity(0, sizeof(set), &set) != 0)
+        return false;
+    return CPU_COUNT(&set) >= 2;
+}
+
 /* Opens the writer (header) and the flow table. */
 static int
 start_trace(struct sniff *s, uint8_t source, uint64_t start_ns,
@@ -213,6 +229,12 @@ start_trace(struct sniff *s, uint8_t source, uint64_t start_ns,
 
     if (rc < 0)
         return rc;
+    if (source == TRACE_SRC_PCAP && want_compress_thread(s->o)) {
+        rc = trace_writer_set_async(s->w);
+        if (rc < 0) /* not fatal: the import compresses on its own thread */
+            mt_warn("no compression thread (%s); compressing inline",
+                    mt_strerror(rc));
+    }
     memset(&po, 0, sizeof(po));
     po.ports = s->o->ports;
     po.nports = s->o->nports;

@@ -33,8 +33,12 @@ struct sniff_opts {
     unsigned trace_flags;            /* TRACE_W_FORCE */
     bool quiet;                      /* no summary */
     const struct redact_cfg *redact; /* --redact; borrowed; NULL: none */
-    int zstd_level; /* trace compression; 0: TRACE_ZSTD_LEVEL_IMPORT for a
-                       file, TRACE_ZSTD_LEVEL_DEFAULT live */
+    int zstd_level;      /* trace compression; 0: TRACE_ZSTD_LEVEL_IMPORT for a
+                            file, TRACE_ZSTD_LEVEL_DEFAULT live */
+    int compress_thread; /* file: trace frames compressed on a second
+                            thread (trace_writer_set_async)?  0: when the
+                            process may run on 2+ CPUs; < 0: never; > 0:
+                            always.  Live capture: never. */
 };
 
 /*

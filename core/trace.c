@@ -14,11 +14,24 @@
  * return it and close writes nothing more, so the file holds every frame
  * written before the error, then at most one incomplete frame, which a
  * reader reports as lost.
+ *
+ * trace_writer_set_async: frames are then compressed and written by a
+ * thread of the writer's own.  The caller's thread encodes records into
+ * the open frame; a full frame is swapped with the thread's (empty) buffer
+ * under the mutex and the thread compresses, checksums, writes and indexes
+ * it while the caller fills the next one (double buffering: at most one
+ * frame in flight; the caller waits for the thread only when it ends a
+ * frame before the previous one is written).  The thread alone touches the
+ * zstd context, zout, the index and the frame count while it runs; bytes
+ * is atomic (trace_writer_bytes); its first error is kept under the mutex
+ * and becomes the writer's sticky error at the next frame hand-off, flush
+ * or close.
  */
 #include "trace.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -52,6 +65,17 @@ struct trace_writer {
     uint64_t bytes;
     uint64_t t_max; /* largest t_ns of any record: the end record's t_ns */
     int err;        /* sticky: first write error, 0 if none */
+    /* trace_writer_set_async (see the top of the file) */
+    bool async;
+    bool job_pending; /* under mu: job holds a frame the thread owns */
+    bool stop;        /* under mu: the thread exits when idle */
+    int async_err;    /* under mu: the thread's first error */
+    pthread_t thr;
+    pthread_mutex_t mu;
+    pthread_cond_t cv; /* a job handed over, a job done, stop */
+    struct mt_buf job; /* the frame in flight */
+    uint32_t job_records;
+    uint64_t job_first_t_ns;
 };
 
 /*
@@ -74,17 +98,20 @@ coarse_now(const struct mt_clock *clk)
 
 static const struct mt_clock coarse_clock = {coarse_now, NULL};
 
+/* One index entry: csize bytes on disk for a frame of raw_len bytes
+ * holding records records, the first at first_t. */
 static int
-frame_index_add(struct trace_writer *w, size_t csize)
+frame_index_add(struct trace_writer *w, size_t csize, size_t raw_len,
+                uint32_t records, uint64_t first_t)
 {
     uint8_t e[TRACE_INDEX_ENTRY_LEN];
 
     if (w->index_full)
         return 0;
     wr_le32(e, (uint32_t)csize);
-    wr_le32(e + 4, (uint32_t)w->frame.len);
-    wr_le64(e + 8, w->frame_first_t_ns);
-    wr_le32(e + 16, w->frame_records);
+    wr_le32(e + 4, (uint32_t)raw_len);
+    wr_le64(e + 8, first_t);
+    wr_le32(e + 16, records);
     if (mt_buf_append(&w->index, e, sizeof(e)) < 0) {
         mt_warn("trace: seek index %s after %llu frames; the trace will "
                 "have no index (readers do not need one)",
@@ -119,7 +146,7 @@ write_all(struct trace_writer *w, const void *p, size_t n)
     errno = 0;
     if (fflush(w->fp) != 0)
         return errno ? -errno : -EIO;
-    w->bytes += n;
+    __atomic_fetch_add(&w->bytes, n, __ATOMIC_RELAXED);
     return 0;
 }
 
@@ -136,25 +163,23 @@ crc_frame_put(uint8_t *p, size_t n)
     wr_le32(c + 12, (uint32_t)n);
 }
 
-/* Compresses and writes the open frame (if any), its checksum frame
- * after it, in one write. */
+/* Compresses frame f (records records, the first at first_t) and writes
+ * it with its checksum frame after it, in one write; indexes it.
+ * *write_failed: the error (if any) came from writing. */
 static int
-frame_end(struct trace_writer *w)
+frame_write(struct trace_writer *w, const struct mt_buf *f, uint32_t records,
+            uint64_t first_t, bool *write_failed)
 {
     size_t bound, n;
     int rc;
 
-    if (w->err < 0)
-        return w->err;
-    if (w->frame.len == 0)
-        return 0;
-    bound = ZSTD_compressBound(w->frame.len);
+    *write_failed = false;
+    bound = ZSTD_compressBound(f->len);
     mt_buf_reset(&w->zout);
     rc = mt_buf_reserve(&w->zout, bound + TRACE_CRC_FRAME_LEN);
     if (rc < 0)
         return rc;
-    n = ZSTD_compress2(w->cctx, w->zout.data, bound, w->frame.data,
-                       w->frame.len);
+    n = ZSTD_compress2(w->cctx, w->zout.data, bound, f->data, f->len);
     if (ZSTD_isError(n)) {
         mt_error("trace: zstd compression failed: %s", ZSTD_getErrorName(n));
         return MT_ECOMPRESS;
@@ -163,11 +188,128 @@ frame_end(struct trace_writer *w)
     n += TRACE_CRC_FRAME_LEN;
     rc = write_all(w, w->zout.data, n);
     if (rc < 0) {
-        w->err = rc;
+        *write_failed = true;
         return rc;
     }
-    frame_index_add(w, n);
+    frame_index_add(w, n, f->len, records, first_t);
     w->frames++;
+    return 0;
+}
+
+/* The compression thread: writes each frame handed over until stopped. */
+static void *
+async_main(void *arg)
+{
+    struct trace_writer *w = arg;
+    bool wf;
+    int rc;
+
+    pthread_mutex_lock(&w->mu);
+    for (;;) {
+        while (!w->job_pending && !w->stop)
+            pthread_cond_wait(&w->cv, &w->mu);
+        if (!w->job_pending)
+            break;
+        pthread_mutex_unlock(&w->mu);
+        rc = w->async_err < 0 ? 0 /* frames after an error are dropped */
+                              : frame_write(w, &w->job, w->job_records,
+                                            w->job_first_t_ns, &wf);
+        pthread_mutex_lock(&w->mu);
+        if (rc < 0 && w->async_err == 0)
+            w->async_err = rc;
+        w->job_pending = false;
+        pthread_cond_broadcast(&w->cv);
+    }
+    pthread_mutex_unlock(&w->mu);
+    return NULL;
+}
+
+/* Waits until no frame is in flight; the thread's error becomes the
+ * writer's.  Call with mu held. */
+static void
+async_wait_locked(struct trace_writer *w)
+{
+    while (w->job_pending)
+        pthread_cond_wait(&w->cv, &w->mu);
+    if (w->async_err < 0 && w->err == 0)
+        w->err = w->async_err;
+}
+
+static int
+async_wait(struct trace_writer *w)
+{
+    pthread_mutex_lock(&w->mu);
+    async_wait_locked(w);
+    pthread_mutex_unlock(&w->mu);
+    return w->err;
+}
+
+/* Hands the open frame to the thread (after the previous one is written)
+ * and starts an empty one. */
+static int
+async_hand_off(struct trace_writer *w)
+{
+    struct mt_buf t;
+
+    pthread_mutex_lock(&w->mu);
+    async_wait_locked(w);
+    if (w->err < 0) {
+        pthread_mutex_unlock(&w->mu);
+        return w->err;
+    }
+    t = w->job;
+    w->job = w->frame;
+    w->frame = t;
+    w->job_records = w->frame_records;
+    w->job_first_t_ns = w->frame_first_t_ns;
+    w->job_pending = true;
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    w->frame_records = 0;
+    mt_buf_reset(&w->frame);
+    return 0;
+}
+
+/* Writes what is in flight and ends the thread; the writer is synchronous
+ * again. */
+static void
+async_stop(struct trace_writer *w)
+{
+    if (!w->async)
+        return;
+    pthread_mutex_lock(&w->mu);
+    async_wait_locked(w);
+    w->stop = true;
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    pthread_join(w->thr, NULL);
+    pthread_cond_destroy(&w->cv);
+    pthread_mutex_destroy(&w->mu);
+    mt_buf_free(&w->job);
+    w->async = false;
+}
+
+/* Ends the open frame (if any): compresses and writes it here, or hands
+ * it to the compression thread. */
+static int
+frame_end(struct trace_writer *w)
+{
+    bool write_failed;
+    int rc;
+
+    if (w->err < 0)
+        return w->err;
+    if (w->frame.len == 0)
+        return 0;
+    if (w->async)
+        return async_hand_off(w);
+    rc = frame_write(w, &w->frame, w->frame_records, w->frame_first_t_ns,
+                     &write_failed);
+    if (rc < 0) {
+        if (write_failed)
+            w->err = rc;
+        return rc;
+    }
     w->frame_records = 0;
     mt_buf_reset(&w->frame);
     return 0;
@@ -320,7 +462,13 @@ trace_writer_set_level(struct trace_writer *w, int level)
     MT_ASSERT(w != NULL);
     if (level < ZSTD_minCLevel() || level > ZSTD_maxCLevel())
         return MT_EUSAGE;
+    if (w->async) { /* the thread uses cctx only while a frame is in flight */
+        pthread_mutex_lock(&w->mu);
+        async_wait_locked(w);
+    }
     rc = ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, level);
+    if (w->async)
+        pthread_mutex_unlock(&w->mu);
     return ZSTD_isError(rc) ? MT_EUSAGE : 0;
 }
 
@@ -402,8 +550,37 @@ trace_writer_tick(struct trace_writer *w, uint64_t now_ns)
 int
 trace_writer_flush(struct trace_writer *w)
 {
+    int rc;
+
     MT_ASSERT(w != NULL);
-    return frame_end(w);
+    rc = frame_end(w);
+    if (rc == 0 && w->async)
+        rc = async_wait(w);
+    return rc;
+}
+
+int
+trace_writer_set_async(struct trace_writer *w)
+{
+    int rc;
+
+    MT_ASSERT(w != NULL);
+    if (w->async)
+        return 0;
+    mt_buf_init(&w->job, TRACE_FRAME_LEN_MAX);
+    w->job_pending = w->stop = false;
+    w->async_err = 0;
+    pthread_mutex_init(&w->mu, NULL);
+    pthread_cond_init(&w->cv, NULL);
+    rc = pthread_create(&w->thr, NULL, async_main, w);
+    if (rc != 0) {
+        pthread_cond_destroy(&w->cv);
+        pthread_mutex_destroy(&w->mu);
+        mt_buf_free(&w->job);
+        return -rc;
+    }
+    w->async = true;
+    return 0;
 }
 
 /* The skippable frame with the seek index, footer last. */
@@ -428,7 +605,7 @@ index_write(struct trace_writer *w)
         return errno ? -errno : -EIO;
     rc = write_all(w, foot, sizeof(foot));
     if (rc == 0)
-        w->bytes += sizeof(head) + n;
+        __atomic_fetch_add(&w->bytes, sizeof(head) + n, __ATOMIC_RELAXED);
     return rc;
 }
 
@@ -454,6 +631,9 @@ writer_finish(struct trace_writer *w)
     rc = frame_end(w);
     if (rc < 0)
         return rc;
+    async_stop(w); /* the last frame written, the thread gone */
+    if (w->err < 0)
+        return w->err;
     rc = index_write(w);
     if (rc < 0)
         return rc;
@@ -470,6 +650,9 @@ trace_writer_close(struct trace_writer *w)
     if (w == NULL)
         return 0;
     rc = writer_finish(w);
+    async_stop(w); /* after an error: still written what it could, joined */
+    if (rc == 0 && w->err < 0)
+        rc = w->err;
     if (w->own_fp && fclose(w->fp) != 0 && rc == 0)
         rc = errno ? -errno : -EIO;
     ZSTD_freeCCtx(w->cctx);
@@ -489,7 +672,7 @@ trace_writer_records(const struct trace_writer *w)
 uint64_t
 trace_writer_bytes(const struct trace_writer *w)
 {
-    return w->bytes;
+    return __atomic_load_n(&w->bytes, __ATOMIC_RELAXED);
 }
 
 const char *

@@ -218,8 +218,22 @@ int trace_writer_stats(struct trace_writer *w, const struct trace_stats *rec);
  * monotonic clock).  Cheap when nothing is pending. */
 int trace_writer_tick(struct trace_writer *w, uint64_t now_ns);
 
-/* Ends the open frame now and fflush()es it. */
+/* Ends the open frame now and fflush()es it (with set_async: returns
+ * once the thread has written it). */
 int trace_writer_flush(struct trace_writer *w);
+
+/*
+ * From now on, frames are compressed and written by a thread of the
+ * writer's own while the caller fills the next frame (double buffering,
+ * one frame in flight; one more frame buffer of memory).  The writer is
+ * still used from one thread only.  A write error of the thread is
+ * returned from the call that ends the next frame, from flush and from
+ * close, and is sticky; frames ended after it are dropped.  The bytes on
+ * disk are the same as without it.  Returns 0 (also when already on) or
+ * -errno from pthread_create (the writer stays synchronous).  The thread
+ * ends in trace_writer_close.
+ */
+int trace_writer_set_async(struct trace_writer *w);
 
 /* Writes the end record, the seek index and footer, closes and frees.
  * NULL is a no-op returning 0. */
