@@ -22,8 +22,15 @@
 # Env: SECS (seconds per measurement, default 3), WARM (default 0.5),
 #      THREADS (mtrace/haproxy threads, default: nproc), REPS (tables 2
 #      and 3: runs per cell, interleaved, medians reported; default 1),
-#      DELAY_CONFIGS (table 3: "RT:SPIN ..." pairs), TABLES (which of
-#      1 2 3 to run, default "1 2 3"), BUILD, MTRACE.
+#      DELAY_CONFIGS (table 3: "RT:SPIN ..." pairs), DELAY_CONNS (table 3's
+#      connection counts, default "1 16"), TABLES (which of
+#      1 2 3 to run, default "1 2 3"), BUILD, MTRACE,
+#      PMQOS (1: hold a PM QoS CPU wake-up latency request of 0 us on
+#      /dev/cpu_dma_latency for the WHOLE invocation, so direct, mtrace,
+#      HAProxy and socat all run under it, as `mtrace capture
+#      --cpu-dma-latency 0` would; needs root; default 0: not held, the
+#      header says what the host's bound is).  The request is global: hold
+#      it only when nothing else on the host is being measured.
 # Every process it starts is stopped on exit; files go to a mktemp dir.
 set -u
 TOP=${TOP:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -62,6 +69,27 @@ wait_port() {
         sleep 0.02
     done
     die "nothing listening on $1"
+}
+
+PMQOS=${PMQOS:-0}
+case $PMQOS in
+0) ;;
+1)
+    [ -w /dev/cpu_dma_latency ] || die "PMQOS=1: /dev/cpu_dma_latency not writable (needs root)"
+    # held until this holder exits (the cleanup trap kills it)
+    /usr/bin/python3 -c 'import os, struct, sys, time
+fd = os.open("/dev/cpu_dma_latency", os.O_WRONLY)
+os.write(fd, struct.pack("i", 0))
+print("HELD", flush=True)
+time.sleep(1e6)' >"$TMP/pmqos.out" &
+    PIDS+=($!)
+    for ((i = 0; i < 100; i++)); do grep -q HELD "$TMP/pmqos.out" && break; sleep 0.02; done
+    grep -q HELD "$TMP/pmqos.out" || die "PMQOS=1: could not hold /dev/cpu_dma_latency"
+    ;;
+*) die "PMQOS wants 0 or 1, not '$PMQOS'" ;;
+esac
+pmqos_now() {
+    /usr/bin/python3 -c 'import struct; print(struct.unpack("i", open("/dev/cpu_dma_latency", "rb").read(4))[0])' 2>/dev/null || echo "?"
 }
 
 "$FIXEDSRV" --threads 1 >"$TMP/fixedsrv.out" &
@@ -156,6 +184,13 @@ median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{ v[NR] = $1 } END { prin
 
 echo "mtrace capture vs HAProxy $(haproxy -v | awk 'NR==1 {print $3}') vs socat," \
     "loopback, $(nproc) cpus, $SECS s per run, $THREADS proxy threads"
+if [ "$PMQOS" = 1 ]; then
+    echo "PM QoS: a CPU wake-up latency request of 0 us held on /dev/cpu_dma_latency for the" \
+        "whole run (every row; host bound now $(pmqos_now) us)"
+else
+    echo "PM QoS: no request held by the benchmark (host bound now $(pmqos_now) us)"
+fi
+echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
 if want_table 1; then
     echo "## 1. added latency, 1 connection (us; added = proxy - direct)"
@@ -217,7 +252,7 @@ if want_table 3; then
     printf "| %5s | %2s | %5s | %10s | %10s | %10s | %10s | %-44s | %10s |\n" conns rt spin "p50 base" "p50" \
         "added p50" "added p99" "mtrace's own achieved (p50 / p99 / max, ms)" "CPU us/req"
     printf "|-------|----|-------|------------|------------|------------|------------|----------------------------------------------|------------|\n"
-    for n in 1 16; do
+    for n in ${DELAY_CONNS:-1 16}; do
         declare -A D50 D99 O50 O99 OMX DC
         for cfg in $DELAY_CONFIGS; do D50[$cfg]="" D99[$cfg]="" O50[$cfg]="" O99[$cfg]="" OMX[$cfg]="" DC[$cfg]=""; done
         bases=""

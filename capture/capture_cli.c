@@ -3,10 +3,11 @@
  *
  *   proxy:  mtrace capture [--listen H:P] [--target H:P] -o OUT [--delay-ms X]
  *                          [--max-conns N] [--threads N] [--rt-prio N]
- *                          [--quiet] [--force]
+ *                          [--cpu-dma-latency US] [--quiet] [--force]
  *   pcap:   mtrace capture --pcap FILE [--port N]... [--filter BPF] -o OUT
  *   live:   mtrace capture --iface IF [--port N]... [--filter BPF]
- *                          [--duration S] [--count N] -o OUT
+ *                          [--duration S] [--count N]
+ *                          [--cpu-dma-latency US] -o OUT
  *
  * The proxy runs in capture/proxy.c, pcap and live capture in
  * capture/sniff.c.  SIGINT/SIGTERM end either cleanly.  Exit status: 0
@@ -29,6 +30,7 @@
 #include "core/err.h"
 #include "core/log.h"
 #include "core/loop.h"
+#include "core/pmqos.h"
 #include "core/sched.h"
 #include "core/trace.h"
 #include "core/wire.h"
@@ -129,8 +131,24 @@ capture_usage(FILE *out)
         "  --zstd-level L      trace compression level (zstd, %d..%d, not "
         "0; default -3\n"
         "                      for --pcap, which is bound by compression, 3 "
-        "for --iface\n"
-        "                      and the proxy)\n"
+        "for --iface,\n"
+        "                      -1 for the proxy)\n"
+        "\n"
+        "Proxy and live mode:\n"
+        "  --cpu-dma-latency US  hold a PM QoS request on "
+        "/dev/cpu_dma_latency from\n"
+        "                      start to exit: idle CPUs use only idle states "
+        "that wake\n"
+        "                      within US microseconds (0..%d;\n"
+        "                      0: they poll).  Cuts the wake-up delay of an "
+        "idle CPU\n"
+        "                      (tens of us in a VM) from forwarding and "
+        "--delay-ms; costs\n"
+        "                      power and, in a VM, host CPU, and applies to "
+        "every process\n"
+        "                      on the host.  Default: off.  Needs root (exit "
+        "1 when\n"
+        "                      refused)\n"
         "\n"
         "Common:\n"
         "  -o, --output OUT    trace file to create (mode 0600: it may hold "
@@ -146,7 +164,7 @@ capture_usage(FILE *out)
         "failure, 2 bad usage.  See docs/capture.md.\n",
         PROXY_THREADS_MAX, SCHED_RT_PRIO_MAX, SNIFF_PORTS_MAX,
         SNIFF_BUFFER_MB_DEFAULT, SNIFF_BUFFER_MB_MAX, trace_zstd_level_min(),
-        trace_zstd_level_max());
+        trace_zstd_level_max(), PMQOS_US_MAX);
 }
 
 static int capture_bad(const char *fmt, ...)
@@ -284,6 +302,7 @@ enum {
     OPT_MSGMAX,
     OPT_REDACT,
     OPT_RTPRIO,
+    OPT_DMA_LATENCY,
 };
 
 struct capture_args {
@@ -292,8 +311,9 @@ struct capture_args {
     struct redact_cfg redact;
     bool redacting; /* --redact given */
     const char *listen, *target;
-    bool proxy_only; /* a proxy-only option was given */
-    bool sniff_only; /* a pcap/live-only option was given */
+    bool proxy_only;    /* a proxy-only option was given */
+    bool sniff_only;    /* a pcap/live-only option was given */
+    int dma_latency_us; /* --cpu-dma-latency; -1: not given */
 };
 
 static int
@@ -472,6 +492,7 @@ capture_parse(int argc, char **argv, struct capture_args *a, const char **out)
         {"count", required_argument, NULL, OPT_COUNT},
         {"buffer-mb", required_argument, NULL, OPT_BUFFER_MB},
         {"zstd-level", required_argument, NULL, OPT_ZSTD_LEVEL},
+        {"cpu-dma-latency", required_argument, NULL, OPT_DMA_LATENCY},
         {"output", required_argument, NULL, 'o'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -518,6 +539,12 @@ capture_parse(int argc, char **argv, struct capture_args *a, const char **out)
             if ((rc = capture_parse_sniff_opt(c, optarg, a)) != 0)
                 return -rc;
             break;
+        case OPT_DMA_LATENCY: /* proxy and live */
+            if (!cli_parse_int(optarg, 0, PMQOS_US_MAX, &a->dma_latency_us))
+                return -capture_bad("--cpu-dma-latency wants microseconds "
+                                    "from 0 to %d, not '%s'",
+                                    PMQOS_US_MAX, optarg);
+            break;
         case OPT_REDACT:
             /* --redact FIELD, --redact=FIELD, or --redact alone */
             if (optarg == NULL && optind < argc && argv[optind][0] != '-')
@@ -553,6 +580,9 @@ capture_check(struct capture_args *a, const char *out)
             (a->sn.duration_s > 0 || a->sn.count || a->sn.buffer_mb))
             return capture_bad("--duration, --count and --buffer-mb are for "
                                "--iface");
+        if (a->sn.pcap_path != NULL && a->dma_latency_us >= 0)
+            return capture_bad("--cpu-dma-latency is for the proxy and "
+                               "--iface, not --pcap");
         a->sn.redact = a->redacting ? &a->redact : NULL;
         a->sn.out_path = out;
         return 0;
@@ -573,16 +603,62 @@ capture_check(struct capture_args *a, const char *out)
     return 0;
 }
 
+/*
+ * --cpu-dma-latency: takes the PM QoS request before anything else is
+ * created (a refusal leaves no trace file).  Returns 0 or exit status 1.
+ */
+static int
+capture_hold_latency(struct pmqos *q, int us)
+{
+    struct mt_err err = {0};
+
+    if (us < 0)
+        return 0;
+    if (pmqos_hold(q, us, &err) < 0) {
+        fprintf(stderr, "mtrace capture: --cpu-dma-latency %d: %s; %s\n", us,
+                err.msg,
+                err.code == -ENOENT ? "this kernel has no PM QoS device, "
+                                      "leave the option out"
+                                    : "run as root or leave the option out");
+        return 1;
+    }
+    mt_info("capture: holding CPU wake-up latency <= %d us (%s) until exit", us,
+            PMQOS_DEV);
+    return 0;
+}
+
+/* After the summary: what was held, and the bound the kernel applied at
+ * the end (other holders may ask for less); then drops the request. */
+static void
+capture_release_latency(struct pmqos *q, bool quiet)
+{
+    int now = -1;
+
+    if (q->fd < 0)
+        return;
+    if (!quiet) {
+        if (pmqos_current(&now) < 0)
+            now = -1;
+        fprintf(stderr,
+                "  cpu wake-up latency: held <= %d us on %s from start to "
+                "exit (host bound at exit: %d us)\n",
+                q->us, PMQOS_DEV, now);
+    }
+    pmqos_release(q);
+}
+
 /* See capture_cli.h. */
 int
 capture_cli_main(int argc, char **argv)
 {
     struct capture_args a;
     struct mt_err err = {0};
+    struct pmqos q;
     const char *out = NULL;
     int rc;
 
     memset(&a, 0, sizeof(a));
+    a.dma_latency_us = -1;
     a.listen = "127.0.0.1:28017";
     a.target = "127.0.0.1:27017";
     a.px.max_conns = 10000;
@@ -595,6 +671,9 @@ capture_cli_main(int argc, char **argv)
         return -rc;
     if ((rc = capture_check(&a, out)) != 0)
         return rc;
+    pmqos_init(&q);
+    if (capture_hold_latency(&q, a.dma_latency_us) != 0)
+        return 1;
     capture_signals();
     if (a.sn.out_path != NULL) {
         rc = sniff_run(&a.sn, &err);
@@ -602,6 +681,7 @@ capture_cli_main(int argc, char **argv)
         capture_raise_nofile();
         rc = proxy_run(&a.px, &err);
     }
+    capture_release_latency(&q, a.px.quiet || rc < 0);
     if (rc < 0) {
         if (rc == -EEXIST)
             fprintf(stderr,

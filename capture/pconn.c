@@ -21,6 +21,7 @@
 #include <netinet/tcp.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "core/log.h"
@@ -35,6 +36,26 @@
 #define PCONN_OUT_MAX (PCONN_OUT_HWM + WIRE_MSG_LEN_MAX + PCONN_READ_LEN)
 
 /* ---- helpers ---- */
+
+/*
+ * recv()/send() on the forwarding path, without glibc's cancellation
+ * bracket: its recv and send are cancellation points and, in a threaded
+ * process, update the thread's cancel state atomically before and after
+ * each syscall (__pthread_enable/disable_asynccancel: ~4 % of the proxy's
+ * CPU samples at 256 connections, perf cpu-clock).  The proxy never
+ * cancels a thread.  Same return value and errno as recv/send.
+ */
+static inline ssize_t
+pconn_sys_recv(int fd, void *buf, size_t len)
+{
+    return syscall(SYS_recvfrom, fd, buf, len, 0, NULL, NULL);
+}
+
+static inline ssize_t
+pconn_sys_send(int fd, const void *buf, size_t len)
+{
+    return syscall(SYS_sendto, fd, buf, len, MSG_NOSIGNAL, NULL, 0);
+}
 
 static int
 pconn_src_fd(const struct pconn *c, int d)
@@ -100,7 +121,7 @@ pconn__flush(struct pconn *c, int d)
                                                      : n);
         if (n == 0)
             break;
-        w = send(dst, pd->out.data + pd->out.head, n, MSG_NOSIGNAL);
+        w = pconn_sys_send(dst, pd->out.data + pd->out.head, n);
         if (w < 0 && errno == EINTR)
             continue;
         if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
@@ -190,7 +211,7 @@ pconn_forward_direct(struct pconn *c, int d, const uint8_t *p, size_t n)
     ssize_t w;
 
     do
-        w = send(pconn_dst_fd(c, d), p, n, MSG_NOSIGNAL);
+        w = pconn_sys_send(pconn_dst_fd(c, d), p, n);
     while (w < 0 && errno == EINTR);
     if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
         c->pl->st.resets++;
@@ -262,7 +283,7 @@ pconn_read(struct pconn *c, int d, bool force)
         p = pd->out.data + pd->out.tail;
     }
     do
-        n = recv(pconn_src_fd(c, d), p, PCONN_READ_LEN, 0);
+        n = pconn_sys_recv(pconn_src_fd(c, d), p, PCONN_READ_LEN);
     while (n < 0 && errno == EINTR);
     if (n < 0) {
         if (errno == EAGAIN || errno == EWOULDBLOCK)

@@ -365,6 +365,30 @@ recq_thread_nice(void)
     (void)setpriority(PRIO_PROCESS, (id_t)tid, cur > 19 ? 19 : cur);
 }
 
+/*
+ * Items were filled by a loop on another CPU: each first touch here is a
+ * cache miss that costs the writer more than encoding the record.  While
+ * item k is written, the header and the first RECQ_PREFETCH_BYTES of item
+ * k+1 are fetched (a small message fits), and the header of item k+2
+ * (read through k+1's link, fetched one item earlier).  always_inline:
+ * a separate function that only prefetches is found free of side effects
+ * and its calls deleted (GCC 12, -O1 and up).
+ */
+#define RECQ_PREFETCH_BYTES 512u
+
+static inline __attribute__((always_inline)) void
+recq_prefetch(const struct recq_item *next)
+{
+    const char *p = (const char *)next;
+
+    if (next == NULL)
+        return;
+    if (next->next != NULL)
+        __builtin_prefetch(next->next, 0);
+    for (size_t off = 64; off < sizeof(*next) + RECQ_PREFETCH_BYTES; off += 64)
+        __builtin_prefetch(p + off, 0);
+}
+
 static void *
 recq_thread(void *arg)
 {
@@ -376,10 +400,11 @@ recq_thread(void *arg)
         struct recq_chain ch = {0};
         size_t n = 0, bytes = 0;
 
+        if (it != NULL)
+            __builtin_prefetch(it->next, 0);
         while (it != NULL) {
             struct recq_item *next = it->next;
-            if (next != NULL) /* filled by a loop on another CPU */
-                __builtin_prefetch(next, 0);
+            recq_prefetch(next);
             recq_write_one(q, it);
             n++;
             bytes += recq_item_bytes(it);

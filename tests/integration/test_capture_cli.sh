@@ -44,12 +44,14 @@ usage "--rt-prio" -o "$TMP/x" --rt-prio 100
 usage "--rt-prio" -o "$TMP/x" --rt-prio -1
 usage "proxy mode" -o "$TMP/x" --pcap a --rt-prio 1
 usage "--zstd-level" -o "$TMP/x" --zstd-level 0
+usage "--cpu-dma-latency" -o "$TMP/x" --cpu-dma-latency -5
+usage "--cpu-dma-latency" -o "$TMP/x" --pcap a --cpu-dma-latency 0
 [ ! -e "$TMP/x" ] || fail "a usage error created the output file"
 
 "$MTRACE" capture --help >"$TMP/help" || fail "--help exit $?"
 for opt in --listen --target -o --delay-ms --spin-us --max-conns --threads --quiet --force \
     --pcap --iface --port --filter --duration --count --idle-timeout-s --msg-timeout-s \
-    --max-msg-bytes --redact --rt-prio --zstd-level; do
+    --max-msg-bytes --redact --rt-prio --zstd-level --cpu-dma-latency; do
     grep -q -- "$opt" "$TMP/help" || fail "--help does not document $opt"
 done
 
