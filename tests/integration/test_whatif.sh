@@ -14,6 +14,21 @@
 WHATIF=$TOP/tools/whatif.sh
 R=$TMP/rep
 
+# Where the host allows it (root), a PM QoS request of 0 us is held for the
+# whole test (core/pmqos.h, docs/replay.md "CPU wake-up latency"): in a VM
+# an idle vCPU halts, and a busy host can take milliseconds to run it again;
+# once (fresh-clone CI run, 13:45 UTC) that moved the delay-1 client's p50
+# by +1.8 ms while replay's own achieved delay was on time.  Calibration and
+# measurements then run in the same regime (idle CPUs poll), as
+# VALIDATE_PMQOS=0 sim/validate.sh does.  Not held: the test runs as is.
+if [ -w /dev/cpu_dma_latency ]; then
+    "$PYTHON" -c 'import os, struct, time
+fd = os.open("/dev/cpu_dma_latency", os.O_WRONLY)
+os.write(fd, struct.pack("i", 0))
+time.sleep(3600)' &
+    track_pid $!
+fi
+
 # 1. the default workflow, shortened (calibrate, sniff as root, pymongo)
 "$WHATIF" --out "$R" --calls 200 --threads 10 --threads-calls 20 >"$TMP/out" 2>"$TMP/err" ||
     { cat "$TMP/err" "$TMP/out"; fail "whatif exited $?"; }
