@@ -17,7 +17,7 @@ R=$TMP/rep
 # Where the host allows it (root), a PM QoS request of 0 us is held for the
 # whole test (core/pmqos.h, docs/replay.md "CPU wake-up latency"): in a VM
 # an idle vCPU halts, and a busy host can take milliseconds to run it again;
-# once (fresh-clone CI run, 13:45 UTC) that moved the delay-1 client's p50
+# once (fresh-clone CI run, 13:21 UTC) that moved the delay-1 client's p50
 # by +1.8 ms while replay's own achieved delay was on time.  Calibration and
 # measurements then run in the same regime (idle CPUs poll), as
 # VALIDATE_PMQOS=0 sim/validate.sh does.  Not held: the test runs as is.
