@@ -72,7 +72,13 @@ BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
         install clean deps check-deps regress helpers soak format whatif FORCE \
         san-integration
 
+# ./mtrace is the release build: `make FLAVOUR=asan` builds build/asan/mtrace
+# and leaves ./mtrace alone (scripts and benchmarks run ./mtrace).
+ifeq ($(FLAVOUR),release)
 all: mtrace
+else
+all: $(BUILD)/mtrace
+endif
 
 mtrace: $(BUILD)/mtrace
 	cp $< $@.tmp && mv -f $@.tmp $@
