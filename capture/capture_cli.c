@@ -106,6 +106,12 @@ capture_usage(FILE *out)
         "  --max-msg-bytes N   close a client that announces a message over "
         "N bytes\n"
         "                      (default 48000000, maxMessageSizeBytes)\n"
+        "  --queue-mb M        bound of the queue of records waiting for the "
+        "trace\n"
+        "                      writer, in MiB (default 64, up to 4096); when "
+        "it is full\n"
+        "                      the proxy stops reading (back-pressure) and "
+        "drops nothing\n"
         "  --redact [FIELD]    remove SASL payloads (saslStart/saslContinue "
         "and their\n"
         "                      replies, speculativeAuthenticate) from the "
@@ -303,6 +309,7 @@ enum {
     OPT_REDACT,
     OPT_RTPRIO,
     OPT_DMA_LATENCY,
+    OPT_QUEUE_MB,
 };
 
 struct capture_args {
@@ -373,6 +380,12 @@ capture_parse_proxy_opt(int c, const char *arg, struct capture_args *a)
                                "48000000, not '%s'",
                                arg);
         a->px.msg_max = (uint32_t)v;
+        return 0;
+    case OPT_QUEUE_MB:
+        if (!cli_parse_u64(arg, 1, 4096, &v))
+            return capture_bad("--queue-mb wants MiB from 1 to 4096, not '%s'",
+                               arg);
+        a->px.queue_bytes = (size_t)v << 20;
         return 0;
     case OPT_RTPRIO:
         if (!cli_parse_u64(arg, 0, SCHED_RT_PRIO_MAX, &v))
@@ -481,6 +494,7 @@ capture_parse(int argc, char **argv, struct capture_args *a, const char **out)
         {"idle-timeout-s", required_argument, NULL, OPT_IDLE},
         {"msg-timeout-s", required_argument, NULL, OPT_MSGTO},
         {"max-msg-bytes", required_argument, NULL, OPT_MSGMAX},
+        {"queue-mb", required_argument, NULL, OPT_QUEUE_MB},
         {"redact", optional_argument, NULL, OPT_REDACT},
         {"quiet", no_argument, NULL, OPT_QUIET},
         {"force", no_argument, NULL, OPT_FORCE},
@@ -525,6 +539,7 @@ capture_parse(int argc, char **argv, struct capture_args *a, const char **out)
         case OPT_IDLE:
         case OPT_MSGTO:
         case OPT_MSGMAX:
+        case OPT_QUEUE_MB:
             if ((rc = capture_parse_proxy_opt(c, optarg, a)) != 0)
                 return -rc;
             break;

@@ -1,0 +1,124 @@
+"""test_capture_backpressure.py -- a full record queue stops the proxy's
+reading (back-pressure); nothing is dropped.
+
+The trace goes to a FIFO that the test leaves unread for a while: once the
+pipe is full the trace writer blocks, the record queue (`--queue-mb 1`)
+fills, and the proxy must stop reading from its clients instead of dropping
+records.  pymongo (4 threads x 50 calls) sends find commands carrying 64 KiB
+of random bytes through the proxy to MockupDB.  Checks: while the FIFO is
+not read, the calls stall (fewer than all complete in that second: the
+direction, not a timing); once the test drains the FIFO every call
+completes with the right answer, and the trace (the FIFO's bytes, saved)
+holds one request and one reply per call, recorded = forwarded, dropped 0.
+"""
+import os
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from capture_lib import Env, check, check_pairs, msgs, summary_bytes  # noqa: E402
+
+from pymongo import MongoClient, monitoring  # noqa: E402
+
+THREADS, CALLS = 4, 50
+DOC = {"_id": "test-doc-1", "value": 42}
+
+
+class Recorder(monitoring.CommandListener):
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.ids = []
+
+    def started(self, event):
+        if event.command_name == "find":
+            with self.lock:
+                self.ids.append(event.request_id)
+
+    def succeeded(self, event):
+        pass
+
+    def failed(self, event):
+        pass
+
+
+def main():
+    with Env() as env:
+        mock = env.start_mock()
+        fifo = env.path("trace.fifo")
+        os.mkfifo(fifo, 0o600)
+        # the read end first (non-blocking), so the proxy's open succeeds
+        rfd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+        cap = env.start_capture(mock, out=fifo, extra=["--force", "--queue-mb", "1"])
+        rec = Recorder()
+        client = MongoClient("127.0.0.1", cap.port, event_listeners=[rec],
+                             maxPoolSize=THREADS, serverSelectionTimeoutMS=10000,
+                             socketTimeoutMS=60000)
+        col = client.benchmark_db.test_col
+        done = [0]
+        errors = []
+        lock = threading.Lock()
+
+        def worker():
+            try:
+                for _ in range(CALLS):
+                    pad = os.urandom(32768).hex()  # 64 KiB, incompressible-ish
+                    got = col.find_one({"_id": "test-doc-1", "pad": pad})
+                    if got != DOC:  # MockupDB matches on _id
+                        errors.append(got)
+                    with lock:
+                        done[0] += 1
+            except Exception as e:  # reported below
+                errors.append(repr(e))
+
+        threads = [threading.Thread(target=worker) for _ in range(THREADS)]
+        for t in threads:
+            t.start()
+        time.sleep(2.0)
+        with lock:
+            stalled_at = done[0]
+        check(stalled_at < THREADS * CALLS,
+              "all %d calls completed while the trace was not read: no back-pressure"
+              % stalled_at)
+
+        saved = env.path("trace.zst")
+        stop_reading = threading.Event()
+
+        def drain():
+            os.set_blocking(rfd, True)
+            with open(saved, "wb") as f:
+                while True:
+                    b = os.read(rfd, 1 << 20)
+                    if not b:
+                        break
+                    f.write(b)
+            stop_reading.set()
+
+        dr = threading.Thread(target=drain)
+        dr.start()
+        for t in threads:
+            t.join(60)
+        check(not any(t.is_alive() for t in threads), "calls still blocked after draining")
+        check(not errors, "calls failed: %r" % errors[:3])
+        check(done[0] == THREADS * CALLS, "%d of %d calls" % (done[0], THREADS * CALLS))
+        client.close()
+        text = cap.stop()
+        dr.join(30)
+        check(stop_reading.is_set(), "the FIFO did not reach end of file")
+        os.close(rfd)
+
+        recs = env.dump(saved)
+        check(recs[-1]["type"] == "end", "trace does not end with an end record")
+        check_pairs(recs, rec.ids, "find")
+        check(len(rec.ids) == THREADS * CALLS, "%d finds seen" % len(rec.ids))
+        recorded, forwarded, dropped = summary_bytes(text)
+        total = sum(r["len"] for r in msgs(recs))
+        check(recorded == forwarded == total,
+              "recorded %d, forwarded %d, dump total %d" % (recorded, forwarded, total))
+        check(dropped == 0, "dropped %d" % dropped)
+        print("ok: %d of %d calls done while the trace was unread; %d messages, %d bytes"
+              % (stalled_at, THREADS * CALLS, len(msgs(recs)), total))
+
+
+if __name__ == "__main__":
+    main()
