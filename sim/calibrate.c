@@ -195,12 +195,11 @@ cmp_dbl(const void *a, const void *b)
 }
 
 /*
- * Mean and coefficient of variation of v without its top 1 % (v is sorted
- * in place): on a shared machine a few samples of tens of milliseconds
- * (the thread waited for a core other processes held) would dominate.
+ * Trimmed mean and cv; see calibrate.h.
  */
-static void
-trimmed_stats(double *v, int n, double *mean, double *cv)
+void
+sim_calibrate_trimmed_stats(double *v, int n, double cv_max, double *mean,
+                            double *cv)
 {
     double sum = 0, ss = 0;
     int k;
@@ -212,7 +211,7 @@ trimmed_stats(double *v, int n, double *mean, double *cv)
     *mean = sum / k;
     for (int i = 0; i < k; i++)
         ss += (v[i] - *mean) * (v[i] - *mean);
-    *cv = *mean > 0 ? fmin(sqrt(ss / k) / *mean, 10.0) : 0;
+    *cv = *mean > 0 ? fmin(sqrt(ss / k) / *mean, cv_max) : 0;
 }
 
 /* Cold wake-up: the reader has been blocked 200 us (its core may idle, as
@@ -247,7 +246,7 @@ cold_wake(double *mean_ns, double *cv, int *rejected)
         return -1;
     }
     *rejected = c.rejected;
-    trimmed_stats(c.v, c.n, mean_ns, cv);
+    sim_calibrate_trimmed_stats(c.v, c.n, 10.0, mean_ns, cv);
     if (!(*mean_ns > 0 && *mean_ns < (double)SIM_CAL_WAKE_MAX_NS)) {
         fprintf(stderr,
                 "mtrace calibrate: cold wake-up mean %.0f ns is not "

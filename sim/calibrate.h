@@ -27,6 +27,15 @@
  */
 bool sim_calibrate_wake_sample(uint64_t stamp_ns, uint64_t now_ns, double *ns);
 
+/*
+ * Mean and coefficient of variation of v[0..n) without its top 1 % (v is
+ * sorted in place), the cv capped at cv_max: on a shared machine a few
+ * samples of tens of milliseconds (the thread waited for a core other
+ * processes held) would dominate.  n > 0.
+ */
+void sim_calibrate_trimmed_stats(double *v, int n, double cv_max, double *mean,
+                                 double *cv);
+
 /* CLI entry: argv[0] is "calibrate".  Returns the exit status. */
 int sim_calibrate_main(int argc, char **argv);
 

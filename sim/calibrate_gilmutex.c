@@ -11,6 +11,7 @@
  * waiter must re-lock gil->mutex before it can re-check gil->locked.
  */
 #include "calibrate_gilmutex.h"
+#include "calibrate.h"
 
 #include <errno.h>
 #include <math.h>
@@ -76,30 +77,6 @@ gm_waiter(void *arg)
     }
     pthread_mutex_unlock(&g->mu);
     return NULL;
-}
-
-static int
-cmp_dbl(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* Mean and cv of v[0..n) less its top 1 % (sorts v). */
-static void
-trim_mean(double *v, int n, double *mean, double *cv)
-{
-    double s = 0, ss = 0;
-    int k;
-
-    qsort(v, (size_t)n, sizeof(*v), cmp_dbl);
-    k = n - n / 100;
-    for (int i = 0; i < k; i++)
-        s += v[i];
-    *mean = s / k;
-    for (int i = 0; i < k; i++)
-        ss += (v[i] - *mean) * (v[i] - *mean);
-    *cv = *mean > 0 ? sqrt(ss / k) / *mean : 0;
 }
 
 /* drop_gil: lock, locked = 0, signal, unlock; returns the signal->unlock
@@ -180,8 +157,9 @@ sim_calibrate_gilmutex(int rounds, struct sim_cal_gilmutex *r)
     if (nh > 10 && g.n > 10) {
         double cv;
 
-        trim_mean(hold, nh, &r->hold_us, &r->hold_cv);
-        trim_mean(g.ready, g.n, &r->ready_us, &cv);
+        sim_calibrate_trimmed_stats(hold, nh, INFINITY, &r->hold_us,
+                                    &r->hold_cv);
+        sim_calibrate_trimmed_stats(g.ready, g.n, INFINITY, &r->ready_us, &cv);
         r->hold_us /= 1e3;
         r->ready_us /= 1e3;
         r->relock_share = (double)relock / g.n;
