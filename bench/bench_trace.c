@@ -261,6 +261,26 @@ level_pass(const uint8_t *mem, size_t len, int level, double *secs,
     return rc2 < 0 ? fail("close", rc2) : 0;
 }
 
+/* The whole file at path in a malloc'd buffer (*len bytes), or NULL with a
+ * message on stderr. */
+static uint8_t *
+load_file(const char *path, long *len)
+{
+    FILE *f = fopen(path, "rb");
+    uint8_t *mem = NULL;
+
+    if (f == NULL || fseek(f, 0, SEEK_END) != 0 || (*len = ftell(f)) <= 0 ||
+        (mem = malloc((size_t)*len)) == NULL || fseek(f, 0, SEEK_SET) != 0 ||
+        fread(mem, 1, (size_t)*len, f) != (size_t)*len) {
+        fprintf(stderr, "bench_trace: cannot load %s\n", path);
+        free(mem);
+        mem = NULL;
+    }
+    if (f != NULL)
+        fclose(f);
+    return mem;
+}
+
 static int
 levels_main(int argc, char **argv)
 {
@@ -269,7 +289,6 @@ levels_main(int argc, char **argv)
     double read_s, s;
     uint8_t *mem = NULL;
     long len;
-    FILE *f = fopen(argv[2], "rb");
     int i = 3, rc = 1;
 
     if (i + 1 < argc && strcmp(argv[i], "--ref-bytes") == 0) {
@@ -280,12 +299,8 @@ levels_main(int argc, char **argv)
         nlevels = 0;
     for (; i < argc && nlevels < 32; i++)
         levels[nlevels++] = (int)strtol(argv[i], NULL, 10);
-    if (f == NULL || fseek(f, 0, SEEK_END) != 0 || (len = ftell(f)) <= 0 ||
-        (mem = malloc((size_t)len)) == NULL || fseek(f, 0, SEEK_SET) != 0 ||
-        fread(mem, 1, (size_t)len, f) != (size_t)len) {
-        fprintf(stderr, "bench_trace: cannot load %s\n", argv[2]);
+    if ((mem = load_file(argv[2], &len)) == NULL)
         goto out;
-    }
     if (level_pass(mem, (size_t)len, INT32_MIN, &read_s, &size, &wire) != 0)
         goto out;
     if (ref == 0)
@@ -305,8 +320,6 @@ levels_main(int argc, char **argv)
     }
     rc = 0;
 out:
-    if (f != NULL)
-        fclose(f);
     free(mem);
     return rc;
 }
@@ -503,19 +516,14 @@ zparams_main(int argc, char **argv)
     uint64_t ref = 0;
     uint8_t *mem = NULL;
     long len;
-    FILE *f = fopen(argv[2], "rb");
     int i = 3, rc = 1;
 
     if (i + 1 < argc && strcmp(argv[i], "--ref-bytes") == 0) {
         ref = strtoull(argv[i + 1], NULL, 10);
         i += 2;
     }
-    if (f == NULL || fseek(f, 0, SEEK_END) != 0 || (len = ftell(f)) <= 0 ||
-        (mem = malloc((size_t)len)) == NULL || fseek(f, 0, SEEK_SET) != 0 ||
-        fread(mem, 1, (size_t)len, f) != (size_t)len) {
-        fprintf(stderr, "bench_trace: cannot load %s\n", argv[2]);
+    if ((mem = load_file(argv[2], &len)) == NULL)
         goto out;
-    }
     if (raw_load(mem, (size_t)len, &raw) != 0)
         goto out;
     if (ref == 0)
@@ -526,8 +534,6 @@ zparams_main(int argc, char **argv)
         rc = zparams_run(&raw, ref, defaults,
                          (int)(sizeof(defaults) / sizeof(defaults[0])));
 out:
-    if (f != NULL)
-        fclose(f);
     free(mem);
     free(raw.ends);
     mt_buf_free(&raw.b);
