@@ -20,12 +20,46 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 TOP = os.environ.get("TOP") or os.path.abspath(
     os.path.join(os.path.dirname(__file__), "..", ".."))
 MTRACE = os.environ.get("MTRACE") or os.path.join(TOP, "mtrace")
 PYTHON = "/usr/bin/python3"
+
+
+try:
+    from pymongo import monitoring
+    _Listener = monitoring.CommandListener
+except ImportError:  # a test that does not drive pymongo
+    _Listener = object
+
+
+class Recorder(_Listener):
+    """pymongo command monitoring (MongoClient(..., event_listeners=[rec])):
+    the request ids of the commands the client started, in order (ids), and
+    per command name (by_name)."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.ids = []
+        self.by_name = {}
+
+    def started(self, event):
+        with self.lock:
+            self.ids.append(event.request_id)
+            self.by_name.setdefault(event.command_name, []).append(event.request_id)
+
+    def succeeded(self, event):
+        pass
+
+    def failed(self, event):
+        pass
+
+    def count(self, name):
+        with self.lock:
+            return len(self.by_name.get(name, []))
 
 
 def fail(msg):

@@ -17,29 +17,12 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from capture_lib import Env, check, check_pairs, msgs, summary_bytes  # noqa: E402
+from capture_lib import Env, Recorder, check, check_pairs, msgs, summary_bytes  # noqa: E402
 
-from pymongo import MongoClient, monitoring  # noqa: E402
+from pymongo import MongoClient  # noqa: E402
 
 THREADS, CALLS = 4, 50
 DOC = {"_id": "test-doc-1", "value": 42}
-
-
-class Recorder(monitoring.CommandListener):
-    def __init__(self):
-        self.lock = threading.Lock()
-        self.ids = []
-
-    def started(self, event):
-        if event.command_name == "find":
-            with self.lock:
-                self.ids.append(event.request_id)
-
-    def succeeded(self, event):
-        pass
-
-    def failed(self, event):
-        pass
 
 
 def main():
@@ -109,8 +92,8 @@ def main():
 
         recs = env.dump(saved)
         check(recs[-1]["type"] == "end", "trace does not end with an end record")
-        check_pairs(recs, rec.ids, "find")
-        check(len(rec.ids) == THREADS * CALLS, "%d finds seen" % len(rec.ids))
+        check_pairs(recs, rec.by_name.get("find", []), "find")
+        check(rec.count("find") == THREADS * CALLS, "%d finds seen" % rec.count("find"))
         recorded, forwarded, dropped = summary_bytes(text)
         total = sum(r["len"] for r in msgs(recs))
         check(recorded == forwarded == total,

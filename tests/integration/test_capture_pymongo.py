@@ -15,30 +15,12 @@ import sys
 import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from capture_lib import Env, check, check_pairs, msgs, summary_bytes  # noqa: E402
+from capture_lib import Env, Recorder, check, check_pairs, msgs, summary_bytes  # noqa: E402
 
-from pymongo import MongoClient, monitoring  # noqa: E402
+from pymongo import MongoClient  # noqa: E402
 from pymongo.errors import OperationFailure  # noqa: E402
 
 DOC = {"_id": "test-doc-1", "value": 42}
-
-
-class Recorder(monitoring.CommandListener):
-    def __init__(self):
-        self.lock = threading.Lock()
-        self.ids = []
-        self.names = {}
-
-    def started(self, event):
-        with self.lock:
-            self.ids.append(event.request_id)
-            self.names[event.command_name] = self.names.get(event.command_name, 0) + 1
-
-    def succeeded(self, event):
-        pass
-
-    def failed(self, event):
-        pass
 
 
 def main():
@@ -91,9 +73,8 @@ def main():
         recs = env.dump(cap.out)
         check(recs[0]["type"] == "header" and recs[0]["source"] == "proxy", "no proxy header")
         check(recs[-1]["type"] == "end", "trace does not end with an end record")
-        names = rec.names
-        check(names.get("find", 0) == n_seq + 200 + 1, "client find count %r" % names)
-        check(names.get("getMore", 0) == 2, "client getMore count %r" % names)
+        check(rec.count("find") == n_seq + 200 + 1, "client find count %d" % rec.count("find"))
+        check(rec.count("getMore") == 2, "client getMore count %d" % rec.count("getMore"))
         # exactly one request and one reply per client command
         check_pairs(recs, rec.ids, "pymongo")
         # and nothing else but handshakes/heartbeats (each with its reply)

@@ -20,28 +20,12 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from capture_lib import MTRACE, Env, check, check_pairs, msgs, summary_bytes  # noqa: E402
+from capture_lib import MTRACE, Env, Recorder, check, check_pairs, msgs, summary_bytes  # noqa: E402
 
-from pymongo import MongoClient, monitoring  # noqa: E402
+from pymongo import MongoClient  # noqa: E402
 
 DOC = {"_id": "test-doc-1", "value": 42}
 SCHED_OTHER, SCHED_FIFO = 0, 1
-
-
-class Recorder(monitoring.CommandListener):
-    def __init__(self):
-        self.lock = threading.Lock()
-        self.ids = []
-
-    def started(self, event):
-        with self.lock:
-            self.ids.append(event.request_id)
-
-    def succeeded(self, event):
-        pass
-
-    def failed(self, event):
-        pass
 
 
 def thread_policies(pid):
