@@ -52,6 +52,9 @@
  *                  COND_SIGNAL holds gil->mutex with a waiter asleep (C
  *                  threads on CPython 3.11's protocol); the share of woken
  *                  waiters that then block re-locking it (comment)
+ *   wake_busy_us   calibrate_place.c: a GIL-style hand-over between two C
+ *                  threads pinned to one CPU, signal -> wakee running; the
+ *                  same pinned to two CPUs (the wakee's idle) as a comment
  *   send_preempt_p, send_preempt_busy_p  calibrate_preempt.c: share of a
  *                  thread's loopback sends during which the echo process it
  *                  woke preempted it (unpinned; both pinned to one CPU)
@@ -61,6 +64,7 @@
  */
 #include "calibrate.h"
 #include "calibrate_gilmutex.h"
+#include "calibrate_place.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -459,6 +463,7 @@ struct facts {
     struct sim_cal_preempt pre[3]; /* by enum sim_cal_pin; rounds 0: not
                                       measured */
     struct sim_cal_gilmutex gm;    /* rounds 0: not measured */
+    struct sim_cal_place place[SIM_CAL_PLACE_N]; /* rounds 0: not measured */
 };
 
 /* Returns -1 to go on, or an exit status. */
@@ -680,6 +685,7 @@ cal_write(FILE *out, const struct facts *f, const struct cal_opts *o)
     cal_write_stretch(out, f, o);
     cal_write_wake_cpu(out, f, o);
     sim_calibrate_gilmutex_print(out, &f->gm);
+    sim_calibrate_place_print(out, f->place);
     sim_calibrate_preempt_print(out, f->pre);
     fprintf(out,
             "# hot GIL hand-off: lock ping-pong half round trip minus loop CPU "
@@ -745,6 +751,12 @@ sim_calibrate_main(int argc, char **argv)
                     pin, strerror(errno));
     if (sim_calibrate_gilmutex(SIM_CAL_GM_ROUNDS, &f.gm) < 0)
         fprintf(stderr, "mtrace calibrate: gil->mutex signal not measured\n");
+    for (int w = 0; w < SIM_CAL_PLACE_N; w++)
+        if (sim_calibrate_place(w, SIM_CAL_PLACE_ROUNDS, &f.place[w]) < 0)
+            fprintf(stderr,
+                    "mtrace calibrate: hand-over placement %d not measured: "
+                    "%s\n",
+                    w, strerror(errno));
     if (syscall_cost(&f.sys_ns) < 0 || pipe_cost(&f.pipe_ns) < 0 ||
         pingpong(&f.half, &f.cv, &f.cpu) < 0 ||
         cold_wake(&f.cold_ns, &f.cold_cv, &f.cold_rejected) < 0) {

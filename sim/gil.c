@@ -87,6 +87,21 @@ mutex_block(struct sim_model *m, uint32_t t, uint8_t kind)
     m->res->gil_mutex_blocks++;
 }
 
+/* The latency of a GIL waiter woken by another client thread (cond
+ * signal, mutex unlock), a draw of mean mean_us.  cpu_pick 2: while a core
+ * is idle the kernel puts the wakee there (kernel/sched/fair.c
+ * select_idle_sibling), on this VM a halted vCPU woken by an IPI:
+ * gil_wake_idle_us, the cross-CPU hand-over mtrace calibrate measures
+ * (calibrate_place.c); with no core idle sim__cpu_submit caps it at
+ * wake_busy_us.  One draw either way. */
+static uint64_t
+gil_wake_ns(struct sim_model *m, double mean_us)
+{
+    if (m->p.cpu_pick == 2 && m->p.gil_wake_idle_us > 0 && m->busy < m->p.cores)
+        mean_us = m->p.gil_wake_idle_us;
+    return sim__wake_ns(m, mean_us);
+}
+
 /* An unlock of the contended mutex (glibc sets it to 2 after a wait, so
  * every unlock then does a FUTEX_WAKE of one waiter): the first blocked
  * thread becomes runnable after wake_us; one on its way at a time. */
@@ -102,7 +117,7 @@ mutex_wake_next(struct sim_model *m)
     memmove(&g->mq[0], &g->mq[1], (g->mqn - 1) * sizeof(*g->mq));
     g->mqn--;
     g->mq_waking = true;
-    sim__cpu_submit(m, w, 0, W_GIL_MUTEX, sim__wake_ns(m, m->p.wake_us));
+    sim__cpu_submit(m, w, 0, W_GIL_MUTEX, gil_wake_ns(m, m->p.wake_us));
 }
 
 void
@@ -135,7 +150,7 @@ gil_wake(struct sim_model *m, uint32_t w, double wake_us_mean)
     m->res->gil_wakes++;
     if (!m->p.gil_wake_cpu_waiter)
         m->gil.wake_debt++;
-    sim__cpu_submit(m, w, 0, W_GIL_CHECK, sim__wake_ns(m, wake_us_mean));
+    sim__cpu_submit(m, w, 0, W_GIL_CHECK, gil_wake_ns(m, wake_us_mean));
 }
 
 /*
@@ -164,7 +179,7 @@ signal_wake(struct sim_model *m, uint32_t w, uint64_t hold)
         mutex_block(m, w, MQ_RECHECK); /* woken when the hold ends */
         return;
     }
-    ns = sim__wake_ns(m, m->p.wake_us);
+    ns = gil_wake_ns(m, m->p.wake_us);
     sim__cpu_submit(m, w, 0, W_GIL_CHECK, ns > hold ? ns : hold);
 }
 

@@ -111,9 +111,78 @@ cpu_start(struct sim_model *m, uint32_t e)
     cpu_start_on(m, e, -1);
 }
 
+/* cpu_pick 2: position in the run queue of the first job core k may run:
+ * one queued on k or on no core, else the first that is no longer
+ * cache-hot (its entity last ran >= sched_migration_cost_us ago: Linux's
+ * task_hot() keeps a recently run task where it is queued, and
+ * newidle_balance() does not pull when the CPU's average idle time is
+ * below that cost); *cold_ns: the earliest time a hot one turns cold. */
+static size_t
+rq_pick(const struct sim_model *m, int32_t k, uint64_t *cold_ns)
+{
+    uint64_t hot = sim__us(m->p.sched_migration_cost_us), now = m->eng.now_ns;
+    size_t cold = SIZE_MAX;
+
+    for (size_t i = 0; i < m->rq_n; i++) {
+        const struct sim__ent *x = &m->ent[m->runq[(m->rq_head + i) % m->nent]];
+
+        if (x->rq_core < 0 || x->rq_core == k)
+            return i;
+        if (now - x->ran_ns >= hot || x->ran_ns == 0) {
+            if (cold == SIZE_MAX)
+                cold = i;
+        } else if (x->ran_ns + hot < *cold_ns) {
+            *cold_ns = x->ran_ns + hot;
+        }
+    }
+    return cold;
+}
+
+/* Removes position i of the run queue; returns its entity. */
+static uint32_t
+rq_remove(struct sim_model *m, size_t i)
+{
+    uint32_t e = m->runq[(m->rq_head + i) % m->nent];
+
+    for (; i + 1 < m->rq_n; i++)
+        m->runq[(m->rq_head + i) % m->nent] =
+            m->runq[(m->rq_head + i + 1) % m->nent];
+    m->rq_n--;
+    return e;
+}
+
+/* cpu_pick 2: per-core run queues.  Each free core runs what is queued on
+ * it, else pulls a job that is no longer cache-hot from another core's
+ * queue; when only hot jobs wait elsewhere it idles, and a SIM_EV_BALANCE
+ * comes back when the first of them turns cold. */
+static void
+cpu_fill_percore(struct sim_model *m)
+{
+    uint64_t cold_ns = UINT64_MAX;
+
+    for (int32_t k = 0; k < (int32_t)m->p.cores; k++) {
+        while (!m->core_busy[k] && m->rq_n > 0 && m->busy < m->p.cores) {
+            size_t i = rq_pick(m, k, &cold_ns);
+
+            if (i == SIZE_MAX)
+                break;
+            cpu_start_on(m, rq_remove(m, i), k);
+        }
+    }
+    if (m->rq_n > 0 && m->busy < m->p.cores && cold_ns != UINT64_MAX &&
+        (m->balance_ns == 0 || cold_ns < m->balance_ns)) {
+        m->balance_ns = cold_ns;
+        sim__push(m, cold_ns - m->eng.now_ns, SIM_EV_BALANCE, 0, 0);
+    }
+}
+
 static void
 cpu_fill(struct sim_model *m)
 {
+    if (m->p.cpu_pick == 2) {
+        cpu_fill_percore(m);
+        return;
+    }
     while (m->rq_n > 0 && m->busy < m->p.cores) {
         uint32_t e = m->runq[m->rq_head];
         m->rq_head = (m->rq_head + 1) % m->nent;
@@ -143,6 +212,7 @@ cpu_enqueue(struct sim_model *m, uint32_t e)
         }
         /* Its slice is used up and others wait: to the back of the queue. */
         MT_ASSERT(m->rq_n < m->nent);
+        x->rq_core = (int16_t)c;
         m->runq[(m->rq_head + m->rq_n) % m->nent] = e;
         m->rq_n++;
         x->state = ES_QUEUED;
@@ -154,6 +224,10 @@ cpu_enqueue(struct sim_model *m, uint32_t e)
         cpu_start(m, e);
         return;
     }
+    /* cpu_pick 2, no core idle: queued on its previous CPU (fair.c
+     * wake_affine_weight's WA_BIAS keeps a wakee on prev_cpu when the loads
+     * are about equal; select_idle_sibling finds nothing idle) */
+    x->rq_core = m->p.cpu_pick == 2 ? x->last_core : -1;
     MT_ASSERT(m->rq_n < m->nent);
     m->runq[(m->rq_head + m->rq_n) % m->nent] = e;
     m->rq_n++;
@@ -171,7 +245,18 @@ sim__cpu_submit(struct sim_model *m, uint32_t e, uint64_t dur_ns, uint32_t what,
     x->dur_ns = dur_ns;
     x->gen++;
     if (wake_ns > 0) {
-        x->dur_ns += sim__us(m->p.ctx_cpu_us);
+        double ctx = m->p.ctx_cpu_us;
+
+        /* cpu_pick 2: with no core idle the wakee is queued at once on a
+         * running CPU (no halted vCPU to bring back): the same-CPU
+         * hand-over's latency (at most) and CPU, as calibrate measures */
+        if (m->p.cpu_pick == 2 && m->busy >= m->p.cores) {
+            if (m->p.wake_busy_us > 0 && wake_ns > sim__us(m->p.wake_busy_us))
+                wake_ns = sim__us(m->p.wake_busy_us);
+            if (m->p.ctx_busy_cpu_us > 0)
+                ctx = m->p.ctx_busy_cpu_us;
+        }
+        x->dur_ns += sim__us(ctx);
         x->state = ES_WAKING;
         sim__push(m, wake_ns, SIM_EV_WAKE, e, x->gen);
         return;
@@ -196,6 +281,8 @@ sim__cpu_preempt(struct sim_model *m, uint32_t e)
         m->busy--;
     if (x->on_core && m->core_busy && x->core >= 0)
         m->core_busy[x->core] = 0;
+    if (x->on_core)
+        x->ran_ns = m->eng.now_ns;
     x->core = -1;
     x->on_core = false;
     cpu_fill(m);
@@ -235,6 +322,8 @@ on_cpu_done(struct sim_model *m, uint32_t e)
     m->holding =
         x->on_core ? (int32_t)e : -1; /* set only when it holds a core */
     m->hold_core = x->on_core ? x->core : -1;
+    if (x->on_core)
+        x->ran_ns = m->eng.now_ns;
     x->core = -1;
     x->on_core = false;
     if (e < m->nth)
@@ -251,6 +340,56 @@ on_cpu_done(struct sim_model *m, uint32_t e)
     cpu_fill(m);
 }
 
+/* cpu_pick 2 with wake_preempt: client thread e, woken while no core is
+ * idle, preempts the job running on its previous core, as EEVDF's wake-up
+ * preemption does for a task that slept (kernel/sched/fair.c
+ * check_preempt_wakeup_fair: the wakee, eligible with an earlier virtual
+ * deadline, is picked); the switched-out job keeps what it holds (a GIL
+ * holder keeps the GIL), goes to the head of that core's queue with its
+ * remaining CPU plus one switch (ctx_busy_cpu_us, else ctx_cpu_us) and
+ * resumes when the core frees.  Returns false when it does not apply. */
+static bool
+cpu_wake_preempt(struct sim_model *m, uint32_t e)
+{
+    struct sim__ent *x = &m->ent[e], *y = NULL;
+    int32_t k = x->last_core;
+    uint64_t rem;
+    uint32_t r = 0;
+
+    if (m->p.cpu_pick != 2 || !m->p.wake_preempt || e >= m->nth || k < 0 ||
+        !x->shared || x->dur_ns == 0 || m->busy < m->p.cores)
+        return false;
+    for (r = 0; r < m->nent && !y; r++)
+        if (m->ent[r].on_core && m->ent[r].core == k &&
+            m->ent[r].state == ES_RUNNING)
+            y = &m->ent[r];
+    if (y == NULL || y == x)
+        return false;
+    r--;
+    rem = y->end_ns - m->eng.now_ns;
+    m->busy_ns += y->dur_ns - rem;
+    if (r < m->nth)
+        m->res->client_cpu_ns += y->dur_ns - rem;
+    y->gen++; /* cancels its CPU_DONE */
+    y->on_core = false;
+    y->core = -1;
+    y->ran_ns = m->eng.now_ns;
+    y->dur_ns = rem + sim__us(m->p.ctx_busy_cpu_us > 0 ? m->p.ctx_busy_cpu_us
+                                                       : m->p.ctx_cpu_us);
+    y->state = ES_QUEUED;
+    y->rq_core = (int16_t)k;
+    MT_ASSERT(m->rq_n < m->nent);
+    m->rq_head = (m->rq_head + m->nent - 1) % m->nent; /* the queue's head */
+    m->runq[m->rq_head] = r;
+    m->rq_n++;
+    m->busy--;
+    m->core_busy[k] = 0;
+    m->res->wake_preempts++;
+    cpu_start_on(m, e, k);
+    cpu_fill(m); /* k again, if e was forced to drop the GIL instead */
+    return true;
+}
+
 static void
 model_dispatch(struct sim_model *m, const struct sim_ev *ev)
 {
@@ -260,7 +399,8 @@ model_dispatch(struct sim_model *m, const struct sim_ev *ev)
             on_cpu_done(m, ev->id);
         break;
     case SIM_EV_WAKE:
-        if (ev->gen == m->ent[ev->id].gen && m->ent[ev->id].state == ES_WAKING)
+        if (ev->gen == m->ent[ev->id].gen &&
+            m->ent[ev->id].state == ES_WAKING && !cpu_wake_preempt(m, ev->id))
             cpu_enqueue(m, ev->id);
         break;
     case SIM_EV_GIL_TIMEOUT:
@@ -271,6 +411,11 @@ model_dispatch(struct sim_model *m, const struct sim_ev *ev)
         break;
     case SIM_EV_GIL_MUTEX:
         sim__gil_mutex_free(m);
+        break;
+    case SIM_EV_BALANCE:
+        if (m->eng.now_ns >= m->balance_ns)
+            m->balance_ns = 0;
+        cpu_fill(m);
         break;
     case SIM_EV_BG:
         sim__cpu_submit(m, ev->id,
@@ -306,7 +451,7 @@ model_alloc(struct sim_model *m)
     for (size_t e = 0; e < m->nent; e++) {
         m->ent[e].shared =
             e < m->nth || e >= m->nth + m->nconn || m->p.server_shares_cores;
-        m->ent[e].core = m->ent[e].last_core = -1;
+        m->ent[e].core = m->ent[e].last_core = m->ent[e].rq_core = -1;
     }
     m->hold_core = -1;
     if (m->p.cpu_pick) {

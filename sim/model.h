@@ -49,6 +49,8 @@ struct sim_result {
                                   sender's core (client.c send_preempted) */
     uint64_t send_affine_kept; /* sends not preempted by send_affine_waiter:
                                   the woken GIL waiter on the sender's core */
+    uint64_t wake_preempts;    /* wake_preempt: running jobs a woken client
+                                  thread switched out (cpu_pick 2) */
     uint64_t slice_ends;       /* entities sent to the back of the run queue
                                   at the end of a time slice (cpu_slice_us) */
     uint64_t client_blocks;    /* times a client thread blocked: on gil->cond
@@ -98,6 +100,7 @@ enum sim__kind {
     SIM_EV_AT_CLIENT,
     SIM_EV_BG,        /* a background burst arrives */
     SIM_EV_GIL_MUTEX, /* gil->mutex released by a drop_gil's signal */
+    SIM_EV_BALANCE,   /* cpu_pick 2: a queued job stops being cache-hot */
 };
 
 /* Continuations: what an entity does when its CPU job completes. */
@@ -137,6 +140,8 @@ struct sim__ent {
     uint64_t held_ns;  /* on a core without a break since (time slice) */
     int16_t core;      /* cpu_pick: the core its running job holds, -1 */
     int16_t last_core; /* cpu_pick: the core it last ran on, -1 */
+    int16_t rq_core;   /* cpu_pick 2: the core whose queue it waits on, -1 */
+    uint64_t ran_ns;   /* cpu_pick 2: when its last job on a core ended */
 };
 
 enum sim__op { OP_PY, OP_SEND, OP_WAIT, OP_SYS, OP_CONNECT, OP_END };
@@ -245,10 +250,11 @@ struct sim_model {
     int64_t busy;   /* cores in use */
     uint32_t *runq; /* owned: ring of entities waiting for a core */
     size_t rq_head, rq_n;
-    int32_t holding;    /* entity whose job just ended, still on its core */
-    int32_t hold_core;  /* cpu_pick: that core */
-    uint8_t *core_busy; /* owned (cpu_pick): per core, held by a job */
-    uint64_t busy_ns;   /* core-time used */
+    int32_t holding;     /* entity whose job just ended, still on its core */
+    int32_t hold_core;   /* cpu_pick: that core */
+    uint8_t *core_busy;  /* owned (cpu_pick): per core, held by a job */
+    uint64_t balance_ns; /* cpu_pick 2: a SIM_EV_BALANCE is due then, 0 */
+    uint64_t busy_ns;    /* core-time used */
     struct sim__opdesc ops[24], hs_ops[26];
     uint64_t go_poll_gen;
     uint64_t *lat; /* owned */

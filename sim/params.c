@@ -77,11 +77,34 @@ const struct sim_param_desc sim_param_table[] = {
       "CPU, before the syscall); takers and the woken waiter block on the "
       "mutex meanwhile; the signalled waiter then wakes after wake_us, not "
       "gil_handoff_us; 0: off"),
-    P("cpu_pick", SIM_P_INT, cpu_pick, 0, 1, "",
+    P("cpu_pick", SIM_P_INT, cpu_pick, 0, 2, "",
       "1: cores have identities: a job takes the core it is handed (the "
       "one a woken peer preempts, the one a continuing thread holds), else "
       "its last core if free, else the lowest free one; the working-set "
-      "terms go by that core; 0: by home core (thread index % cores)"),
+      "terms go by that core; 0: by home core (thread index % cores); 2: "
+      "1 plus per-core run queues: with no core free a job queues on its "
+      "last core and an idle core pulls it only once it is no longer "
+      "cache-hot (sched_migration_cost_us)"),
+    P("sched_migration_cost_us", SIM_P_DBL, sched_migration_cost_us, 0, 1e7,
+      "us",
+      "cpu_pick 2: a queued job whose entity last ran on a core less than "
+      "this long ago stays on its core's queue (fair.c task_hot, "
+      "newidle_balance)"),
+    P("wake_busy_us", SIM_P_DBL, wake_busy_us, 0, 1e6, "us",
+      "cpu_pick 2: wake-up latency when no core is idle at the wake-up "
+      "(the wakee is queued at once, no IPI to a halted CPU); 0: wake_us"),
+    P("ctx_busy_cpu_us", SIM_P_DBL, ctx_busy_cpu_us, 0, 1e6, "us",
+      "cpu_pick 2: CPU of a wake-up when no core is idle at the wake-up, "
+      "instead of ctx_cpu_us; 0: ctx_cpu_us"),
+    P("wake_preempt", SIM_P_INT, wake_preempt, 0, 1, "",
+      "cpu_pick 2: a client thread woken while no core is idle switches out "
+      "the job running on its previous core (EEVDF wake-up preemption); "
+      "that job (a GIL holder keeps the GIL) resumes first when the core "
+      "frees; 0: off"),
+    P("gil_wake_idle_us", SIM_P_DBL, gil_wake_idle_us, 0, 1e6, "us",
+      "cpu_pick 2: mean latency of a GIL waiter woken by another thread "
+      "(gil->cond signal, gil->mutex unlock) while a core is idle: it lands "
+      "on the idle CPU (select_idle_sibling); 0: the usual draw"),
     P("gil_mutex_relock_p", SIM_P_DBL, gil_mutex_relock_p, 0, 1, "",
       "with gil_mutex_signal_us: share of signalled GIL waiters that block "
       "re-locking gil->mutex (woken wake_us after the signal's hold); 0: "
@@ -254,8 +277,22 @@ sim_params_default(struct sim_params *p)
                 "off: gil->mutex not modelled (docs/sim-model.md, round 9); "
                 "mtrace calibrate measures it");
     set_default(p, "cpu_pick", "0", SIM_OR_ASSUMPTION,
-                "0: home cores (rounds 5-8); 1 is round 9's option "
-                "(docs/sim-model.md)");
+                "0: home cores (rounds 5-8); 1 is round 9's option, 2 "
+                "round 10's (docs/sim-model.md)");
+    set_default(p, "sched_migration_cost_us", "500", SIM_OR_CONSTANT,
+                "Linux sysctl_sched_migration_cost 0.5 ms "
+                "(kernel/sched/fair.c task_hot, newidle_balance)");
+    set_default(p, "wake_busy_us", "0", SIM_OR_ASSUMPTION,
+                "0: wake_us for every wake-up; mtrace calibrate measures "
+                "the same-CPU hand-over");
+    set_default(p, "ctx_busy_cpu_us", "0", SIM_OR_ASSUMPTION,
+                "0: ctx_cpu_us for every wake-up; mtrace calibrate measures "
+                "the same-CPU hand-over's CPU");
+    set_default(p, "wake_preempt", "0", SIM_OR_ASSUMPTION,
+                "off (round 10's option, docs/sim-model.md)");
+    set_default(p, "gil_wake_idle_us", "0", SIM_OR_ASSUMPTION,
+                "0: wake_us (or gil_handoff_us); mtrace calibrate measures "
+                "the cross-CPU hand-over onto an idle CPU");
     set_default(p, "gil_mutex_relock_p", "0", SIM_OR_ASSUMPTION,
                 "0: by timing; mtrace calibrate measures it");
     set_default(p, "send_affine_waiter", "0", SIM_OR_ASSUMPTION,

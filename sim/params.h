@@ -32,7 +32,7 @@ enum sim_origin {
     SIM_OR__COUNT
 };
 
-#define SIM_PARAMS_N 56
+#define SIM_PARAMS_N 64
 #define SIM_NOTE_MAX 160
 
 struct sim_params {
@@ -50,42 +50,57 @@ struct sim_params {
     double think_us;       /* mean exponential pause between calls (0: none) */
     double ft_slowdown;    /* free-threaded: factor on Python CPU */
     double sys_us;         /* CPU of one GIL-released socket syscall */
-    double switch_interval_us;   /* sys.getswitchinterval() */
-    double gil_handoff_us;       /* drop_gil signal -> waiter running */
-    double gil_mutex_signal_us;  /* drop_gil holds gil->mutex this long while
-                                    it signals a waiter; 0: not modelled */
-    int64_t cpu_pick;            /* 1: cores have identities (below) */
-    double gil_mutex_relock_p;   /* share of signalled waiters that block on
-                                    gil->mutex's re-lock; 0: by timing */
-    double gil_switch_stretch;   /* extra share of a Python segment run after
-                                    another thread held the GIL */
-    double gil_xcore_cpu_us;     /* extra CPU of a Python segment after a
-                                    call's Python ran on other home cores
-                                    (the working set's move; client.c) */
-    double py_cold_cpu_us;       /* extra CPU per call when the call's
-                                    working set went cold: the home core ran
-                                    no Python of the client for
-                                    >= py_cold_hi_us (client.c) */
-    double py_cold_lo_us;        /* that idle time at which nothing is
-                                    cold (the ramp's start) */
-    double py_cold_hi_us;        /* ... at which all of it is cold */
-    int64_t gil_wake_cpu_waiter; /* 1: a futile waiter pays it, GIL free */
-    double gil_wake_cpu_us;      /* CPU of one GIL waiter's block/wake cycle:
-                                    the next taker pays it, GIL held, or (with
-                                    gil_wake_cpu_waiter) the futile waiter */
-    double send_preempt_p;       /* share of sends whose woken peer preempts
-                                    the sender on its core (another core
-                                    idle in the model) */
-    double send_preempt_busy_p;  /* the same when no other core is idle */
-    int64_t send_affine_waiter;  /* 1: no preemption at a send while the GIL
-                                    waiter its drop_gil woke is still waking
-                                    or queued on the sender's home core */
-    double wake_us;              /* blocked thread made runnable -> running */
-    double wake_cv;              /* its coefficient of variation */
-    double ctx_cpu_us;           /* CPU a wake-up costs (context switch) */
-    int64_t cores;               /* CPU cores shared by everything */
-    double bg_load;   /* cores' worth of CPU other processes take (mean) */
-    double bg_job_us; /* mean length of one of their CPU bursts */
+    double switch_interval_us;      /* sys.getswitchinterval() */
+    double gil_handoff_us;          /* drop_gil signal -> waiter running */
+    double gil_mutex_signal_us;     /* drop_gil holds gil->mutex this long while
+                                       it signals a waiter; 0: not modelled */
+    int64_t cpu_pick;               /* 1: cores have identities (below); 2:
+                                       also per-core run queues (round 10) */
+    double sched_migration_cost_us; /* cpu_pick 2: a queued task that ran
+                                       this recently is cache-hot and is
+                                       not pulled by an idle core */
+    double wake_busy_us;            /* cpu_pick 2: wake-up latency of a thread
+                                       woken when no core is idle (no IPI to a
+                                       halted CPU); 0: wake_us */
+    double ctx_busy_cpu_us;         /* cpu_pick 2: its CPU instead of
+                                       ctx_cpu_us; 0: ctx_cpu_us */
+    int64_t wake_preempt;           /* cpu_pick 2: a woken client thread with
+                                       no core idle preempts the job on its
+                                       previous core (EEVDF) */
+    double gil_wake_idle_us;        /* cpu_pick 2: latency of a GIL waiter woken
+                                       (cond, mutex) while a core is idle: it
+                                       lands there; 0: wake_us */
+    double gil_mutex_relock_p;      /* share of signalled waiters that block on
+                                       gil->mutex's re-lock; 0: by timing */
+    double gil_switch_stretch;      /* extra share of a Python segment run after
+                                       another thread held the GIL */
+    double gil_xcore_cpu_us;        /* extra CPU of a Python segment after a
+                                       call's Python ran on other home cores
+                                       (the working set's move; client.c) */
+    double py_cold_cpu_us;          /* extra CPU per call when the call's
+                                       working set went cold: the home core ran
+                                       no Python of the client for
+                                       >= py_cold_hi_us (client.c) */
+    double py_cold_lo_us;           /* that idle time at which nothing is
+                                       cold (the ramp's start) */
+    double py_cold_hi_us;           /* ... at which all of it is cold */
+    int64_t gil_wake_cpu_waiter;    /* 1: a futile waiter pays it, GIL free */
+    double gil_wake_cpu_us;         /* CPU of one GIL waiter's block/wake cycle:
+                                       the next taker pays it, GIL held, or (with
+                                       gil_wake_cpu_waiter) the futile waiter */
+    double send_preempt_p;          /* share of sends whose woken peer preempts
+                                       the sender on its core (another core
+                                       idle in the model) */
+    double send_preempt_busy_p;     /* the same when no other core is idle */
+    int64_t send_affine_waiter;     /* 1: no preemption at a send while the GIL
+                                       waiter its drop_gil woke is still waking
+                                       or queued on the sender's home core */
+    double wake_us;    /* blocked thread made runnable -> running */
+    double wake_cv;    /* its coefficient of variation */
+    double ctx_cpu_us; /* CPU a wake-up costs (context switch) */
+    int64_t cores;     /* CPU cores shared by everything */
+    double bg_load;    /* cores' worth of CPU other processes take (mean) */
+    double bg_job_us;  /* mean length of one of their CPU bursts */
     double
         cpu_slice_us; /* base time slice before a queued entity gets the core */
     double thread_start_us; /* main thread: Thread.start() to next start */

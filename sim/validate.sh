@@ -28,7 +28,11 @@
 #     the host facts.  It predicts every row's mean and stdev% (table 1c
 #     also shows the older calibration from the sequential mean; table 1e
 #     the distribution of repetition 1).
-#     The load average before each repetition goes to OUT/load.txt.
+#     The load average before each repetition goes to OUT/load.txt, with
+#     the runnable tasks that are not the validation's (validate_load.py,
+#     sampled for 1 s while none of its processes runs), so the report can
+#     tell its own load (calibrate raises the 1-min average to 8-15) from
+#     other jobs'; a "start" line has both before calibrate.
 #  5. Seed 000 (sim/scenarios/seed000.scn) and seed 001
 #     (sim/scenarios/seed001.scn) predictions vs their tables.
 # Env: VALIDATE_OUT=DIR keeps the raw measurements there (default: a temp
@@ -86,6 +90,8 @@ start_capture CAP "$MOCK" "$OUT/rec.zst"
 stop_wait $CAPTURE_PID || fail "capture exited $?"
 
 echo "== 2. host facts" >&2
+# the load before validate.sh's own CPU-heavy steps, and other jobs' demand
+echo "start - $(cat /proc/loadavg) $("$PYTHON" sim/validate_load.py)" >>"$OUT/load.txt"
 "${NICE[@]}" "$MTRACE" calibrate -o "$OUT/host.txt" || fail "mtrace calibrate failed"
 cat "$OUT/host.txt" >&2
 
@@ -109,7 +115,8 @@ for d in 0 1; do
     kill -INT $SNIFF 2>/dev/null
     wait $SNIFF || echo "sniffing failed (see $OUT/sniff$d.log); server time from defaults" >&2
     for r in $(seq 1 "$REPS"); do
-        echo "d$d $r $(cat /proc/loadavg)" >>"$OUT/load.txt"
+        # runnable tasks not the validation's (none of ours runs now)
+        echo "d$d $r $(cat /proc/loadavg) $("$PYTHON" sim/validate_load.py)" >>"$OUT/load.txt"
         dumparg=()
         [ "$r" = 1 ] && dumparg=(--dump "$OUT/lat$d.txt")
         "${NICE[@]}" "$PYTHON" sim/validate_bench.py "$URI" --threads "$THREADS" --label "d$d" --xcore \

@@ -407,15 +407,46 @@ def ablation(host, scn, scn_mean, seed0_path):
 
 
 def load_line(out):
+    """The load the measurements ran under.  validate.sh writes, before
+    calibrate ("start") and before each repetition, /proc/loadavg and
+    validate_load.py's count of runnable tasks that are not the
+    validation's (others=MEAN max=MAX, sampled while none of its processes
+    runs).  The 1-min load average alone cannot tell: calibrate, run just
+    before the first repetition, leaves it at 8-15 on a quiet machine."""
     path = os.path.join(out, "load.txt")
     if not os.path.exists(path):
         return []
-    l1 = [float(l.split()[2]) for l in open(path) if len(l.split()) > 2]
+    l1, oth, omax, start = [], [], [], None
+    for line in open(path):
+        f = line.split()
+        if len(f) < 3:
+            continue
+        o = [float(x.split("=")[1]) for x in f if x.startswith("others=")]
+        if f[0] == "start":
+            start = (float(f[2]), o[0] if o else None)
+            continue
+        l1.append(float(f[2]))
+        oth += o
+        omax += [float(x.split("=")[1]) for x in f if x.startswith("max=")]
     if not l1:
         return []
-    return ["", "Load average (1 min) before each repetition: %.2f-%.2f (mean %.2f) on %s cores; "
-            "other jobs ran on the machine." % (min(l1), max(l1), statistics.mean(l1),
-                                                 os.cpu_count())] + pmqos_line(out)
+    text = "Load average (1 min) before each repetition: %.2f-%.2f (mean %.2f) on %s cores" % (
+        min(l1), max(l1), statistics.mean(l1), os.cpu_count())
+    if start is not None:
+        text += " (%.2f before calibrate)" % start[0]
+    if len(oth) < len(l1):
+        text += ("; it includes validate.sh's own calibration step, run just before the first "
+                 "repetition (runnable tasks of other jobs not sampled in this run).")
+    elif statistics.mean(oth) < 0.25:
+        text += ("; runnable tasks not the validation's, sampled for 1 s before each "
+                 "repetition: mean %.2f (max %.0f): nothing else ran, the load average is "
+                 "validate.sh's own (calibrate and the earlier repetitions)."
+                 % (statistics.mean(oth), max(omax or [0])))
+    else:
+        text += ("; runnable tasks not the validation's, sampled for 1 s before each "
+                 "repetition: mean %.2f (max %.0f): other jobs ran on the machine."
+                 % (statistics.mean(oth), max(omax or [0])))
+    return ["", text] + pmqos_line(out)
 
 
 def pmqos_line(out):

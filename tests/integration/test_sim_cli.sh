@@ -41,10 +41,21 @@ awk -v g="$gil" -v f="$ft" 'BEGIN { exit !(g > 1.5 * f) }' || fail "GIL $gil not
 grep -q '^gil_handoff_us = .* \[measured\]' "$TMP/host.txt" || fail "no GIL hand-off in host facts"
 grep -q '^gil_mutex_signal_us = [0-9.]* \[measured\]' "$TMP/host.txt" ||
     fail "no gil_mutex_signal_us in host facts"
+grep -q '^wake_busy_us = [0-9.]* \[measured\]' "$TMP/host.txt" ||
+    fail "no wake_busy_us in host facts"
 if [ "$(nproc)" -ge 2 ]; then # the cross-core loop needs two cores
     grep -q '^gil_xcore_cpu_us = [0-9.]* \[measured\]' "$TMP/host.txt" ||
         fail "no gil_xcore_cpu_us in host facts"
+    grep -q '^gil_wake_idle_us = [0-9.]* \[measured\]' "$TMP/host.txt" ||
+        fail "no gil_wake_idle_us in host facts"
 fi
+# cpu_pick 2 (per-core run queues) uses them; same inputs, same output
+$S --host "$TMP/host.txt" --seq-mean-ms 2 --set threads=10 --set cpu_pick=2 --json \
+    >"$TMP/pick2a.json" 2>/dev/null || fail "cpu_pick=2 exit $?"
+$S --host "$TMP/host.txt" --seq-mean-ms 2 --set threads=10 --set cpu_pick=2 --json \
+    >"$TMP/pick2b.json" 2>/dev/null || fail "cpu_pick=2 rerun exit $?"
+cmp -s "$TMP/pick2a.json" "$TMP/pick2b.json" || fail "cpu_pick=2: reruns differ"
+grep -q '"threads":10' "$TMP/pick2a.json" || fail "cpu_pick=2: no 10-thread row"
 $S --host "$TMP/host.txt" --seq-mean-ms 2 --sweep threads=1,2,4,10,20 delay=0,1 --csv >"$TMP/sweep.csv" 2>"$TMP/sweep.params" ||
     fail "sweep exit $?: $(cat "$TMP/sweep.params")"
 [ "$(wc -l <"$TMP/sweep.csv")" = 11 ] || fail "sweep: expected header + 10 rows"

@@ -462,6 +462,109 @@ test_sim_model_cpu_slice(void **state)
     sim_result_free(&r);
 }
 
+/* cpu_pick 2 (round 10): per-core run queues.  Free-threaded, 2 cores, 3
+ * threads started 40 us apart, 2 calls each: a send (10 us), the reply
+ * 1000 us later (no transit, no wake-up latency), the receive (10 us) and
+ * 100 us of Python.  Call 1: every send runs on core 0 (t0 0-10, t1 40-50,
+ * t2 80-90); t0's reply at 1010 takes core 0 (1010-1120), t1's at 1050
+ * the idle core 1 (1050-1160), t2's at 1090 queues; at 1120 core 0 runs
+ * it (1120-1230) and t0's next send (last core 0) queues: latencies 1120,
+ * 1120, 1150.  At 1160 core 1 frees.  cpu_pick 1 (one queue): t0's send
+ * takes it (1160-1170), t1's waits to 1170; call 2: t0 1160, t1 1130, t2
+ * 1160; mean 6840 / 6 = 1140 us.  cpu_pick 2: t0 waits on core 0's queue
+ * (it ran there 40 us ago, less than sched_migration_cost_us: cache-hot,
+ * not pulled), t1's send takes core 1 at once; t0 sends at 1230 on core 0,
+ * t2 on the idle core 1; call 2: t1 1120, t0 1230 (its reply at 2240),
+ * t2 1160 (queued on core 1 behind t1 until 2280); mean 6900 / 6 = 1150
+ * us.  A migration cost of 0 makes every queued job pullable: 1140 again.
+ * A sequential run is the same with either. */
+static void
+test_sim_model_percore_queue(void **state)
+{
+    struct sim_params p;
+    struct sim_result r;
+    double base;
+
+    (void)state;
+    quiet_params(&p);
+    set(&p, "runtime", "free-threaded");
+    set(&p, "cores", "2");
+    set(&p, "threads", "3");
+    set(&p, "calls", "2");
+    set(&p, "pool_initial", "3");
+    set(&p, "releases", "2");
+    set(&p, "py_pre_frac", "0");
+    set(&p, "py_post_frac", "1");
+    set(&p, "sys_us", "10");
+    set(&p, "net_us", "0");
+    set(&p, "wake_us", "0");
+    set(&p, "thread_start_us", "40");
+    set(&p, "server_us", "1000");
+    set(&p, "server_cpu_frac", "0");
+    set(&p, "cpu_pick", "1");
+    assert_float_equal(run(&p, NULL).mean_ms, 1140 / 1e3, 1e-9);
+    set(&p, "cpu_pick", "2");
+    assert_float_equal(run(&p, &r).mean_ms, 1150 / 1e3, 1e-9);
+    assert_int_equal(r.n, 6);
+    assert_int_equal(r.lat_ns[4], 1230000); /* t0's second call */
+    sim_result_free(&r);
+    set(&p, "sched_migration_cost_us", "0");
+    assert_float_equal(run(&p, NULL).mean_ms, 1140 / 1e3, 1e-9);
+
+    quiet_params(&p); /* one thread under the GIL: nothing ever queues */
+    set(&p, "calls", "50");
+    set(&p, "cores", "2");
+    set(&p, "cpu_pick", "1");
+    base = run(&p, NULL).mean_ms;
+    set(&p, "cpu_pick", "2");
+    set(&p, "wake_busy_us", "1");
+    set(&p, "ctx_busy_cpu_us", "1");
+    assert_float_equal(run(&p, NULL).mean_ms, base, 1e-12);
+}
+
+/* wake_preempt (round 10, with cpu_pick 2): EEVDF wake-up preemption.
+ * Free-threaded, one core, 2 threads started 50 us apart, one call each:
+ * a 10 us send, the reply 1000 us later, a 10 us wake-up, a 10 us
+ * receive, 100 us of Python.  t0 sends 0-10, is woken at 1020 and runs
+ * 1020-1130 (latency 1130).  t1 sends 50-60, its reply comes at 1060 and
+ * it is woken at 1070 with the core busy: off, it queues and runs
+ * 1130-1240 (latency 1190; mean 1160); on, it switches t0 out (60 us of
+ * t0's Python left), runs 1070-1180 (latency 1130), and t0 resumes first
+ * when the core frees, 1180-1240 (latency 1240; mean 1185; one
+ * preemption). */
+static void
+test_sim_model_wake_preempt(void **state)
+{
+    struct sim_params p;
+    struct sim_result r;
+
+    (void)state;
+    quiet_params(&p);
+    set(&p, "runtime", "free-threaded");
+    set(&p, "cores", "1");
+    set(&p, "threads", "2");
+    set(&p, "calls", "1");
+    set(&p, "pool_initial", "2");
+    set(&p, "releases", "2");
+    set(&p, "py_pre_frac", "0");
+    set(&p, "py_post_frac", "1");
+    set(&p, "sys_us", "10");
+    set(&p, "net_us", "0");
+    set(&p, "thread_start_us", "50");
+    set(&p, "server_us", "1000");
+    set(&p, "server_cpu_frac", "0");
+    set(&p, "cpu_pick", "2");
+    assert_float_equal(run(&p, NULL).mean_ms, 1160 / 1e3, 1e-9);
+    set(&p, "wake_preempt", "1");
+    assert_float_equal(run(&p, &r).mean_ms, 1185 / 1e3, 1e-9);
+    assert_int_equal(r.wake_preempts, 1);
+    assert_int_equal(r.lat_ns[0], 1130000); /* t1 first */
+    assert_int_equal(r.lat_ns[1], 1240000);
+    sim_result_free(&r);
+    set(&p, "cpu_pick", "1"); /* needs cpu_pick 2 */
+    assert_float_equal(run(&p, NULL).mean_ms, 1160 / 1e3, 1e-9);
+}
+
 int
 main(void)
 {
@@ -469,6 +572,8 @@ main(void)
         cmocka_unit_test(test_sim_model_one_thread_is_the_sum_of_its_parts),
         cmocka_unit_test(test_sim_model_one_core_is_a_fifo_mutex),
         cmocka_unit_test(test_sim_model_cpu_slice),
+        cmocka_unit_test(test_sim_model_percore_queue),
+        cmocka_unit_test(test_sim_model_wake_preempt),
         cmocka_unit_test(test_sim_model_background_load),
         cmocka_unit_test(test_sim_model_md1_queue_mean),
         cmocka_unit_test(test_sim_model_serial_go_sleep_overshoots),
