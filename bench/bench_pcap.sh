@@ -28,6 +28,10 @@
 #                        (bench_trace --zparams; "default": its list of
 #                        strategy/hashLog/minMatch/targetLength/windowLog/
 #                        literal mode/frame size settings; "" skips it)
+#   PCAP_BENCH_LAYOUT="-3 -7 -20"  zstd levels of the record-layout table
+#                        (bench/trace_layout: columns of the changing
+#                        fields apart from the repeating bytes; a
+#                        measurement, the format is unchanged; "" skips it)
 #   PCAP_BENCH_CALLGRIND=0  skip the instruction table (needs valgrind)
 set -u
 TOP=${TOP:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -152,6 +156,33 @@ if [ -n "$zparams" ]; then
     echo " cuts them: l level, s strategy (1 fast), w windowLog, h hashLog,"
     echo " m minMatch, t targetLength, lit literals (1 Huffman, 2 raw),"
     echo " F frame bytes; dec s: decompressing the frames again.)"
+fi
+
+layout=${PCAP_BENCH_LAYOUT--3 -7 -20}
+if [ -n "$layout" ]; then
+    echo
+    # shellcheck disable=SC2086 # a list of levels
+    LAYOUT_SEQS=1 taskset -c $CPU "$BUILD/bench/trace_layout" \
+        "$TMP/big.zst" --ref-bytes "$fsize" $layout >"$TMP/layout.out" ||
+        fail "trace_layout failed"
+    grep -v 'sequences per record' "$TMP/layout.out"
+    echo "(layout 0: the records as the writer lays them out today; 1: fixed"
+    echo " fields as columns ahead of the wire bytes; 2: 1 + the wire header"
+    echo " in columns, byte planes; 3: 2 + request and reply bodies apart."
+    echo " relay s: this bench's naive re-layout copy, an upper bound.)"
+    awk '/sequences per record/ { l = l sep $1 "/" $2 " " $6; sep = ", " }
+         END { if (l != "") print "zstd sequences per record (layout/level count): " l }' \
+        "$TMP/layout.out"
+    if [ "${PCAP_BENCH_TSHARK:-1}" != 0 ]; then
+        # The import with zstd's share replaced by the layout's: what a
+        # writer with that layout could reach (its re-layout assumed free).
+        awk -v m="$mtrace_cpu" -v t="$tshark_cpu" '
+            $1 == 0 && $2 == -3 { base = $4 }
+            $1 ~ /^[0-9]$/ && $2 ~ /^-?[0-9]+$/ && NF == 9 && $8 >= 10 { z[$1 " " $2] = $4; r[$1 " " $2] = $8 }
+            END { for (k in z) { p = m - base + z[k]; split(k, a, " ")
+                printf "projected import, layout %s level %s (%.1fx smaller): %.2f CPU s = %.0fx tshark\n", a[1], a[2], r[k], p, t / p } }' \
+            "$TMP/layout.out" | sort
+    fi
 fi
 
 # Instructions per component of an import (callgrind; functions are

@@ -8,7 +8,9 @@
  * record and message parsers instead of dying in zstd's checksum.
  * Invariants checked (abort on failure):
  *   - every record returned passes the writer's validation and re-encodes
- *     to a record that decodes again (pair assertion);
+ *     to a record that decodes again (pair assertion); a message record
+ *     re-encodes to the same bytes through trace__msg_encode (the capture
+ *     hot path);
  *   - the reader makes progress: each error skips input bytes, each
  *     record consumes decompressed bytes;
  *   - after MT_ETRUNC or MT_END, it only returns MT_END.
@@ -51,6 +53,11 @@ pair_check(const struct trace_rec *rec, struct mt_buf *b)
     check(trace__rec_decode(rec->type, b->data + TRACE_REC_PREFIX_LEN, len,
                             &again, &err) == 0);
     check(trace__rec_time(&again) == trace__rec_time(rec));
+    if (rec->type == TRACE_REC_MSG) { /* the hot path writes the same bytes */
+        size_t n = b->len;
+        check(trace__msg_encode(b, &rec->u.msg, &err) == 0);
+        check(b->len == 2 * n && memcmp(b->data, b->data + n, n) == 0);
+    }
 }
 
 static void read_all(const uint8_t *data, size_t size);

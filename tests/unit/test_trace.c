@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -381,8 +382,9 @@ test_trace_writer_levels(void **state)
     free(plain);
 }
 
-/* The message fast path encodes the same bytes as the generic encoder and
- * refuses the same records. */
+/* The message fast path encodes the same bytes as the generic encoder,
+ * whether the buffer has room or must grow, and refuses the same records;
+ * at the buffer's maximum it refuses and leaves the buffer unchanged. */
 static void
 test_trace_msg_encode_same_bytes(void **state)
 {
@@ -418,6 +420,27 @@ test_trace_msg_encode_same_bytes(void **state)
     rec.u.msg.wire_len = TRACE_MSG_LEN_MAX + 1;
     assert_int_equal(trace__msg_encode(&b, &rec.u.msg, &err), MT_ETOOBIG);
     assert_int_equal(a.len, b.len);
+    /* Many records of every size up to 300 (an empty wire included), so
+     * that the buffer grows both ways: room left, and room made. */
+    for (uint32_t i = 0; i < 2000; i++) {
+        rec.u.msg.wire_len = (i * 7919u) % 301u;
+        rec.u.msg.t_ns = i;
+        assert_int_equal(trace__rec_encode(&a, &rec, &err), 0);
+        assert_int_equal(trace__msg_encode(&b, &rec.u.msg, &err), 0);
+    }
+    assert_int_equal(a.len, b.len);
+    assert_memory_equal(a.data, b.data, a.len);
+    /* A buffer at its maximum: refused, unchanged, with a message. */
+    mt_buf_free(&b);
+    mt_buf_init(&b, 5 + 29 + 300 - 1);
+    rec.u.msg.wire_len = 300;
+    err.msg[0] = 0;
+    assert_int_equal(trace__msg_encode(&b, &rec.u.msg, &err), MT_ETOOBIG);
+    assert_int_equal(b.len, 0);
+    assert_non_null(strstr(err.msg, "no room"));
+    rec.u.msg.wire_len = 299;
+    assert_int_equal(trace__msg_encode(&b, &rec.u.msg, &err), 0);
+    assert_int_equal(b.len, 5 + 29 + 299);
     mt_buf_free(&a);
     mt_buf_free(&b);
     free(wire);
@@ -1198,8 +1221,18 @@ test_trace_writer_dev_full(void **state)
 {
     struct trace_header h;
     struct mt_err err;
-    FILE *fp = fopen("/dev/full", "wb");
+    struct stat st;
+    /* Opened without O_CREAT: where /dev/full is missing, the test must
+     * not create a regular file in its place (which then fills). */
+    int fd = open("/dev/full", O_WRONLY);
+    FILE *fp;
 
+    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISCHR(st.st_mode)) {
+        if (fd >= 0)
+            close(fd);
+        skip();
+    }
+    fp = fdopen(fd, "wb");
     assert_non_null(fp);
     mk_header(&h);
     assert_null(trace_writer_open_fp(fp, &h, &err));
