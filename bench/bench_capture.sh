@@ -25,6 +25,9 @@
 #      DELAY_CONFIGS (table 3: "RT:SPIN ..." pairs), DELAY_CONNS (table 3's
 #      connection counts, default "1 16"), TABLES (which of
 #      1 2 3 to run, default "1 2 3"), BUILD, MTRACE,
+#      MTRACE_B (table 2: a second mtrace binary, row "N b", run
+#      interleaved with $MTRACE in the same repetitions: an A/B of two
+#      builds under the same conditions), RT16 (0: no "16 rt" row),
 #      PMQOS (1: hold a PM QoS CPU wake-up latency request of 0 us on
 #      /dev/cpu_dma_latency for the WHOLE invocation, so direct, mtrace,
 #      HAProxy and socat all run under it, as `mtrace capture
@@ -37,6 +40,8 @@ TOP=${TOP:-$(cd "$(dirname "$0")/.." && pwd)}
 cd "$TOP"
 BUILD=${BUILD:-build/release}
 MTRACE=${MTRACE:-$TOP/mtrace}
+MTRACE_B=${MTRACE_B:-}
+RT16=${RT16:-1}
 SECS=${SECS:-3}
 WARM=${WARM:-0.5}
 THREADS=${THREADS:-$(nproc)}
@@ -54,7 +59,7 @@ cleanup() {
 trap cleanup EXIT
 die() { echo "bench_capture: $*" >&2; exit 1; }
 
-for b in "$LOADGEN" "$FIXEDSRV" "$MTRACE"; do
+for b in "$LOADGEN" "$FIXEDSRV" "$MTRACE" ${MTRACE_B:+"$MTRACE_B"}; do
     [ -x "$b" ] || die "$b not built (make bench)"
 done
 command -v haproxy >/dev/null || die "haproxy not installed (tools/deps.sh)"
@@ -104,11 +109,13 @@ start_proxy() { # kind [mtrace args...]
     local kind=$1; shift
     case $kind in
     direct) PROXY_PORT=$UP; PROXY_PID=""; return ;;
-    mtrace)
+    mtrace | mtrace-b)
+        local bin=$MTRACE
+        [ "$kind" = mtrace-b ] && bin=$MTRACE_B
         # truncate here: the background child's 2> redirection runs later,
         # and the first grep must not see the previous run's line
         : >"$TMP/mtrace.err"
-        "$MTRACE" capture --listen 127.0.0.1:0 --target 127.0.0.1:$UP \
+        "$bin" capture --listen 127.0.0.1:0 --target 127.0.0.1:$UP \
             -o "$TMP/trace.$RANDOM.zst" --threads "$THREADS" "$@" 2>"$TMP/mtrace.err" &
         PROXY_PID=$!
         PIDS+=($PROXY_PID) # before anything can die: the trap stops it
@@ -191,6 +198,7 @@ else
     echo "PM QoS: no request held by the benchmark (host bound now $(pmqos_now) us)"
 fi
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+[ -n "$MTRACE_B" ] && echo "rows \"N\": $MTRACE; rows \"N b\": $MTRACE_B (interleaved)"
 echo
 if want_table 1; then
     echo "## 1. added latency, 1 connection (us; added = proxy - direct)"
@@ -218,7 +226,8 @@ if want_table 2; then
     for n in 1 16 256; do
         declare -A T C
         kinds="direct mtrace haproxy"
-        [ "$n" = 16 ] && kinds="direct mtrace mtrace-rt haproxy"
+        [ -n "$MTRACE_B" ] && kinds="direct mtrace mtrace-b haproxy"
+        [ "$n" = 16 ] && [ "$RT16" = 1 ] && kinds="${kinds% haproxy} mtrace-rt haproxy"
         for kind in $kinds; do T[$kind]="" C[$kind]=""; done
         for ((r = 0; r < REPS; r++)); do
             for kind in $kinds; do
@@ -236,6 +245,7 @@ if want_table 2; then
             case $kind in direct | haproxy) continue ;; esac
             label=$n
             [ "$kind" = mtrace-rt ] && label="$n rt"
+            [ "$kind" = mtrace-b ] && label="$n b"
             printf "| %-8s | %10s | %10s | %10s | %14s | %10s | %11s |\n" "$label" "${T[direct]}" \
                 "${T[$kind]}" "${T[haproxy]}" \
                 "$(awk "BEGIN { printf \"%.2fx\", ${T[$kind]} / ${T[haproxy]} }")" \

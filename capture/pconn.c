@@ -35,6 +35,14 @@
  * is still arriving, plus one read. */
 #define PCONN_OUT_MAX (PCONN_OUT_HWM + WIRE_MSG_LEN_MAX + PCONN_READ_LEN)
 
+/*
+ * Both sockets are registered once, edge-triggered, for reading and
+ * writing: no epoll_ctl per event, and the kernel does not re-poll a
+ * socket the proxy has drained.  EPOLLOUT edges are acted on only while
+ * a direction is write-blocked (after EAGAIN).
+ */
+#define PCONN_FD_EVENTS (LOOP_READ | LOOP_WRITE | LOOP_EDGE | LOOP_RDHUP)
+
 /* ---- helpers ---- */
 
 /*
@@ -138,10 +146,8 @@ pconn__flush(struct pconn *c, int d)
         c->pl->st.fwd_bytes[d] += (uint64_t)w;
         c->last_io_ns = loop_now_ns(c->pl->l);
         pbuf_consume(&pd->out, (size_t)w);
-        if ((size_t)w < n) {
-            pd->wblocked = true;
-            break;
-        }
+        /* a short write: the next send says EAGAIN, which arms the
+         * EPOLLOUT edge (or sends more) */
     }
     if (t_send != 0)
         pdelay_written(c, t_send);
@@ -178,27 +184,43 @@ pconn_want_read(const struct pconn *c, int d)
     return true;
 }
 
-/* Re-registers c's fds for what each direction can do now. */
-static void
-pconn_update(struct pconn *c)
+/* The source of d may hold bytes and d may read them now. */
+static bool
+pconn_read_more(const struct pconn *c, int d)
 {
-    struct loop *l = c->pl->l;
-    unsigned cev = 0, sev = 0;
+    return c->d[d].rpend && pconn_want_read(c, d);
+}
 
-    if (c->connecting) {
-        sev = LOOP_WRITE;
-    } else {
-        if (pconn_want_read(c, TRACE_DIR_C2S))
-            cev |= LOOP_READ;
-        if (pconn_want_read(c, TRACE_DIR_S2C))
-            sev |= LOOP_READ;
-        if (c->d[TRACE_DIR_S2C].wblocked)
-            cev |= LOOP_WRITE;
-        if (c->d[TRACE_DIR_C2S].wblocked)
-            sev |= LOOP_WRITE;
-    }
-    (void)loop_fd_mod(l, c->cfd, cev);
-    (void)loop_fd_mod(l, c->sfd, sev);
+/* Queues c to be read again before its loop sleeps. */
+static void
+pconn_pend_add(struct pconn *c)
+{
+    struct ploop *pl = c->pl;
+
+    if (c->in_pend)
+        return;
+    c->in_pend = true;
+    c->pprev = NULL;
+    c->pnext = pl->pend;
+    if (pl->pend != NULL)
+        pl->pend->pprev = c;
+    pl->pend = c;
+}
+
+/* Unlinks c from the pending list whose head is *head. */
+static void
+pconn_pend_del(struct pconn *c, struct pconn **head)
+{
+    if (!c->in_pend)
+        return;
+    if (c->pprev != NULL)
+        c->pprev->pnext = c->pnext;
+    else
+        *head = c->pnext;
+    if (c->pnext != NULL)
+        c->pnext->pprev = c->pprev;
+    c->pprev = c->pnext = NULL;
+    c->in_pend = false;
 }
 
 /* ---- reading ---- */
@@ -219,13 +241,14 @@ pconn_forward_direct(struct pconn *c, int d, const uint8_t *p, size_t n)
                                          : TRACE_CLOSE_CLIENT_RESET);
         return;
     }
-    if (w < 0)
+    if (w < 0) {
         w = 0;
+        pd->wblocked = true; /* EAGAIN: an EPOLLOUT edge will come */
+    }
     pd->out_off += (uint64_t)w;
     c->pl->st.fwd_bytes[d] += (uint64_t)w;
     if ((size_t)w == n)
         return;
-    pd->wblocked = true;
     if (pbuf_reserve(&pd->out, n - (size_t)w, PCONN_OUT_MAX) < 0) {
         mt_error("capture: conn %llu: out of memory buffering %zu bytes; "
                  "closing the connection",
@@ -235,6 +258,8 @@ pconn_forward_direct(struct pconn *c, int d, const uint8_t *p, size_t n)
     }
     memcpy(pd->out.data + pd->out.tail, p + w, n - (size_t)w);
     pd->out.tail += n - (size_t)w;
+    if (w > 0)
+        pconn__flush(c, d); /* a short write: send until EAGAIN */
 }
 
 static void
@@ -285,6 +310,8 @@ pconn_read(struct pconn *c, int d, bool force)
     do
         n = pconn_sys_recv(pconn_src_fd(c, d), p, PCONN_READ_LEN);
     while (n < 0 && errno == EINTR);
+    if (n <= 0)
+        pd->rpend = false; /* drained, at EOF, or dead */
     if (n < 0) {
         if (errno == EAGAIN || errno == EWOULDBLOCK)
             return;
@@ -297,6 +324,11 @@ pconn_read(struct pconn *c, int d, bool force)
         pconn_on_eof(c, d);
         return;
     }
+    /* A short read emptied the receive queue: more data or a FIN that
+     * comes later is a new edge.  Only a FIN (or error) reported before
+     * this read may wait behind it, unseen. */
+    if ((size_t)n < PCONN_READ_LEN && !pd->fin)
+        pd->rpend = false;
     t = loop_update_time(c->pl->l);
     c->last_io_ns = t;
     base = pd->in_off;
@@ -340,19 +372,37 @@ pconn_on_error(struct pconn *c, int d)
         pconn__die(c, TRACE_CLOSE_NORMAL); /* hung up both ways */
 }
 
+/*
+ * An event on the fd that is the source of direction d (and the
+ * destination of 1 - d).  The fds are edge-triggered: what the event says
+ * is remembered (rpend, fin) and pconn__after reads until EAGAIN or EOF,
+ * or puts c on the pending list when it stops earlier.
+ */
+static void
+pconn_on_event(struct pconn *c, int d, unsigned ev)
+{
+    struct pdir *src = &c->d[d], *back = &c->d[1 - d];
+
+    if (ev & (LOOP_READ | LOOP_ERROR))
+        src->rpend = true;
+    if (ev & (LOOP_RDHUP | LOOP_ERROR))
+        src->fin = true;
+    if (c->connecting)
+        return;
+    if ((ev & LOOP_WRITE) && back->wblocked) {
+        back->wblocked = false;
+        pconn__flush(c, 1 - d);
+    }
+    if ((ev & LOOP_ERROR) && !c->dead && (src->eof || !pconn_want_read(c, d)))
+        pconn_on_error(c, d);
+}
+
 static void
 pconn_on_client(struct loop *l, int fd, void *arg, unsigned ev)
 {
     struct pconn *c = arg;
 
-    if (ev & LOOP_WRITE) {
-        c->d[TRACE_DIR_S2C].wblocked = false;
-        pconn__flush(c, TRACE_DIR_S2C);
-    }
-    if ((ev & LOOP_READ) && !c->dead)
-        pconn_read(c, TRACE_DIR_C2S, false);
-    else if ((ev & LOOP_ERROR) && !c->dead)
-        pconn_on_error(c, TRACE_DIR_C2S);
+    pconn_on_event(c, TRACE_DIR_C2S, ev);
     pconn__after(c);
 }
 
@@ -383,31 +433,30 @@ pconn_on_server(struct loop *l, int fd, void *arg, unsigned ev)
 {
     struct pconn *c = arg;
 
-    if (c->connecting) {
-        pconn_connected(c);
-    } else {
-        if (ev & LOOP_WRITE) {
-            c->d[TRACE_DIR_C2S].wblocked = false;
-            pconn__flush(c, TRACE_DIR_C2S);
-        }
-        if ((ev & LOOP_READ) && !c->dead)
-            pconn_read(c, TRACE_DIR_S2C, false);
-        else if ((ev & LOOP_ERROR) && !c->dead)
-            pconn_on_error(c, TRACE_DIR_S2C);
-    }
+    pconn_on_event(c, TRACE_DIR_S2C, ev); /* only remembers, if connecting */
+    if (c->connecting)
+        pconn_connected(c); /* then pconn__after reads what waits */
     pconn__after(c);
 }
 
-/* See pconn.h: closes c when it is dead or both directions are done. */
+/*
+ * See pconn.h: reads what each direction may read (at most
+ * PCONN_READ_BUDGET reads; c joins the pending list if it stopped with
+ * its socket still readable), then closes c when it is dead or both
+ * directions are done.
+ */
 void
 pconn__after(struct pconn *c)
 {
+    for (int d = 0; d < 2 && !c->dead; d++)
+        for (int i = 0; i < PCONN_READ_BUDGET && pconn_read_more(c, d); i++)
+            pconn_read(c, d, false);
     if (c->dead)
         pconn_close(c, c->reason);
     else if (c->d[0].eof && c->d[0].shut && c->d[1].eof && c->d[1].shut)
         pconn_close(c, TRACE_CLOSE_NORMAL);
-    else
-        pconn_update(c);
+    else if (pconn_read_more(c, 0) || pconn_read_more(c, 1))
+        pconn_pend_add(c);
 }
 
 /* ---- life cycle ---- */
@@ -482,6 +531,8 @@ pconn_accept(struct ploop *pl, int cfd, const struct sockaddr *peer,
     c->cfd = cfd;
     c->sfd = -1;
     c->d[TRACE_DIR_C2S].rel_off = UINT64_MAX;
+    c->d[TRACE_DIR_C2S].rpend = true; /* unknown until its first EAGAIN */
+    c->d[TRACE_DIR_S2C].rpend = true;
     c->d[TRACE_DIR_S2C].rel_off = p->delay_ns > 0 ? 0 : UINT64_MAX;
     c->d[TRACE_DIR_C2S].fr.pool = &pl->batch;
     c->d[TRACE_DIR_S2C].fr.pool = &pl->batch;
@@ -509,14 +560,16 @@ pconn_accept(struct ploop *pl, int cfd, const struct sockaddr *peer,
         pconn_close(c, TRACE_CLOSE_UPSTREAM_FAIL);
         return;
     }
-    if ((rc = loop_fd_add(pl->l, cfd, 0, pconn_on_client, c)) < 0 ||
-        (rc = loop_fd_add(pl->l, c->sfd, 0, pconn_on_server, c)) < 0) {
+    if ((rc = loop_fd_add(pl->l, cfd, PCONN_FD_EVENTS, pconn_on_client, c)) <
+            0 ||
+        (rc = loop_fd_add(pl->l, c->sfd, PCONN_FD_EVENTS, pconn_on_server, c)) <
+            0) {
         mt_error("capture: conn %llu: cannot watch its sockets: %s; closing",
                  (unsigned long long)c->id, mt_strerror(rc));
         pconn_close(c, TRACE_CLOSE_ERROR);
         return;
     }
-    pconn_update(c);
+    pconn__after(c);
 }
 
 /* See pconn.h.  Frees c. */
@@ -526,6 +579,7 @@ pconn_close(struct pconn *c, uint8_t reason)
     struct ploop *pl = c->pl;
 
     precord_close(c, reason);
+    pconn_pend_del(c, &pl->pend);
     for (int d = 0; d < 2; d++) {
         pl->st.unsent[d] += c->d[d].in_off - c->d[d].out_off;
         pbuf_free(&c->d[d].out);
@@ -571,7 +625,22 @@ pconn_resume(struct pconn *c)
     if (!c->paused)
         return;
     c->paused = false;
-    pconn_update(c);
+    pconn_pend_add(c);
+}
+
+/* See pconn.h.  Serves the connections pending now; those that stop again
+ * (budget, or the queue filled again) rejoin pl->pend for the next turn. */
+bool
+pconn_serve_pending(struct ploop *pl)
+{
+    struct pconn *list = pl->pend, *c;
+
+    pl->pend = NULL;
+    while ((c = list) != NULL) {
+        pconn_pend_del(c, &list);
+        pconn__after(c); /* may close c or put it back on pl->pend */
+    }
+    return pl->pend != NULL;
 }
 
 /* See pconn.h. */

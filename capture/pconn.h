@@ -30,6 +30,9 @@
 #define PCONN_READ_LEN (256u * 1024)
 /* A direction stops reading while this much waits for its peer. */
 #define PCONN_OUT_HWM (4u * 1024 * 1024)
+/* Reads of one direction per event or pending turn (then the loop serves
+ * others and comes back: the sockets are edge-triggered). */
+#define PCONN_READ_BUDGET 4
 /* Replies held per connection (--delay-ms). */
 #define PCONN_HOLDS_MAX 65536
 
@@ -70,7 +73,8 @@ struct ploop {
     uint8_t *scratch;    /* owned: PCONN_READ_LEN read buffer */
     struct pconn *conns; /* owned list */
     size_t nconns;
-    bool paused_any; /* some connection waits for queue room */
+    struct pconn *pend; /* borrowed: conns with a readable socket to serve */
+    bool paused_any;    /* some connection waits for queue room */
     atomic_bool resume_pending;
     bool draining;
     struct loop_timer drain_timer;
@@ -126,6 +130,10 @@ struct pdir {
     bool eof;             /* source said EOF */
     bool shut;            /* destination shut down for writing */
     bool wblocked;
+    /* Edge-triggered source: it may still hold bytes or an EOF (no EAGAIN
+     * or EOF seen since its last event); and a FIN or error was reported
+     * since the last EAGAIN, so a short read does not mean drained. */
+    bool rpend, fin;
     struct pframer fr;
 };
 
@@ -134,6 +142,8 @@ struct pdir {
 struct pconn {
     struct ploop *pl; /* borrowed */
     struct pconn *prev, *next;
+    struct pconn *pprev, *pnext; /* in pl->pend when in_pend */
+    bool in_pend;
     uint64_t id;
     int cfd, sfd; /* owned */
     bool connecting;
@@ -174,8 +184,14 @@ void pconn_close(struct pconn *c, uint8_t reason);
 /* True when nothing of c is in flight (drain at shutdown). */
 bool pconn_quiet(const struct pconn *c);
 
-/* Re-enables reading on c after the queue made room. */
+/* Re-enables reading on c after the queue made room (c joins its loop's
+ * pending list; served by pconn_serve_pending). */
 void pconn_resume(struct pconn *c);
+
+/* Reads what the pending connections of pl may read now (called before
+ * the loop sleeps; may close connections).  True when some still wait
+ * with a readable socket (the loop must not block). */
+bool pconn_serve_pending(struct ploop *pl);
 
 /* Formats sa as "1.2.3.4:5" or "[::1]:5" into out. */
 void pconn_format_addr(const struct sockaddr *sa, char *out, size_t len);

@@ -301,6 +301,9 @@ proxy_before_sleep(struct loop *l, void *arg)
         for (c = pl->conns; c != NULL; c = pconn_next(c))
             pconn_resume(c);
     }
+    /* edge-triggered sockets left readable (read budget, back-pressure
+     * lifted): read them now */
+    (void)pconn_serve_pending(pl);
     proxy_take_hand_offs(pl);
     if (atomic_load(&pl->p->stopping)) {
         if (!pl->draining)
@@ -313,6 +316,10 @@ proxy_before_sleep(struct loop *l, void *arg)
         if (pl->conns == NULL)
             loop_stop(l);
     }
+    /* some still readable (budget spent, or a hand-off just taken): the
+     * loop must not block on epoll_wait before reading them */
+    if (pl->pend != NULL)
+        loop_wake(l);
     if (pl->p->rt_prio > 0 && pl->p->delay_ns > 0)
         pdelay_bound_spin(pl); /* a FIFO loop must not spin non-stop */
     /* this tick's records, in one hand-off to the writer */

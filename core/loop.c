@@ -49,6 +49,8 @@
 #define LOOP_FD_MAX_CAP (1 << 22)
 #define LOOP_TAG_TIMER 0xfffffffeu
 #define LOOP_TAG_WAKE 0xffffffffu
+/* What loop_fd_add/loop_fd_mod keep of their events argument. */
+#define LOOP_FD_EVENTS (LOOP_READ | LOOP_WRITE | LOOP_EDGE | LOOP_RDHUP)
 
 struct loop_fd {
     loop_io_fn *cb;  /* NULL when the fd is not registered */
@@ -277,6 +279,8 @@ loop_epoll_events(unsigned events)
         e |= EPOLLOUT;
     if (events & LOOP_EDGE)
         e |= EPOLLET;
+    if (events & LOOP_RDHUP)
+        e |= EPOLLRDHUP;
     return e;
 }
 
@@ -300,7 +304,7 @@ loop_fd_register(struct loop *l, int fd, unsigned events, loop_io_fn *cb,
     f->gen++;
     f->cb = cb;
     f->arg = arg;
-    f->events = events & (LOOP_READ | LOOP_WRITE | LOOP_EDGE);
+    f->events = events & LOOP_FD_EVENTS;
     f->exclusive = exclusive;
     return 0;
 }
@@ -340,7 +344,7 @@ loop_fd_mod(struct loop *l, int fd, unsigned events)
     if (fd < 0 || fd >= l->fd_max || l->fds[fd].cb == NULL)
         return -ENOENT;
     f = &l->fds[fd];
-    events &= LOOP_READ | LOOP_WRITE | LOOP_EDGE;
+    events &= LOOP_FD_EVENTS;
     if (events == f->events)
         return 0;
     if (f->exclusive)
@@ -676,6 +680,8 @@ loop_dispatch(struct loop *l, const struct epoll_event *ev)
         ready |= LOOP_WRITE;
     if (ev->events & (EPOLLERR | EPOLLHUP))
         ready |= LOOP_ERROR;
+    if (ev->events & EPOLLRDHUP)
+        ready |= LOOP_RDHUP;
     ready &= f->events | LOOP_ERROR;
     if (ready != 0)
         f->cb(l, (int)tag, f->arg, ready);

@@ -33,6 +33,13 @@
  * level-triggered epoll puts back on its ready list.
  */
 #define LOOP_EDGE (1u << 3)
+/*
+ * With LOOP_READ in loop_fd_add/loop_fd_mod: also watch for the peer's
+ * FIN (EPOLLRDHUP), reported to the callback as LOOP_RDHUP (with
+ * LOOP_READ).  Lets an edge-triggered reader tell "a short read drained
+ * the socket" from "an EOF waits behind the data just read".
+ */
+#define LOOP_RDHUP (1u << 4)
 
 struct loop;
 struct loop_timer;
