@@ -415,6 +415,8 @@ trace_writer_open(const char *path, unsigned flags,
 {
     int oflags = O_WRONLY | O_CREAT | O_CLOEXEC;
     struct trace_writer *w;
+    struct stat st;
+    bool regular;
     FILE *fp;
     int fd;
 
@@ -430,7 +432,11 @@ trace_writer_open(const char *path, unsigned flags,
             mt_err_set(err, -e, 0, "cannot create %s: %s", path, strerror(e));
         return NULL;
     }
-    if ((flags & TRACE_W_FORCE) && fchmod(fd, 0600) != 0)
+    /* Only a regular file is ours to chmod or to remove: OUT may be a
+     * device (/dev/null, /dev/full), a FIFO or a terminal, and as root a
+     * chmod or an unlink of /dev/full would change the machine. */
+    regular = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+    if (regular && (flags & TRACE_W_FORCE) && fchmod(fd, 0600) != 0)
         mt_warn("trace: cannot chmod 0600 %s: %s", path, strerror(errno));
     fp = fdopen(fd, "wb");
     if (fp == NULL) {
@@ -441,7 +447,8 @@ trace_writer_open(const char *path, unsigned flags,
     w = writer_new(fp, true, hdr, err);
     if (w == NULL) {
         fclose(fp);
-        unlink(path); /* ours, and holds no complete header: remove it */
+        if (regular)
+            unlink(path); /* ours, and holds no complete header: remove it */
     }
     return w;
 }

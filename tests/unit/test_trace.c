@@ -18,7 +18,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 #include <zlib.h>
 #include <zstd.h>
@@ -1123,6 +1125,49 @@ test_trace_writer_mode_and_excl(void **state)
     assert_int_equal(trace_writer_close(NULL), 0);
 }
 
+/* --force on something that is not a regular file (a FIFO, a device such
+ * as /dev/full): the writer neither chmods nor, when the header cannot be
+ * written, unlinks it.  As root an unlink of OUT=/dev/full removed the
+ * machine's device node. */
+static void
+test_trace_writer_force_not_regular(void **state)
+{
+    char path[128];
+    struct trace_header h;
+    struct mt_err err;
+    struct trace_writer *w;
+    struct stat st;
+    int rfd;
+
+    (void)state;
+    mk_header(&h);
+    tmp_path(path, sizeof(path), "fifo");
+    assert_int_equal(mkfifo(path, 0644), 0);
+    assert_int_equal(chmod(path, 0644), 0);
+    rfd = open(path, O_RDONLY | O_NONBLOCK); /* so the writer's open returns */
+    assert_true(rfd >= 0);
+    w = trace_writer_open(path, TRACE_W_FORCE, &h, &err);
+    assert_non_null(w);
+    close(rfd); /* the close frame then fails: EPIPE */
+    signal(SIGPIPE, SIG_IGN);
+    (void)trace_writer_close(w);
+    assert_int_equal(stat(path, &st), 0);
+    assert_true(S_ISFIFO(st.st_mode));
+    assert_int_equal(st.st_mode & 0777, 0644);
+
+    /* A node of /dev/full's device, made here (needs CAP_MKNOD): the header
+     * write fails with ENOSPC, and the node stays, mode unchanged. */
+    tmp_path(path, sizeof(path), "full");
+    if (mknod(path, S_IFCHR | 0644, makedev(1, 7)) != 0)
+        return; /* not root: the FIFO case above covers the chmod */
+    assert_int_equal(chmod(path, 0644), 0);
+    assert_null(trace_writer_open(path, TRACE_W_FORCE, &h, &err));
+    assert_int_equal(stat(path, &st), 0);
+    assert_true(S_ISCHR(st.st_mode));
+    assert_int_equal(st.st_mode & 0777, 0644);
+    unlink(path);
+}
+
 static void
 test_trace_writer_refuses_invalid(void **state)
 {
@@ -1342,6 +1387,7 @@ main(void)
         cmocka_unit_test(test_trace_index_and_footer),
         cmocka_unit_test(test_trace_unknown_type_and_appended_fields),
         cmocka_unit_test(test_trace_writer_mode_and_excl),
+        cmocka_unit_test(test_trace_writer_force_not_regular),
         cmocka_unit_test(test_trace_writer_flush_interval),
         cmocka_unit_test(test_trace_writer_levels),
         cmocka_unit_test(test_trace_writer_default_clock),
