@@ -447,6 +447,7 @@ static const char cal_usage[] =
     "  --python-ft PATH a free-threaded CPython (default: python3.13t if on "
     "PATH)\n"
     "  --scripts DIR    where gil_pingpong.py is (default: beside the binary)\n"
+    "  -h, --help       this help\n"
     "Takes about 25 seconds.  Exit status: 0 ok, 1 measurement failed, 2 bad "
     "usage.\n";
 

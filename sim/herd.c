@@ -47,29 +47,45 @@ struct hdesc {
     size_t off;
     int is_int;
     double min, max;
+    const char *unit;
+    const char *help;
 };
 
-#define H(k, f, i, lo, hi)                                                     \
+#define H(k, f, i, lo, hi, unit, help)                                         \
     {                                                                          \
-        k, offsetof(struct herd_params, f), i, lo, hi                          \
+        k, offsetof(struct herd_params, f), i, lo, hi, unit, help              \
     }
 static const struct hdesc htab[] = {
-    H("procs", procs, 1, 1, 100000),
-    H("clients", clients, 1, 1, 100000),
-    H("requests", requests, 1, 1, 100000000),
-    H("lock", lock, 1, 0, 1),
-    H("cores", cores, 1, 1, 4096),
-    H("req_cpu_us", req_cpu_us, 0, 0, 1e7),
-    H("sleep_min_ms", sleep_min_ms, 0, 0, 1e6),
-    H("sleep_max_ms", sleep_max_ms, 0, 0, 1e6),
-    H("cleanup_min_ms", cleanup_min_ms, 0, 0, 1e6),
-    H("cleanup_max_ms", cleanup_max_ms, 0, 0, 1e6),
-    H("futile_cpu_us", futile_cpu_us, 0, 0, 1e6),
-    H("wake_us", wake_us, 0, 0, 1e6),
-    H("ab_cpu_us", ab_cpu_us, 0, 0, 1e6),
-    H("net_us", net_us, 0, 0, 1e6),
-    H("walk_us", walk_us, 0, 0, 1e6),
-    H("seed", seed, 1, 0, 9.2e18),
+    H("procs", procs, 1, 1, 100000, "", "worker processes on the socket"),
+    H("clients", clients, 1, 1, 100000, "", "ab -c: concurrent connections"),
+    H("requests", requests, 1, 1, 100000000, "", "ab -n: requests in all"),
+    H("lock", lock, 1, 0, 1, "",
+      "1: a lock serialises accept (uWSGI --thunder-lock)"),
+    H("cores", cores, 1, 1, 4096, "", "CPU cores shared by workers and ab"),
+    H("req_cpu_us", req_cpu_us, 0, 0, 1e7, "us",
+      "worker CPU per request, accept to close"),
+    H("sleep_min_ms", sleep_min_ms, 0, 0, 1e6, "ms",
+      "the app's sleep per request, uniform in [sleep_min_ms, "
+      "sleep_max_ms], between the two halves of req_cpu_us"),
+    H("sleep_max_ms", sleep_max_ms, 0, 0, 1e6, "ms",
+      "upper end of the app's sleep"),
+    H("cleanup_min_ms", cleanup_min_ms, 0, 0, 1e6, "ms",
+      "sleep after the response before the worker waits again, uniform in "
+      "[cleanup_min_ms, cleanup_max_ms]"),
+    H("cleanup_max_ms", cleanup_max_ms, 0, 0, 1e6, "ms",
+      "upper end of the cleanup sleep"),
+    H("futile_cpu_us", futile_cpu_us, 0, 0, 1e6, "us",
+      "CPU of a woken worker whose accept() finds nothing (EAGAIN)"),
+    H("wake_us", wake_us, 0, 0, 1e6, "us", "wake-up latency of a process"),
+    H("ab_cpu_us", ab_cpu_us, 0, 0, 1e6, "us",
+      "ab CPU per request (one single-threaded process)"),
+    H("net_us", net_us, 0, 0, 1e6, "us",
+      "loopback connect and request transit"),
+    H("walk_us", walk_us, 0, 0, 1e6, "us",
+      "CPU per sleeping epoll waiter a new connection wakes, paid by ab "
+      "(mtrace calibrate prints it; 0: not charged)"),
+    H("seed", seed, 1, 0, 9.2e18, "",
+      "the one seed (shared with the contention model)"),
 };
 #define HTAB_N (sizeof(htab) / sizeof(htab[0]))
 
@@ -83,6 +99,16 @@ const char *
 herd_params_key(size_t i)
 {
     return i < HTAB_N ? htab[i].key : NULL;
+}
+
+const char *
+herd_params_help(size_t i, const char **unit)
+{
+    if (i >= HTAB_N)
+        return NULL;
+    if (unit)
+        *unit = htab[i].unit;
+    return htab[i].help;
 }
 
 int
@@ -106,7 +132,7 @@ herd_params_set(struct herd_params *p, const char *key, const char *value,
         else
             *(double *)(void *)((char *)p + htab[i].off) = v;
         p->origin[i] = (uint8_t)origin;
-        snprintf(p->note[i], sizeof(p->note[i]), "%s", note ? note : "");
+        sim_note_copy(p->note[i], sizeof(p->note[i]), note);
         return 0;
     }
     return mt_err_set(err, MT_EUSAGE, 0, "unknown herd parameter '%s'", key);

@@ -51,6 +51,9 @@ int herd_params_set(struct herd_params *p, const char *key, const char *value,
 /* Number of parameters, their keys, and formatted values (for reports). */
 size_t herd_params_count(void);
 const char *herd_params_key(size_t i);
+/* Meaning of parameter i, and its unit in *unit ("" when none; unit may
+ * be NULL).  NULL past the end. */
+const char *herd_params_help(size_t i, const char **unit);
 void herd_params_format(const struct herd_params *p, size_t i, char *buf,
                         size_t cap);
 

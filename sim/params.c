@@ -417,8 +417,25 @@ sim_params_set(struct sim_params *p, const char *key, const char *value,
         }
     }
     p->origin[i] = (uint8_t)origin;
-    snprintf(p->note[i], SIM_NOTE_MAX, "%s", note ? note : "");
+    sim_note_copy(p->note[i], SIM_NOTE_MAX, note);
     return 0;
+}
+
+void
+sim_note_copy(char *dst, size_t cap, const char *src)
+{
+    size_t n = src ? strlen(src) : 0;
+
+    MT_ASSERT(cap >= 8);
+    if (n < cap) {
+        memcpy(dst, src ? src : "", n + 1);
+        return;
+    }
+    n = cap - 4; /* room for "..." and the NUL */
+    while (n > 0 && ((unsigned char)src[n] & 0xC0) == 0x80)
+        n--; /* src[n] would start the cut: keep whole UTF-8 sequences */
+    memcpy(dst, src, n);
+    memcpy(dst + n, "...", 4);
 }
 
 void

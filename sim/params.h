@@ -153,6 +153,13 @@ int sim_params_find(const char *key);
 int sim_params_set(struct sim_params *p, const char *key, const char *value,
                    int origin, const char *note, struct mt_err *err);
 
+/*
+ * Copies a justification note (NULL: "") into dst of cap bytes (cap >= 8).
+ * A longer note is cut at a UTF-8 character boundary and ends with "...",
+ * so a printed parameter block shows that the scenario file says more.
+ */
+void sim_note_copy(char *dst, size_t cap, const char *src);
+
 /* Formats parameter i's value into buf (cap bytes). */
 void sim_params_format(const struct sim_params *p, size_t i, char *buf,
                        size_t cap);

@@ -99,6 +99,27 @@ usage_err(const char *msg, const char *arg)
     return 2;
 }
 
+/* Keys a scenario file may set besides the parameters (scenario.c). */
+static const char *const scn_keys[][3] = {
+    {"model", "", "contention | herd"},
+    {"calibrate.seq_mean_ms", "ms",
+     "this is a sequential run measured at this mean: py_call_us is solved "
+     "from it"},
+    {"calibrate.seq_stdev_pct", "", "its stdev%: py_cv is solved from it"},
+    {"calibrate.seq_cpu_us", "us",
+     "its client CPU per call: py_call_us from it instead of the mean"},
+    {"calibrate.seq_cpu_cv", "",
+     "the coefficient of variation of that CPU: py_cv from it"},
+    {"calibrate_from", "", "NAME: py_call_us and py_cv from scenario NAME"},
+    {"measured.mean_ms", "ms",
+     "measured mean, printed beside the prediction (never used by the "
+     "model)"},
+    {"measured.stdev_pct", "", "measured stdev%, likewise"},
+    {"measured.total_s", "s", "measured total time (herd), likewise"},
+    {"trace", "", "PATH: server service times from a trace (as --trace)"},
+    {"delay", "ms", "alias of proxy_delay_ms"},
+};
+
 static void
 list_params(void)
 {
@@ -108,9 +129,19 @@ list_params(void)
     for (size_t i = 0; i < sim_param_count; i++)
         printf("  %-20s %-3s %s\n", sim_param_table[i].key,
                sim_param_table[i].unit, sim_param_table[i].help);
-    printf("herd model (prefix herd.)\n");
-    for (size_t i = 0; i < herd_params_count(); i++)
-        printf("  herd.%s\n", herd_params_key(i));
+    printf("herd model (model = herd; keys take the prefix herd.)\n");
+    for (size_t i = 0; i < herd_params_count(); i++) {
+        const char *unit = "";
+        const char *help = herd_params_help(i, &unit);
+        char key[48];
+
+        snprintf(key, sizeof(key), "herd.%s", herd_params_key(i));
+        printf("  %-20s %-3s %s\n", key, unit, help);
+    }
+    printf("scenario files only (docs/sim-model.md, \"Scenario files\")\n");
+    for (size_t i = 0; i < sizeof(scn_keys) / sizeof(scn_keys[0]); i++)
+        printf("  %-20s %-3s %s\n", scn_keys[i][0], scn_keys[i][1],
+               scn_keys[i][2]);
 }
 
 enum sim_opt {

@@ -6,14 +6,43 @@
 . "$(dirname "$0")/lib.sh"
 S="$MTRACE sim"
 
-# --help documents every long option the parser accepts
+# --help documents every long option the parser accepts: the names are read
+# from the parsers' option tables (sim/sim_cli.c, sim/calibrate.c)
+opts() { # file: the long option names of its `struct option lo[]`
+    sed -n '/struct option lo\[\]/,/};/p' "$1" | grep -o '{"[a-z-]*"' | tr -d '{"'
+}
 "$MTRACE" sim --help >"$TMP/help" || fail "sim --help exit $?"
-for o in scenario host trace seq-mean-ms seq-stdev-pct seq-calls set sweep only seed csv json \
-    no-params plot measured list-params help; do
-    grep -q -- "--$o" "$TMP/help" || fail "sim --help does not document --$o"
+n=0
+for o in $(opts "$TOP/sim/sim_cli.c"); do
+    grep -q -- "--$o\b" "$TMP/help" || fail "sim --help does not document --$o"
+    n=$((n + 1))
 done
-"$MTRACE" calibrate --help | grep -q -- "--python-ft" || fail "calibrate --help"
-$S --list-params | grep -q "gil_handoff_us" || fail "--list-params"
+[ "$n" -ge 18 ] || fail "read only $n options from sim/sim_cli.c"
+"$MTRACE" calibrate --help >"$TMP/chelp" || fail "calibrate --help exit $?"
+n=0
+for o in $(opts "$TOP/sim/calibrate.c"); do
+    grep -q -- "--$o\b" "$TMP/chelp" || fail "calibrate --help does not document --$o"
+    n=$((n + 1))
+done
+[ "$n" -ge 4 ] || fail "read only $n options from sim/calibrate.c"
+# --list-params gives every parameter a run prints (both models) a meaning,
+# and the run prints each with an origin
+$S --list-params >"$TMP/list" || fail "--list-params exit $?"
+$S --set calls=2 >"$TMP/pc" || fail "contention defaults"
+$S --set model=herd --set herd.requests=50 >"$TMP/ph" || fail "herd defaults"
+n=0
+for k in $(sed -n 's/^#   \([a-z_.]*\) *= .*/\1/p' "$TMP/pc" "$TMP/ph"); do
+    grep -Eq "^  $k +([a-z]+ +)?[^ ].{8,}" "$TMP/list" ||
+        fail "--list-params gives $k no meaning"
+    n=$((n + 1))
+done
+[ "$n" -ge 70 ] || fail "only $n parameters in the parameter blocks"
+bad=$(grep '^#   ' "$TMP/pc" "$TMP/ph" |
+    grep -Ev '= +[^ ]+ +\[(constant|assumption|measured|trace|calibrated|scenario|cli)\]') &&
+    fail "parameters without an origin: $bad"
+for k in model calibrate.seq_mean_ms calibrate.seq_cpu_us calibrate_from measured.mean_ms trace; do
+    grep -q "^  $k " "$TMP/list" || fail "--list-params lacks the scenario key $k"
+done
 
 # determinism: same inputs -> same bytes; another seed -> other numbers
 SCN=$TOP/sim/scenarios/seed000.scn

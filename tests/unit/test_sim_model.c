@@ -72,6 +72,87 @@ test_sim_model_one_core_is_a_fifo_mutex(void **state)
                        1e-9);
 }
 
+/* The same mutex with the threads started 10 us apart: thread i's reply
+ * arrives at 1000 + 10 i.  Any serving order gives the same mean, so the
+ * order is read from the latencies in completion order: first come, first
+ * served gives 1100, 1200 - 10, 1300 - 20, 1400 - 30; serving the newest
+ * waiter first would give 1100, 1200 - 30, 1300 - 20, 1400 - 10. */
+static void
+test_sim_model_one_core_serves_in_arrival_order(void **state)
+{
+    static const uint64_t want_us[4] = {1100, 1190, 1280, 1370};
+    struct sim_params p;
+    struct sim_result r;
+
+    quiet_params(&p);
+    set(&p, "runtime", "free-threaded");
+    set(&p, "threads", "4");
+    set(&p, "calls", "1");
+    set(&p, "pool_initial", "4");
+    set(&p, "cores", "1");
+    set(&p, "py_pre_frac", "0");
+    set(&p, "py_post_frac", "1");
+    set(&p, "sys_us", "0");
+    set(&p, "net_us", "0");
+    set(&p, "wake_us", "0");
+    set(&p, "thread_start_us", "10");
+    set(&p, "server_us", "1000");
+    set(&p, "server_cpu_frac", "0");
+    run(&p, &r);
+    assert_int_equal(r.n, 4);
+    for (size_t i = 0; i < 4; i++)
+        if (r.lat_ns[i] != want_us[i] * 1000)
+            fail_msg("completion %zu: %.3f us, FIFO gives %llu us", i + 1,
+                     (double)r.lat_ns[i] / 1e3, (unsigned long long)want_us[i]);
+    sim_result_free(&r);
+}
+
+/* The connection pool (client.c): one call alone takes 184 us (the case
+ * above).  A connection opened inside a call costs connect_us of CPU plus a
+ * hello exchange that takes a call's whole path: 30 + 2 x 184 = 398 us,
+ * once; the next calls reuse it.  Two threads with pool_max 1: the second
+ * waits for the first's check-in at 184, wakes (10 us) and runs its call:
+ * 184 + 10 + 184 = 378 us, opening nothing.  With room in the pool it opens
+ * a second connection instead: 398 us. */
+static void
+test_sim_model_pool_opens_on_demand(void **state)
+{
+    struct sim_params p;
+    struct sim_result r;
+
+    quiet_params(&p);
+    set(&p, "calls", "3");
+    set(&p, "connect_us", "30");
+    run(&p, &r); /* pool_initial 0 by default */
+    assert_int_equal(r.n, 3);
+    assert_int_equal(r.lat_ns[0], 398000);
+    assert_int_equal(r.lat_ns[1], 184000);
+    assert_int_equal(r.lat_ns[2], 184000);
+    assert_int_equal(r.conns_opened, 1);
+    sim_result_free(&r);
+
+    quiet_params(&p);
+    set(&p, "runtime", "free-threaded");
+    set(&p, "threads", "2");
+    set(&p, "calls", "1");
+    set(&p, "pool_initial", "1");
+    set(&p, "thread_start_us", "0");
+    set(&p, "connect_us", "30");
+    set(&p, "pool_max", "1");
+    run(&p, &r);
+    assert_int_equal(r.n, 2);
+    assert_int_equal(r.lat_ns[0], 184000);
+    assert_int_equal(r.lat_ns[1], 378000);
+    assert_int_equal(r.conns_opened, 0);
+    sim_result_free(&r);
+
+    set(&p, "pool_max", "100");
+    run(&p, &r);
+    assert_int_equal(r.lat_ns[1], 398000);
+    assert_int_equal(r.conns_opened, 1);
+    sim_result_free(&r);
+}
+
 /* Background load: one core, other processes keep it busy half the time
  * with exponential bursts of 100 us (bg_load 0.5).  A 1 us job arriving at
  * a random moment (exponential pauses before each call) finds the core busy
@@ -315,6 +396,37 @@ test_sim_scenario_sections_and_origins(void **state)
     assert_string_equal(s.v[1].cal_from, "seq");
     assert_float_equal(s.v[1].meas_mean_ms, 3.184, 1e-12);
     sim_scenario_set_free(&s);
+}
+
+/* A justification longer than the note buffer is cut where a UTF-8
+ * character starts and ends with "...": the printed block shows that the
+ * scenario file says more (round 10's notes were cut mid-word). */
+static void
+test_sim_params_long_note_cut_visibly(void **state)
+{
+    struct sim_params p;
+    char note[400], dst[16];
+    size_t n;
+
+    sim_params_default(&p);
+    assert_int_equal(
+        sim_params_set(&p, "cores", "4", SIM_OR_ASSUMPTION, "short", NULL), 0);
+    assert_string_equal(p.note[sim_params_find("cores")], "short");
+    memset(note, 'a', sizeof(note) - 1);
+    note[sizeof(note) - 1] = '\0';
+    assert_int_equal(
+        sim_params_set(&p, "cores", "4", SIM_OR_ASSUMPTION, note, NULL), 0);
+    n = strlen(p.note[sim_params_find("cores")]);
+    assert_int_equal(n, SIM_NOTE_MAX - 1);
+    assert_string_equal(p.note[sim_params_find("cores")] + n - 3, "...");
+    /* exactly cap - 1 bytes fit whole */
+    sim_note_copy(dst, sizeof(dst), "0123456789abcde");
+    assert_string_equal(dst, "0123456789abcde");
+    /* "\xc2\xb5" (micro sign) across the cut at byte 12: dropped whole */
+    sim_note_copy(dst, sizeof(dst), "0123456789a\xc2\xb5s and more");
+    assert_string_equal(dst, "0123456789a...");
+    sim_note_copy(dst, sizeof(dst), NULL);
+    assert_string_equal(dst, "");
 }
 
 static void
@@ -571,6 +683,8 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sim_model_one_thread_is_the_sum_of_its_parts),
         cmocka_unit_test(test_sim_model_one_core_is_a_fifo_mutex),
+        cmocka_unit_test(test_sim_model_one_core_serves_in_arrival_order),
+        cmocka_unit_test(test_sim_model_pool_opens_on_demand),
         cmocka_unit_test(test_sim_model_cpu_slice),
         cmocka_unit_test(test_sim_model_percore_queue),
         cmocka_unit_test(test_sim_model_wake_preempt),
@@ -584,6 +698,7 @@ main(void)
         cmocka_unit_test(test_sim_fit_from_client_cpu),
         cmocka_unit_test(test_sim_scenario_sections_and_origins),
         cmocka_unit_test(test_sim_scenario_errors_say_where),
+        cmocka_unit_test(test_sim_params_long_note_cut_visibly),
         cmocka_unit_test(test_sim_herd_grows_with_procs_without_lock),
         cmocka_unit_test(test_sim_herd_walk_paid_by_ab),
     };
