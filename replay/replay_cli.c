@@ -7,7 +7,7 @@
  *                   [--delay-mode deadline|serial] [--strict] [--threads N]
  *                   [--max-conns N] [--ignore-field F]... [--keep-field F]...
  *                   [--spin-us auto|N] [--spin-max-us N] [--rt-prio N]
- *                   [--cpu-dma-latency US] [--summary-json FILE] TRACE.zst
+ *                   [--cpu-dma-latency US] [--summary-json FILE] TRACE.zst|-
  *
  * Exit status: 0; 1 runtime failure (or --strict with misses); 2 bad usage.
  * docs/replay.md describes the behaviour.
@@ -48,6 +48,7 @@ struct cli {
     bool strict;
     uint64_t spin_max_ns; /* bound of --spin-us auto */
     const char *summary_json;
+    FILE *summary_fp; /* owned: --summary-json, opened before serving */
     const char *trace;
     int dma_lat_us; /* --cpu-dma-latency; -1: no request */
 };
@@ -59,7 +60,7 @@ usage(FILE *out)
         out,
         "usage: mtrace replay [options] TRACE.zst\n"
         "Answers MongoDB drivers from a trace, each reply released at\n"
-        "request-read time + delay.\n\n"
+        "request-read time + delay.  TRACE may be '-' for standard input.\n\n"
         "  --listen HOST:PORT     address (default 127.0.0.1:27017; port 0: "
         "any)\n"
         "  --delay-ms X           added delay per reply, fractions allowed "
@@ -104,6 +105,11 @@ usage(FILE *out)
         "                         CPUs burn power (host CPU in a VM); needs\n"
         "                         root\n"
         "  --summary-json FILE    also write the exit summary as JSON\n"
+        "                         (FILE is created at start)\n"
+        "  -h, --help             this help\n\n"
+        "SIGINT or SIGTERM stops the server and prints the summary.  Exit\n"
+        "status: 0 success, 1 runtime failure (unreadable trace or one with\n"
+        "no exchange, port in use, --strict with misses), 2 bad usage.\n"
         "See docs/replay.md.\n");
 }
 
@@ -238,7 +244,8 @@ parse_opt(struct cli *c, int opt, const char *a)
     case OPT_DELAY:
     case OPT_JITTER:
         if (parse_double(a, 0, 3600e3, &v) < 0)
-            return bad("bad delay '%s' (milliseconds, >= 0)", a);
+            return bad("bad %s '%s' (milliseconds, 0..3600000)",
+                       opt == OPT_DELAY ? "--delay-ms" : "--jitter-ms", a);
         *(opt == OPT_DELAY ? &d->delay_ns : &d->jitter_ns) =
             (uint64_t)llround(v * 1e6);
         return 0;
@@ -352,15 +359,20 @@ parse_args(struct cli *c, int argc, char **argv)
     delay_cfg_init(&c->so.delay);
     match_rules_default(&c->rules);
     optind = 1;
-    while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    opterr = 0; /* one line of our own instead of getopt's */
+    while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         if (opt == 'h') {
             usage(stdout);
             return -1;
         }
-        if (opt == '?') {
-            fprintf(stderr, "mtrace replay: run 'mtrace replay --help'\n");
-            return 2;
-        }
+        if (opt == ':')
+            return bad("option '%s' needs a value", argv[optind - 1]);
+        if (opt == '?' && optopt > 0 && optopt < 256)
+            return bad("unknown option '-%c'", optopt);
+        if (opt == '?')
+            return bad("%s option '%s'",
+                       optopt != 0 ? "no value allowed for" : "unknown",
+                       argv[optind - 1]);
         rc = parse_opt(c, opt, optarg);
         if (rc != 0)
             return rc;
@@ -471,16 +483,11 @@ json_hist(FILE *f, const char *name, const struct delay_hist *h)
             ms(delay_hist_quantile(h, 0.99)), ms(h->max_ns));
 }
 
+/* Writes the summary to F (opened by open_summary) and closes it. */
 static int
-write_json(const char *path, const struct replay_stats *st,
+write_json(FILE *f, const char *path, const struct replay_stats *st,
            const struct pmqos_seen *p)
 {
-    FILE *f = fopen(path, "w");
-
-    if (f == NULL) {
-        mt_error("replay: cannot write %s: %s", path, strerror(errno));
-        return -1;
-    }
     fprintf(f,
             "{\"requests\":%llu,\"connections\":%llu,\"served\":%llu,"
             "\"matched\":%llu,\"builtin\":%llu,\"hello\":%llu,\"missed\":%llu,"
@@ -525,14 +532,20 @@ write_json(const char *path, const struct replay_stats *st,
             (unsigned long long)st->wake.wakes, st->wake.p50_ns / 1e3,
             st->wake.p99_ns / 1e3, st->wake.max_ns / 1e3,
             st->wake.spin_ns / 1e3, (unsigned long long)st->wake.spins);
-    return fclose(f) == 0 ? 0 : -1;
+    if (ferror(f) != 0 || fclose(f) != 0) {
+        mt_error("replay: cannot write %s: %s", path, strerror(errno));
+        return -1;
+    }
+    return 0;
 }
 
 static int
 load(const struct cli *c, struct index *idx)
 {
     struct mt_err err = {0};
-    struct trace_reader *tr = trace_reader_open(c->trace, &err);
+    struct trace_reader *tr = strcmp(c->trace, "-") == 0
+                                  ? trace_reader_open_fp(stdin, &err)
+                                  : trace_reader_open(c->trace, &err);
     int rc;
 
     if (tr == NULL) {
@@ -547,10 +560,18 @@ load(const struct cli *c, struct index *idx)
         fprintf(stderr, "mtrace replay: %s: %s\n", c->trace, err.msg);
         return -1;
     }
-    if (idx->st.exchanges == 0 && idx->hello == NULL)
-        mt_warn("replay: %s has no request/reply exchanges; every command "
-                "but the built-in ones will miss",
-                c->trace);
+    if (idx->st.exchanges == 0 && idx->hello == NULL) {
+        /* a server that misses every command only hides the mistake */
+        fprintf(stderr,
+                "mtrace replay: %s: no request/reply exchange in its %llu "
+                "records (%llu requests, %llu replies): nothing to answer "
+                "from; record one with 'mtrace capture'\n",
+                c->trace, (unsigned long long)idx->st.records,
+                (unsigned long long)idx->st.requests,
+                (unsigned long long)idx->st.replies);
+        index_free(idx);
+        return -1;
+    }
     return 0;
 }
 
@@ -615,6 +636,24 @@ serve(const struct cli *c, struct index *idx, struct replay_stats *st)
     return 0;
 }
 
+/* --summary-json FILE is created before anything else, so that a path
+ * that cannot be written fails at start, not after a long run whose
+ * summary would be lost.  0, or 1 (said why). */
+static int
+open_summary(struct cli *c)
+{
+    if (c->summary_json == NULL)
+        return 0;
+    c->summary_fp = fopen(c->summary_json, "w");
+    if (c->summary_fp == NULL) {
+        fprintf(stderr,
+                "mtrace replay: --summary-json %s: cannot create it: %s\n",
+                c->summary_json, strerror(errno));
+        return 1;
+    }
+    return 0;
+}
+
 /* --cpu-dma-latency: held before the trace is read and the listeners
  * open, so a refusal leaves nothing listening.  0, or 1 on refusal. */
 static int
@@ -649,6 +688,8 @@ run(const struct cli *c, struct index *idx, struct pmqos *q)
 
     if (st == NULL || serve(c, idx, st) < 0) {
         mt_free(st);
+        if (c->summary_fp != NULL)
+            fclose(c->summary_fp);
         return 1;
     }
     if (pmqos_current(&seen.kernel_us) < 0)
@@ -656,7 +697,8 @@ run(const struct cli *c, struct index *idx, struct pmqos *q)
     pmqos_release(q);
     print_summary(stderr, st);
     print_pmqos(stderr, &seen);
-    if (c->summary_json != NULL && write_json(c->summary_json, st, &seen) < 0)
+    if (c->summary_fp != NULL &&
+        write_json(c->summary_fp, c->summary_json, st, &seen) < 0)
         rc = 1;
     if (c->strict && st->missed > 0) {
         fprintf(stderr,
@@ -679,10 +721,12 @@ replay_cli_main(int argc, char **argv)
 
     if (rc != 0)
         return rc < 0 ? 0 : rc;
-    if (hold_pmqos(&c, &q) != 0)
+    if (open_summary(&c) != 0)
         return 1;
-    if (load(&c, &idx) < 0) {
+    if (hold_pmqos(&c, &q) != 0 || load(&c, &idx) < 0) {
         pmqos_release(&q);
+        if (c.summary_fp != NULL)
+            fclose(c.summary_fp);
         return 1;
     }
     rc = run(&c, &idx, &q);

@@ -83,7 +83,7 @@ def parse_args(argv):
     ap.add_argument("--python-ft", help="a free-threaded CPython for mtrace calibrate "
                     "(measures ft_slowdown; default: python3.13t if on PATH)")
     ap.add_argument("--host", help="host facts file from an earlier `mtrace calibrate` "
-                    "(default: measure them, ~5 s)")
+                    "(default: measure them, about 20 s)")
     ap.add_argument("--no-sniff", action="store_true",
                     help="do not sniff lo for the server's service times")
     ap.add_argument("--calibrate", choices=("auto", "cpu", "each", "delay0"), default="auto",

@@ -4,6 +4,10 @@
 #   start_mock VAR [ARGS]  start mockmongo.py; sets VAR to its port, remembers pid
 #   cleanup              kills everything started with track_pid (trap EXIT)
 #   fail MSG             print MSG and exit 1
+#   expect_refused PORT TEXT... -- CMD...
+#                        CMD (a server told to listen on 127.0.0.1:PORT) must
+#                        exit 1 within 10 s, print every TEXT, print no
+#                        "listening" line and leave nothing listening on PORT
 set -u
 : "${TOP:=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
 : "${MTRACE:=$TOP/mtrace}"
@@ -55,4 +59,30 @@ start_mock() {
     done
     cat "$out.err" >&2
     fail "mockmongo did not start"
+}
+
+# expect_refused PORT TEXT... -- CMD...: a server that must refuse to start.
+# Sets REFUSED_OUT to what CMD printed (stdout and stderr).
+expect_refused() {
+    local port=$1 rc w
+    local -a want=()
+    shift
+    while [ $# -gt 0 ] && [ "$1" != "--" ]; do
+        want+=("$1")
+        shift
+    done
+    [ $# -gt 1 ] || fail "expect_refused: no command after --"
+    shift
+    REFUSED_OUT=$(timeout 10 "$@" 2>&1)
+    rc=$?
+    [ $rc -eq 1 ] || fail "$*: exit $rc (want 1): $REFUSED_OUT"
+    for w in "${want[@]}"; do
+        grep -qF -- "$w" <<<"$REFUSED_OUT" || fail "$*: message lacks '$w': $REFUSED_OUT"
+    done
+    if grep -q "listening" <<<"$REFUSED_OUT"; then
+        fail "$*: listened before the refusal: $REFUSED_OUT"
+    fi
+    if (exec 3<>/dev/tcp/127.0.0.1/"$port") 2>/dev/null; then
+        fail "$*: something listens on $port after the refusal"
+    fi
 }

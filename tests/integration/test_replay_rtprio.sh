@@ -24,17 +24,9 @@ done
 # ---- refused: exit 1, clear reason ----
 if command -v setpriv >/dev/null && [ "$(id -u)" = 0 ] && [ "$(ulimit -r)" = 0 ]; then
     PORT=$(free_port)
-    out=$(timeout 10 setpriv --inh-caps=-sys_nice --bounding-set=-sys_nice \
-        "$MTRACE" replay --listen 127.0.0.1:"$PORT" --threads 2 --rt-prio 1 \
-        "$SAMPLE" 2>&1)
-    rc=$?
-    [ $rc -eq 1 ] || fail "--rt-prio without CAP_SYS_NICE: exit $rc (want 1): $out"
-    grep -qF -- "--rt-prio 1: cannot use SCHED_FIFO priority 1" <<<"$out" ||
-        fail "refusal message: $out"
-    grep -qF "CAP_SYS_NICE" <<<"$out" || fail "refusal lacks the fix: $out"
-    if (exec 3<>/dev/tcp/127.0.0.1/"$PORT") 2>/dev/null; then
-        fail "something still listens on $PORT after the refusal"
-    fi
+    expect_refused "$PORT" "--rt-prio 1: cannot use SCHED_FIFO priority 1" "CAP_SYS_NICE" -- \
+        setpriv --inh-caps=-sys_nice --bounding-set=-sys_nice \
+        "$MTRACE" replay --listen 127.0.0.1:"$PORT" --threads 2 --rt-prio 1 "$SAMPLE"
 else
     echo "SKIP refusal part: needs root, setpriv and ulimit -r 0"
 fi
