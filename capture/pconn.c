@@ -41,7 +41,24 @@
  * socket the proxy has drained.  EPOLLOUT edges are acted on only while
  * a direction is write-blocked (after EAGAIN).
  */
-#define PCONN_FD_EVENTS (LOOP_READ | LOOP_WRITE | LOOP_EDGE | LOOP_RDHUP)
+#define PCONN_FD_EVENTS                                                        \
+    (LOOP_READ | LOOP_WRITE | LOOP_EDGE | LOOP_RDHUP | LOOP_PRI)
+
+/*
+ * TCP urgent data (MSG_OOB) stays in the stream (SO_OOBINLINE): the
+ * MongoDB protocol has none, and without it the kernel would take the
+ * urgent byte out of what the proxy reads, forwards and records.  recv()
+ * still stops short at the urgent mark: LOOP_PRI marks the source "not
+ * drained by a short read" (pdir.fin) until its next EAGAIN.
+ */
+static void
+pconn_sock_opts(int fd)
+{
+    int one = 1;
+
+    (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    (void)setsockopt(fd, SOL_SOCKET, SO_OOBINLINE, &one, sizeof(one));
+}
 
 /* ---- helpers ---- */
 
@@ -313,8 +330,10 @@ pconn_read(struct pconn *c, int d, bool force)
     if (n <= 0)
         pd->rpend = false; /* drained, at EOF, or dead */
     if (n < 0) {
-        if (errno == EAGAIN || errno == EWOULDBLOCK)
+        if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            pd->fin = false; /* drained: a later urgent mark is an edge */
             return;
+        }
         c->pl->st.resets++;
         pconn__die(c, d == TRACE_DIR_C2S ? TRACE_CLOSE_CLIENT_RESET
                                          : TRACE_CLOSE_SERVER_RESET);
@@ -326,7 +345,8 @@ pconn_read(struct pconn *c, int d, bool force)
     }
     /* A short read emptied the receive queue: more data or a FIN that
      * comes later is a new edge.  Only a FIN (or error) reported before
-     * this read may wait behind it, unseen. */
+     * this read may wait behind it, unseen, or bytes after an urgent
+     * mark (recv stops there). */
     if ((size_t)n < PCONN_READ_LEN && !pd->fin)
         pd->rpend = false;
     t = loop_update_time(c->pl->l);
@@ -385,7 +405,7 @@ pconn_on_event(struct pconn *c, int d, unsigned ev)
 
     if (ev & (LOOP_READ | LOOP_ERROR))
         src->rpend = true;
-    if (ev & (LOOP_RDHUP | LOOP_ERROR))
+    if (ev & (LOOP_RDHUP | LOOP_ERROR | LOOP_PRI))
         src->fin = true;
     if (c->connecting)
         return;
@@ -484,13 +504,12 @@ static int
 pconn_connect(struct pconn *c)
 {
     const struct proxy *p = c->pl->p;
-    int one = 1;
 
     c->sfd = socket(p->target.ss_family,
                     SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (c->sfd < 0)
         return -errno;
-    (void)setsockopt(c->sfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    pconn_sock_opts(c->sfd);
     if (connect(c->sfd, (const struct sockaddr *)&p->target, p->target_len) ==
         0)
         return 0;
@@ -508,7 +527,7 @@ pconn_accept(struct ploop *pl, int cfd, const struct sockaddr *peer,
 {
     struct proxy *p = pl->p;
     struct pconn *c;
-    int one = 1, rc;
+    int rc;
 
     if (atomic_fetch_add(&p->nconns, 1) >= p->max_conns) {
         atomic_fetch_sub(&p->nconns, 1);
@@ -540,7 +559,7 @@ pconn_accept(struct ploop *pl, int cfd, const struct sockaddr *peer,
     c->last_io_ns = loop_update_time(pl->l);
     pconn_format_addr(peer, c->client, sizeof(c->client));
     (void)peer_len;
-    (void)setsockopt(cfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    pconn_sock_opts(cfd);
     c->next = pl->conns;
     if (pl->conns != NULL)
         pl->conns->prev = c;
@@ -612,7 +631,9 @@ pconn_quiet(const struct pconn *c)
         if (pbuf_len(&pd->out) > 0 || !pframe_idle(&pd->fr))
             return false;
     }
-    if (c->h_rel < c->h_end || c->connecting)
+    /* on the pending list: its socket still holds bytes (edge-triggered:
+     * no event will say so again) */
+    if (c->h_rel < c->h_end || c->connecting || c->in_pend)
         return false;
     /* a request still waits for its reply */
     return c->nmsgs[TRACE_DIR_C2S] <= c->nmsgs[TRACE_DIR_S2C];

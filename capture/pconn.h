@@ -131,8 +131,9 @@ struct pdir {
     bool shut;            /* destination shut down for writing */
     bool wblocked;
     /* Edge-triggered source: it may still hold bytes or an EOF (no EAGAIN
-     * or EOF seen since its last event); and a FIN or error was reported
-     * since the last EAGAIN, so a short read does not mean drained. */
+     * or EOF seen since its last event); and a FIN, error or TCP urgent
+     * mark (LOOP_PRI: recv stops short at it) was reported since the last
+     * EAGAIN, so a short read does not mean drained. */
     bool rpend, fin;
     struct pframer fr;
 };

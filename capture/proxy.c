@@ -319,7 +319,7 @@ proxy_before_sleep(struct loop *l, void *arg)
     /* some still readable (budget spent, or a hand-off just taken): the
      * loop must not block on epoll_wait before reading them */
     if (pl->pend != NULL)
-        loop_wake(l);
+        loop_poll_next(l);
     if (pl->p->rt_prio > 0 && pl->p->delay_ns > 0)
         pdelay_bound_spin(pl); /* a FIFO loop must not spin non-stop */
     /* this tick's records, in one hand-off to the writer */

@@ -50,7 +50,8 @@
 #define LOOP_TAG_TIMER 0xfffffffeu
 #define LOOP_TAG_WAKE 0xffffffffu
 /* What loop_fd_add/loop_fd_mod keep of their events argument. */
-#define LOOP_FD_EVENTS (LOOP_READ | LOOP_WRITE | LOOP_EDGE | LOOP_RDHUP)
+#define LOOP_FD_EVENTS                                                         \
+    (LOOP_READ | LOOP_WRITE | LOOP_EDGE | LOOP_RDHUP | LOOP_PRI)
 
 struct loop_fd {
     loop_io_fn *cb;  /* NULL when the fd is not registered */
@@ -70,6 +71,7 @@ struct loop {
     uint64_t spin_max_ns;       /* adaptive mode: bound of spin_ns */
     bool spin_auto;             /* spin_ns follows the wake-up lateness */
     bool slept;                 /* this tick's epoll_wait could block */
+    bool poll_next;             /* the next wait polls (loop_poll_next) */
     uint64_t woke_ns;           /* clock right after this tick's wait */
     uint32_t wake_ring[LOOP_WAKE_SAMPLES]; /* recent lateness, ns */
     uint64_t wakes, wake_max_ns, spins;
@@ -281,6 +283,8 @@ loop_epoll_events(unsigned events)
         e |= EPOLLET;
     if (events & LOOP_RDHUP)
         e |= EPOLLRDHUP;
+    if (events & LOOP_PRI)
+        e |= EPOLLPRI;
     return e;
 }
 
@@ -682,6 +686,8 @@ loop_dispatch(struct loop *l, const struct epoll_event *ev)
         ready |= LOOP_ERROR;
     if (ev->events & EPOLLRDHUP)
         ready |= LOOP_RDHUP;
+    if (ev->events & EPOLLPRI)
+        ready |= LOOP_PRI;
     ready &= f->events | LOOP_ERROR;
     if (ready != 0)
         f->cb(l, (int)tag, f->arg, ready);
@@ -707,7 +713,7 @@ loop_run_once(struct loop *l, uint64_t timeout_ns)
     if (timeout_ns != UINT64_MAX && timeout_ns < deadline - l->now_ns)
         deadline = timeout_ns > UINT64_MAX - l->now_ns ? UINT64_MAX
                                                        : l->now_ns + timeout_ns;
-    if (atomic_load(&l->stop))
+    if (atomic_load(&l->stop) || l->poll_next)
         wait_ms = 0;
     else if (timeout_ns == 0 || deadline <= l->now_ns)
         wait_ms = 0;
@@ -716,6 +722,7 @@ loop_run_once(struct loop *l, uint64_t timeout_ns)
         l->spins++;
     } else if (deadline != UINT64_MAX && !loop_arm(l, deadline - l->spin_ns))
         wait_ms = 0;
+    l->poll_next = false;
     l->slept = wait_ms != 0;
     n = epoll_wait(l->epfd, evs, LOOP_EVENTS_MAX, wait_ms);
     if (n < 0 && errno != EINTR)
@@ -748,6 +755,13 @@ loop_run(struct loop *l)
             return rc;
     }
     return 0;
+}
+
+/* See loop.h.  Loop thread only: no eventfd write, no shared flag. */
+void
+loop_poll_next(struct loop *l)
+{
+    l->poll_next = true;
 }
 
 /* Thread-safe and async-signal-safe: loop_run returns after this tick. */

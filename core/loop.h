@@ -40,6 +40,13 @@
  * the socket" from "an EOF waits behind the data just read".
  */
 #define LOOP_RDHUP (1u << 4)
+/*
+ * In loop_fd_add/loop_fd_mod: also watch for TCP urgent data (EPOLLPRI),
+ * reported to the callback as LOOP_PRI.  recv() stops short at an urgent
+ * mark with bytes still queued behind it, so an edge-triggered reader
+ * must not take a short read for "drained" while LOOP_PRI was reported.
+ */
+#define LOOP_PRI (1u << 5)
 
 struct loop;
 struct loop_timer;
@@ -134,6 +141,14 @@ uint32_t loop_timer_batch_pos(const struct loop *l);
 
 /* Called once per iteration before the loop blocks. */
 void loop_set_before_sleep(struct loop *l, loop_hook_fn *fn, void *arg);
+/*
+ * From the loop's own thread (a callback or the before-sleep hook): the
+ * next wait of this loop only polls (epoll_wait timeout 0), then the hook
+ * runs again.  For work left for the next turn (an edge-triggered socket
+ * still readable); unlike loop_wake, no eventfd write and read, and no
+ * dependence on a wake another thread has announced but not yet written.
+ */
+void loop_poll_next(struct loop *l);
 
 /* The clock value read at the start of this iteration. */
 uint64_t loop_now_ns(const struct loop *l);

@@ -38,18 +38,24 @@ except ImportError:  # a test that does not drive pymongo
 
 class Recorder(_Listener):
     """pymongo command monitoring (MongoClient(..., event_listeners=[rec])):
-    the request ids of the commands the client started, in order (ids), and
-    per command name (by_name)."""
+    the request ids of the commands the client started, in order (ids), per
+    command name (by_name), and as (request_id, command name) pairs (cmds:
+    pass these to check_pairs).  pymongo 3.11 draws request ids at random,
+    so two commands (or a command and a handshake/heartbeat, which are not
+    monitored) may share an id: count with the command name, not the id
+    alone."""
 
     def __init__(self):
         self.lock = threading.Lock()
         self.ids = []
         self.by_name = {}
+        self.cmds = []
 
     def started(self, event):
         with self.lock:
             self.ids.append(event.request_id)
             self.by_name.setdefault(event.command_name, []).append(event.request_id)
+            self.cmds.append((event.request_id, event.command_name))
 
     def succeeded(self, event):
         pass
@@ -60,6 +66,11 @@ class Recorder(_Listener):
     def count(self, name):
         with self.lock:
             return len(self.by_name.get(name, []))
+
+    def named(self, name):
+        """The (request_id, name) pairs of the commands called name."""
+        with self.lock:
+            return [c for c in self.cmds if c[1] == name]
 
 
 def fail(msg):
@@ -189,22 +200,58 @@ def summary_bytes(text):
     return int(m.group(1)), int(m.group(2)), int(m.group(3))
 
 
-def check_pairs(recs, request_ids, what):
-    """Every id in request_ids is exactly one c2s request with exactly one
-    s2c reply whose response_to is that id (on the same connection)."""
-    c2s = {}
+def _pair_key(item):
+    """(request_id, lower-case command name or None) of a check_pairs item."""
+    if isinstance(item, tuple):
+        return item[0], item[1].lower()
+    return item, None
+
+
+def check_pairs(recs, request_ids, what, exact=True):
+    """request_ids: ids, or (request_id, command name) pairs (Recorder.cmds),
+    one per call the client made.  A (request_id, name) that appears k
+    times stands for k c2s requests with that id and command in the trace
+    (exactly k; at least k when exact is False, e.g. when calls outside
+    the list may have drawn the same id), each with a s2c reply
+    (response_to) on its connection, stamped after it.  Request ids are
+    not unique (pymongo 3.11 draws them at random): on each connection the
+    requests with an id are paired in time order with the replies to that
+    id, and with exact a connection must have as many replies to an id as
+    requests with it."""
+    c2s, replies = {}, {}
     for r in msgs(recs, "c2s"):
         c2s.setdefault(r["request_id"], []).append(r)
-    replies = {}
     for r in msgs(recs, "s2c"):
-        replies.setdefault(r["response_to"], []).append(r)
-    for rid in request_ids:
-        reqs = c2s.get(rid, [])
-        check(len(reqs) == 1, "%s: request %d recorded %d times" % (what, rid, len(reqs)))
-        reps = replies.get(rid, [])
-        check(len(reps) == 1, "%s: request %d has %d replies in the trace" %
-              (what, rid, len(reps)))
-        check(reps[0]["conn"] == reqs[0]["conn"],
-              "%s: reply to %d on another connection" % (what, rid))
-        check(reps[0]["t_ns"] >= reqs[0]["t_ns"],
-              "%s: reply to %d stamped before its request" % (what, rid))
+        replies.setdefault((r["conn"], r["response_to"]), []).append(r)
+    want = {}
+    for item in request_ids:
+        key = _pair_key(item)
+        want[key] = want.get(key, 0) + 1
+    for (rid, cmd), k in sorted(want.items(), key=lambda kv: (kv[0][0], kv[0][1] or "")):
+        name = "%d%s" % (rid, "" if cmd is None else " (%s)" % cmd)
+        all_reqs = c2s.get(rid, [])
+        reqs = [r for r in all_reqs if cmd is None or str(r.get("cmd")).lower() == cmd]
+        if exact:
+            check(len(reqs) == k, "%s: request %s recorded %d times, want %d" %
+                  (what, name, len(reqs), k))
+        else:
+            check(len(reqs) >= k, "%s: request %s recorded %d times, want at least %d" %
+                  (what, name, len(reqs), k))
+        paired = 0
+        conns = sorted({r["conn"] for r in reqs} |
+                       ({c for (c, t) in replies if t == rid} if exact else set()))
+        for conn in conns:
+            on_conn = sorted((r for r in all_reqs if r["conn"] == conn),
+                             key=lambda r: r["t_ns"])
+            reps = sorted(replies.get((conn, rid), []), key=lambda r: r["t_ns"])
+            if exact:
+                check(len(reps) == len(on_conn),
+                      "%s: conn %d has %d requests with id %d and %d replies to it" %
+                      (what, conn, len(on_conn), rid, len(reps)))
+            for req, rep in zip(on_conn, reps):
+                check(rep["t_ns"] >= req["t_ns"],
+                      "%s: reply to %s stamped before its request" % (what, name))
+                if cmd is None or str(req.get("cmd")).lower() == cmd:
+                    paired += 1
+        check(paired >= k, "%s: request %s has a reply on its connection %d times, want %d"
+              % (what, name, paired, k))

@@ -10,8 +10,17 @@ not read, the calls stall (fewer than all complete in that second: the
 direction, not a timing); once the test drains the FIFO every call
 completes with the right answer, and the trace (the FIFO's bytes, saved)
 holds one request and one reply per call, recorded = forwarded, dropped 0.
+
+While the queue is full, 8 raw clients also connect, each sending a find
+and its FIN at once (shutdown(SHUT_WR)): the proxy pauses them before
+their first read, with the request and the FIN queued on an
+edge-triggered socket that will have no new event; once the queue has
+room they must be resumed from the loop's pending list: each gets its
+reply, then EOF, and the trace holds their requests and replies.
 """
 import os
+import socket
+import struct
 import sys
 import threading
 import time
@@ -19,10 +28,36 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from capture_lib import Env, Recorder, check, check_pairs, msgs, summary_bytes  # noqa: E402
 
+import bson  # noqa: E402
 from pymongo import MongoClient  # noqa: E402
 
 THREADS, CALLS = 4, 50
 DOC = {"_id": "test-doc-1", "value": 42}
+RAW, RAW_ID = 8, 7000000
+
+
+def raw_find(port, rid):
+    """Connects, sends a find and FIN at once; returns the socket."""
+    body = bson.encode({"find": "test_col", "filter": {"_id": "test-doc-1"},
+                        "$db": "benchmark_db"})
+    s = socket.create_connection(("127.0.0.1", port))
+    s.sendall(struct.pack("<iiiiIB", 21 + len(body), rid, 0, 2013, 0, 0) + body)
+    s.shutdown(socket.SHUT_WR)
+    return s
+
+
+def raw_reply(s, timeout=30):
+    """Everything s receives until EOF (None: no EOF in time)."""
+    s.settimeout(timeout)
+    data = b""
+    try:
+        while True:
+            b = s.recv(65536)
+            if not b:
+                return data
+            data += b
+    except (socket.timeout, ConnectionResetError):
+        return None
 
 
 def main():
@@ -63,6 +98,7 @@ def main():
         check(stalled_at < THREADS * CALLS,
               "all %d calls completed while the trace was not read: no back-pressure"
               % stalled_at)
+        raws = [raw_find(cap.port, RAW_ID + i) for i in range(RAW)]
 
         saved = env.path("trace.zst")
         stop_reading = threading.Event()
@@ -84,6 +120,14 @@ def main():
         check(not any(t.is_alive() for t in threads), "calls still blocked after draining")
         check(not errors, "calls failed: %r" % errors[:3])
         check(done[0] == THREADS * CALLS, "%d of %d calls" % (done[0], THREADS * CALLS))
+        for i, s in enumerate(raws):
+            got = raw_reply(s)
+            s.close()
+            check(got is not None, "raw client %d (find + FIN while paused): no reply "
+                  "and EOF" % i)
+            check(len(got) >= 16 and struct.unpack("<i", got[:4])[0] == len(got) and
+                  struct.unpack("<i", got[8:12])[0] == RAW_ID + i,
+                  "raw client %d: got %d bytes, not one reply to its find" % (i, len(got)))
         client.close()
         text = cap.stop()
         dr.join(30)
@@ -92,15 +136,17 @@ def main():
 
         recs = env.dump(saved)
         check(recs[-1]["type"] == "end", "trace does not end with an end record")
-        check_pairs(recs, rec.by_name.get("find", []), "find")
+        check_pairs(recs, rec.named("find"), "find")
         check(rec.count("find") == THREADS * CALLS, "%d finds seen" % rec.count("find"))
+        check_pairs(recs, [(RAW_ID + i, "find") for i in range(RAW)], "raw find + FIN")
         recorded, forwarded, dropped = summary_bytes(text)
         total = sum(r["len"] for r in msgs(recs))
         check(recorded == forwarded == total,
               "recorded %d, forwarded %d, dump total %d" % (recorded, forwarded, total))
         check(dropped == 0, "dropped %d" % dropped)
-        print("ok: %d of %d calls done while the trace was unread; %d messages, %d bytes"
-              % (stalled_at, THREADS * CALLS, len(msgs(recs)), total))
+        print("ok: %d of %d calls done while the trace was unread; %d raw find + FIN "
+              "resumed; %d messages, %d bytes"
+              % (stalled_at, THREADS * CALLS, RAW, len(msgs(recs)), total))
 
 
 if __name__ == "__main__":

@@ -185,14 +185,14 @@ def max_conns(env):
 class Done(monitoring.CommandListener):
     def __init__(self):
         self.lock = threading.Lock()
-        self.done = []  # (monotonic time, request_id)
+        self.done = []  # (monotonic time, request_id, command name)
 
     def started(self, e):
         pass
 
     def succeeded(self, e):
         with self.lock:
-            self.done.append((time.monotonic(), e.request_id))
+            self.done.append((time.monotonic(), e.request_id, e.command_name))
 
     def failed(self, e):
         pass
@@ -223,11 +223,14 @@ def kill9(env):
     th.join()
     c.close()
     with lis.lock:
-        before = [rid for t, rid in lis.done if t < t_kill - 0.150]
+        before = [(rid, name) for t, rid, name in lis.done if t < t_kill - 0.150]
     check(len(before) > 20, "only %d calls completed before the kill" % len(before))
     recs = env.dump(cap.out, allow_error=True)
     check(recs and recs[0]["type"] == "header", "killed trace unreadable")
-    check_pairs(recs, before, "before kill -9")
+    # at least: a later call (or a handshake) may have drawn the same
+    # random request id (pymongo 3.11), and the calls in flight at the kill
+    # may be recorded without their reply
+    check_pairs(recs, before, "before kill -9", exact=False)
     print("ok: kill -9 after %d calls: all calls up to 150 ms before it are in the trace"
           % len(before))
 

@@ -17,11 +17,23 @@ be lost, nor a readable socket forgotten while reading was held back).
 4. The same with an upstream that reads at once: the proxy stops after
    its read budget (PCONN_READ_BUDGET reads) and must come back to the
    socket from its pending list, with no new event to remind it.
-Runtime: about 3 s.
+5. Replies with a FIN while the client is slow (half-close, server side):
+   an upstream sends 18 replies of 512 KiB to one request and closes at
+   once; the client (small SO_RCVBUF) starts reading after 1 s.  The proxy
+   stops reading the upstream at its 4 MB backlog (after ~3.8 MB in its
+   send buffer) with the rest of the data and the FIN in its receive
+   queue (no arrival will make a new edge), and must come back on the
+   client's EPOLLOUT edge: the client gets every byte then EOF, the trace
+   all 18 replies.  The test prints whether that state was reached (`ss`:
+   the proxy's upstream socket in CLOSE-WAIT with bytes unread).
+   Then the same under --delay-ms 200 (held replies, the backlog bound and
+   the FIN at once; the hold timer releases into a blocked client).
+Runtime: about 6 s.
 """
 import os
 import socket
 import struct
+import subprocess
 import sys
 import threading
 import time
@@ -191,8 +203,100 @@ def big_fast(env):
         big_request(env, 0.0)
 
 
+class BurstUpstream:
+    """A plain TCP server on 127.0.0.1 for one connection: reads one
+    request, sends `count` OP_MSG replies of `size` bytes to it, closes."""
+
+    def __init__(self, count, size):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(4)
+        self.port = self.sock.getsockname()[1]
+        self.replies = b""
+        self.count, self.size = count, size
+        self.error = None
+        self.th = threading.Thread(target=self.serve, daemon=True)
+        self.th.start()
+
+    def serve(self):
+        try:
+            self.sock.settimeout(15)
+            s, _ = self.sock.accept()
+            s.settimeout(15)
+            head = b""
+            while len(head) < 16:
+                head += s.recv(16 - len(head))
+            length, rid = struct.unpack("<ii", head[:8])
+            rest = length - 16
+            while rest > 0:
+                rest -= len(s.recv(rest))
+            pad = bson.Binary(b"\x33" * (self.size - 64))
+            for i in range(self.count):
+                body = bson.encode({"ok": 1.0, "i": i, "pad": pad})
+                self.replies += struct.pack("<iiiiIB", 21 + len(body), 1000 + i, rid, 2013,
+                                            0, 0) + body
+            s.sendall(self.replies)
+            s.close()
+        except OSError as e:
+            self.error = e
+
+    def wait(self):
+        self.th.join(20)
+        self.sock.close()
+        check(not self.th.is_alive() and self.error is None,
+              "upstream: %s" % (self.error or "still sending"))
+
+
+def upstream_unread(port):
+    """'CLOSE-WAIT <Recv-Q>' of the proxy's socket to the upstream port."""
+    try:
+        out = subprocess.run(["ss", "-tnH", "dport = :%d" % port], capture_output=True,
+                             text=True, timeout=5).stdout.split()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown (no ss)"
+    return " ".join(out[:2]) if out else "closed"
+
+
+def reply_burst(env, extra):
+    up = BurstUpstream(18, 512 << 10)
+    cap = env.start_capture(up.port, extra=extra)
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 << 10)
+    s.connect(("127.0.0.1", cap.port))
+    s.sendall(op_msg(500, {"find": "c", "$db": "x"}))
+    time.sleep(1.0)  # the proxy's backlog fills, the upstream's FIN waits
+    state = upstream_unread(up.port)
+    got = read_all(s, timeout=15)
+    s.close()
+    up.wait()
+    check(got is not None, "client: no EOF after the upstream's FIN (%s)" % (extra,))
+    check(got == up.replies, "client got %d bytes of %d (%s)" %
+          (len(got), len(up.replies), extra))
+    text = cap.stop()
+    recs = env.dump(cap.out)
+    rep = msgs(recs, "s2c")
+    check([m["request_id"] for m in rep] == list(range(1000, 1018)) and
+          all(m["response_to"] == 500 and "partial" not in m["trace_flags"] for m in rep),
+          "replies recorded: %r" % [(m["request_id"], m["trace_flags"]) for m in rep])
+    rec, fwd, dropped = summary_bytes(text)
+    check(rec == fwd == len(up.replies) + len(op_msg(500, {"find": "c", "$db": "x"})) and
+          dropped == 0, "recorded %d forwarded %d dropped %d" % (rec, fwd, dropped))
+    print("ok: 18 x 512 KiB replies then FIN to a slow client (%s): all delivered, EOF, "
+          "recorded (proxy's upstream socket after 1 s: %s)"
+          % (" ".join(extra) or "no delay", state))
+
+
+def slow_client_fin(env):
+    reply_burst(env, [])
+
+
+def slow_client_fin_delay(env):
+    reply_burst(env, ["--delay-ms", "200"])
+
+
 def main():
-    for step in (fin_with_data, close_at_once, big_held_back, big_fast):
+    for step in (fin_with_data, close_at_once, big_held_back, big_fast, slow_client_fin,
+                 slow_client_fin_delay):
         with Env() as env:
             step(env)
 

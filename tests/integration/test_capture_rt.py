@@ -127,7 +127,7 @@ def main():
 
         recs = env.dump(cap.out)
         check(recs[-1]["type"] == "end", "trace does not end with an end record")
-        check_pairs(recs, rec.ids, "pymongo")
+        check_pairs(recs, rec.cmds, "pymongo")
         finds = [r for r in msgs(recs, "c2s") if r["cmd"] == "find"]
         check(len(finds) == 30 + 40, "%d find in the trace, want 70" % len(finds))
         recorded, forwarded, dropped = summary_bytes(text)

@@ -268,6 +268,39 @@ test_loop_stop_from_thread_and_restart(void **state)
     loop_free(l);
 }
 
+static void
+on_hook_poll_next(struct loop *l, void *arg)
+{
+    int *left = arg;
+    if (*left > 0) {
+        (*left)--;
+        loop_poll_next(l);
+    }
+}
+
+/* loop_poll_next from the before-sleep hook: the next wait only polls
+ * (nothing else would wake it: no fd, timer or wake; alarm() fails the
+ * test instead of hanging), once per call. */
+static void
+test_loop_poll_next(void **state)
+{
+    struct mt_err err = {0};
+    struct loop *l = loop_new(NULL, 16, &err);
+    int left = 3;
+
+    (void)state;
+    assert_non_null(l);
+    loop_set_before_sleep(l, on_hook_poll_next, &left);
+    alarm(10);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(loop_run_once(l, UINT64_MAX), 0);
+    alarm(0);
+    assert_int_equal(left, 0);
+    /* consumed: the next wait blocks for its timeout (1 ms here) */
+    assert_int_equal(loop_run_once(l, 1000000u), 0);
+    loop_free(l);
+}
+
 struct wake_stress {
     struct loop *l;
     atomic_int pending;
@@ -675,6 +708,7 @@ main(void)
         cmocka_unit_test(test_loop_spin_idle_uses_little_cpu),
         cmocka_unit_test(test_loop_spin_runs_timers_between_io),
         cmocka_unit_test(test_loop_timer_batch_pos_and_join),
+        cmocka_unit_test(test_loop_poll_next),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,7 +2,8 @@
  * test_loop_fd.c -- core/loop.c's fd watching: readiness on socketpairs
  * (add/mod/del, bounds, EOF), stale events of fds deleted during a batch,
  * edge-triggered fds (LOOP_EDGE) reported once per new arrival, and
- * LOOP_RDHUP (a FIN behind data reported only to an fd that asked).
+ * LOOP_RDHUP (a FIN behind data reported only to an fd that asked),
+ * LOOP_PRI (TCP urgent data; recv stops short at its mark).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -10,7 +11,9 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -197,6 +200,73 @@ test_loop_fd_rdhup(void **state)
     loop_free(l);
 }
 
+/* A connected TCP pair on 127.0.0.1: fds[0] accepted, fds[1] connected. */
+static void
+tcp_pair(int fds[2])
+{
+    struct sockaddr_in sa;
+    socklen_t len = sizeof(sa);
+    int lfd = socket(AF_INET, SOCK_STREAM, 0);
+
+    assert_true(lfd >= 0);
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    assert_int_equal(listen(lfd, 1), 0);
+    assert_int_equal(getsockname(lfd, (struct sockaddr *)&sa, &len), 0);
+    fds[1] = socket(AF_INET, SOCK_STREAM, 0);
+    assert_int_equal(connect(fds[1], (struct sockaddr *)&sa, sizeof(sa)), 0);
+    fds[0] = accept(lfd, NULL, NULL);
+    assert_true(fds[0] >= 0);
+    close(lfd);
+}
+
+/* LOOP_PRI: TCP urgent data is reported (edge-triggered, with LOOP_READ)
+ * only to an fd that asked; and why an edge-triggered reader needs it:
+ * recv() stops short at the urgent mark with bytes queued behind it. */
+static void
+test_loop_fd_pri(void **state)
+{
+    struct mt_err err = {0};
+    struct loop *l = loop_new(NULL, 64, &err);
+    int a[2], b[2], one = 1;
+    unsigned ea = 0, eb = 0;
+    char buf[8];
+
+    (void)state;
+    assert_non_null(l);
+    tcp_pair(a);
+    tcp_pair(b);
+    assert_int_equal(
+        setsockopt(a[0], SOL_SOCKET, SO_OOBINLINE, &one, sizeof(one)), 0);
+    assert_int_equal(loop_fd_add(l, a[0], LOOP_READ | LOOP_EDGE | LOOP_PRI,
+                                 on_io_events, &ea),
+                     0);
+    assert_int_equal(
+        loop_fd_add(l, b[0], LOOP_READ | LOOP_EDGE, on_io_events, &eb), 0);
+    assert_int_equal(send(a[1], "abc", 3, MSG_OOB), 3); /* mark: 'c' */
+    assert_int_equal(send(b[1], "abc", 3, MSG_OOB), 3);
+    for (int i = 0; i < 50 && (ea == 0 || eb == 0); i++)
+        assert_int_equal(loop_run_once(l, 10000000u), 0);
+    assert_int_equal(ea, LOOP_READ | LOOP_PRI);
+    assert_int_equal(eb, LOOP_READ);
+    /* a short read with a byte still queued (inline, behind the mark) */
+    assert_int_equal(recv(a[0], buf, sizeof(buf), 0), 2);
+    ea = 0;
+    assert_int_equal(loop_run_once(l, 0), 0);
+    assert_int_equal(ea, 0); /* edge: no new event for the queued byte */
+    assert_int_equal(recv(a[0], buf, sizeof(buf), MSG_DONTWAIT), 1);
+    assert_int_equal(buf[0], 'c');
+    loop_fd_del(l, a[0]);
+    loop_fd_del(l, b[0]);
+    for (int i = 0; i < 2; i++) {
+        close(a[i]);
+        close(b[i]);
+    }
+    loop_free(l);
+}
+
 static void
 test_loop_fd_deleted_in_batch_not_delivered(void **state)
 {
@@ -233,6 +303,7 @@ main(void)
         cmocka_unit_test(test_loop_fd_deleted_in_batch_not_delivered),
         cmocka_unit_test(test_loop_fd_edge_triggered),
         cmocka_unit_test(test_loop_fd_rdhup),
+        cmocka_unit_test(test_loop_fd_pri),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
