@@ -26,6 +26,8 @@
 #include <string.h>
 #include <sys/resource.h>
 
+#include <pcap/pcap.h>
+
 #include "core/addr.h"
 #include "core/err.h"
 #include "core/log.h"
@@ -52,14 +54,20 @@ capture_usage(FILE *out)
         "[--quiet] [--force]\n"
         "                      [--spin-us N|auto] [--rt-prio N] "
         "[--idle-timeout-s S]\n"
-        "                      [--msg-timeout-s S] "
-        "[--max-msg-bytes N]\n"
-        "                      [--redact [FIELD]]...\n"
+        "                      [--msg-timeout-s S] [--max-msg-bytes N] "
+        "[--queue-mb M]\n"
+        "                      [--zstd-level L] [--cpu-dma-latency US] "
+        "[--redact [FIELD]]...\n"
         "       mtrace capture --pcap FILE [--port N]... [--filter BPF] -o "
         "OUT.zst\n"
+        "                      [--zstd-level L] [--redact [FIELD]]... "
+        "[--quiet] [--force]\n"
         "       mtrace capture --iface IF [--port N]... [--filter BPF] "
         "[--duration S]\n"
         "                      [--count N] [--buffer-mb M] -o OUT.zst\n"
+        "                      [--zstd-level L] [--cpu-dma-latency US] "
+        "[--redact [FIELD]]...\n"
+        "                      [--quiet] [--force]\n"
         "\n"
         "Records MongoDB wire traffic into a zstd trace (read it with mtrace "
         "dump).\n"
@@ -578,6 +586,23 @@ capture_parse(int argc, char **argv, struct capture_args *a, const char **out)
     return 0;
 }
 
+/* Whether libpcap lists a capture device of that name ("any" and "lo"
+ * included): 1, 0, or -1 when the list cannot be read. */
+static int
+capture_iface_known(const char *name)
+{
+    char eb[PCAP_ERRBUF_SIZE] = "";
+    pcap_if_t *devs = NULL;
+    int found = 0;
+
+    if (pcap_findalldevs(&devs, eb) != 0)
+        return -1;
+    for (pcap_if_t *d = devs; d != NULL && !found; d = d->next)
+        found = strcmp(d->name, name) == 0;
+    pcap_freealldevs(devs);
+    return found;
+}
+
 static int
 capture_check(struct capture_args *a, const char *out)
 {
@@ -686,6 +711,14 @@ capture_cli_main(int argc, char **argv)
         return -rc;
     if ((rc = capture_check(&a, out)) != 0)
         return rc;
+    if (a.sn.iface != NULL && capture_iface_known(a.sn.iface) == 0) {
+        /* A runtime condition, like a missing --pcap file: exit 1. */
+        fprintf(stderr,
+                "mtrace capture: --iface %s: no such capture device "
+                "(see 'ip link')\n",
+                a.sn.iface);
+        return 1;
+    }
     pmqos_init(&q);
     if (capture_hold_latency(&q, a.dma_latency_us) != 0)
         return 1;

@@ -28,6 +28,7 @@
 #include <zstd.h>
 
 #include "buf.h"
+#include "log.h"
 #include "mem.h"
 #include "rd.h"
 #include "trace_rec.h"
@@ -55,8 +56,12 @@ struct trace_reader {
     size_t frame_max;
     struct trace_header header;
     bool header_pending; /* trace_reader_next has not returned it yet */
-    bool seen_end;       /* the end record was returned */
-    bool done;           /* MT_END from now on */
+    bool starting;       /* reader_start is reading the header frame */
+    bool header_lost;    /* the header frame was damaged */
+    int pend_rc;         /* an error trace_reader_next returns first */
+    struct mt_err pend_err;
+    bool seen_end; /* the end record was returned */
+    bool done;     /* MT_END from now on */
     uint64_t records;
     uint64_t frames;      /* data frames read completely */
     uint64_t frame_bytes; /* their compressed bytes */
@@ -172,6 +177,10 @@ resync(struct trace_reader *r, uint64_t bad_off, int code, const char *what,
                           "of the file",
                           what, (unsigned long long)bad_off,
                           (unsigned long long)lost);
+    if (r->starting) /* at offset 0: the lost bytes end where it resumes */
+        return mt_err_set(err, code, bad_off,
+                          "%s: header record lost, resuming at offset %llu",
+                          what, (unsigned long long)in_offset(r));
     return mt_err_set(err, code, bad_off,
                       "%s at offset %llu: %llu bytes lost, resuming at "
                       "offset %llu",
@@ -322,14 +331,27 @@ frame_check(struct trace_reader *r, struct mt_err *err)
     }
     if (have < TRACE_CRC_FRAME_LEN)
         return frame_truncated(r, r->frame_off, err);
-    if (le32_at(p + 4) != 8 || le32_at(p + 12) != clen ||
-        le32_at(p + 8) != r->frame_crc) {
+    if (le32_at(p + 4) != 8) {
+        snprintf(what, sizeof(what),
+                 "corrupt zstd frame (its checksum frame's size field is "
+                 "%u, not 8)",
+                 le32_at(p + 4));
+        return resync(r, r->frame_off, MT_ECORRUPT, what, err);
+    }
+    if (le32_at(p + 8) != r->frame_crc) {
         snprintf(what, sizeof(what),
                  "corrupt zstd frame (CRC-32 0x%08x, its checksum frame "
                  "says 0x%08x)",
                  r->frame_crc, le32_at(p + 8));
         return resync(r, r->frame_off, MT_ECORRUPT, what, err);
     }
+    if (le32_at(p + 12) != clen) /* the CRC of its clen bytes matched */
+        r->pend_rc = mt_err_set(&r->pend_err, MT_ECORRUPT, in_offset(r),
+                                "checksum frame at offset %llu records "
+                                "length %u, the frame is %llu bytes (its "
+                                "CRC-32 matches: records kept)",
+                                (unsigned long long)in_offset(r),
+                                le32_at(p + 12), (unsigned long long)clen);
     r->in.pos += TRACE_CRC_FRAME_LEN;
     return 0;
 }
@@ -363,6 +385,11 @@ index_check(struct trace_reader *r, const uint8_t *p, uint32_t size,
         return mt_err_set(err, MT_ECORRUPT, off,
                           "malformed seek index at offset %llu",
                           (unsigned long long)off);
+    if (version != 1 && version != TRACE_INDEX_VERSION)
+        mt_log(MT_LOG_WARN,
+               "seek index at offset %llu has version %u (this mtrace knows "
+               "1 and %u): not checked; the records are read without it",
+               (unsigned long long)off, version, TRACE_INDEX_VERSION);
     if (r->lost == 0 && (version == 1 || version == TRACE_INDEX_VERSION) &&
         (n != r->frames || csum != r->frame_bytes || rsum != r->frame_recs))
         return mt_err_set(err, MT_ECORRUPT, off,
@@ -523,6 +550,13 @@ trace_reader_next(struct trace_reader *r, struct trace_rec *rec,
         return MT_OK;
     }
     for (;;) {
+        if (r->pend_rc < 0) {
+            rc = r->pend_rc;
+            r->pend_rc = 0;
+            if (err != NULL)
+                *err = r->pend_err;
+            return rc;
+        }
         if (r->done)
             return MT_END;
         if (r->frame_pos < r->frame.len) {
@@ -563,6 +597,53 @@ trace_reader_next(struct trace_reader *r, struct trace_rec *rec,
 
 /* ---- open / free ---- */
 
+/*
+ * The header frame was damaged and the reader resynchronised (rc and err
+ * say how): unless nothing follows, err is kept for trace_reader_next and
+ * reading goes on with the next intact data frame, which must start with a
+ * record other than a header.  The header's fields read "(header lost)".
+ */
+static int
+header_lost(struct trace_reader *r, int rc, struct mt_err *err)
+{
+    struct rd rd;
+    uint8_t type = 0;
+
+    r->starting = false;
+    if (r->done || (in_avail(r) == 0 && !in_fill(r)))
+        return rc; /* err says "... lost up to the end of the file" */
+    r->pend_rc = rc;
+    if (err != NULL)
+        r->pend_err = *err;
+    else
+        mt_err_set(&r->pend_err, rc, 0,
+                   "corrupt zstd frame at offset 0: "
+                   "header record lost");
+    do {
+        rc = frame_next(r, err);
+    } while ((rc == 0 && r->frame.len == 0) ||
+             ((rc == MT_ECORRUPT || rc == MT_ETOOBIG) && !r->done));
+    if (rc < 0 || rc == MT_END)
+        return mt_err_set(err, MT_ECORRUPT, 0,
+                          "corrupt zstd frame at offset 0 (the header) and "
+                          "no intact frame after it (%llu bytes lost)",
+                          (unsigned long long)r->lost);
+    rd = rd_init(r->frame.data, r->frame.len);
+    if (!rd_u8(&rd, &type) || type <= TRACE_REC_HEADER || type > TRACE_REC_END)
+        return mt_err_set(err, MT_ECORRUPT, r->frame_off,
+                          "not an mtrace trace: corrupt first frame, and the "
+                          "frame at offset %llu does not start with a record",
+                          (unsigned long long)r->frame_off);
+    memset(&r->header, 0, sizeof(r->header));
+    snprintf(r->header.tool_version, sizeof(r->header.tool_version),
+             "(header lost)");
+    snprintf(r->header.source_desc, sizeof(r->header.source_desc),
+             "(header lost: the first frame was damaged)");
+    r->header.source = TRACE_SRC_UNKNOWN;
+    r->header_lost = true;
+    return 0;
+}
+
 /* Reads the first frame and its header record. */
 static int
 reader_start(struct trace_reader *r, struct mt_err *err)
@@ -581,9 +662,13 @@ reader_start(struct trace_reader *r, struct mt_err *err)
     if (in_avail(r) == 0)
         return mt_err_set(err, MT_ETRUNC, 0,
                           "empty file (0 bytes): not an mtrace trace");
+    r->starting = true;
     do {
         rc = frame_next(r, err);
     } while (rc == 0 && r->frame.len == 0);
+    if ((rc == MT_ECORRUPT || rc == MT_ETOOBIG) && r->lost > 0)
+        return header_lost(r, rc, err);
+    r->starting = false;
     if (rc == MT_END)
         return mt_err_set(err, MT_ETRUNC, 0,
                           "no records in the file: not an mtrace trace");
@@ -673,6 +758,12 @@ const struct trace_header *
 trace_reader_header(const struct trace_reader *r)
 {
     return &r->header;
+}
+
+bool
+trace_reader_header_lost(const struct trace_reader *r)
+{
+    return r->header_lost;
 }
 
 uint64_t

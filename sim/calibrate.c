@@ -76,6 +76,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <fcntl.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -453,6 +454,8 @@ static const char cal_usage[] =
 
 struct cal_opts {
     const char *out_path, *python, *python_ft, *dir;
+    int out_fd;       /* -o, opened before measuring */
+    bool out_created; /* by us: removed if nothing is written */
 };
 
 struct facts {
@@ -480,7 +483,8 @@ cal_parse(int argc, char **argv, struct cal_opts *o)
 
     o->python = "/usr/bin/python3";
     optind = 1;
-    while ((c = getopt_long(argc, argv, "o:h", lo, NULL)) != -1) {
+    opterr = 0; /* one line of our own instead of getopt's */
+    while ((c = getopt_long(argc, argv, ":o:h", lo, NULL)) != -1) {
         if (c == 'o')
             o->out_path = optarg;
         else if (c == 'p')
@@ -492,8 +496,11 @@ cal_parse(int argc, char **argv, struct cal_opts *o)
         else if (c == 'h')
             return fputs(cal_usage, stdout), 0;
         else
-            return fprintf(stderr, "mtrace calibrate: bad option; run "
-                                   "'mtrace calibrate --help'\n"),
+            return fprintf(stderr,
+                           "mtrace calibrate: %s '%s'; run 'mtrace "
+                           "calibrate --help'\n",
+                           c == ':' ? "option needs a value" : "unknown option",
+                           argv[optind - 1]),
                    2;
     }
     if (optind < argc)
@@ -718,6 +725,32 @@ cal_write(FILE *out, const struct facts *f, const struct cal_opts *o)
                 f->walk_ns / 1e3, f->walk_base_ns / 1e3);
 }
 
+/* -o: created (or opened, not yet truncated) before the measurement, so
+ * a bad path fails in a second, not after it.  -1 to go on, or 1. */
+static int
+cal_out_open(struct cal_opts *o)
+{
+    o->out_fd = open(o->out_path, O_WRONLY | O_CREAT | O_EXCL, 0644);
+    o->out_created = o->out_fd >= 0;
+    if (o->out_fd < 0 && errno == EEXIST)
+        o->out_fd = open(o->out_path, O_WRONLY);
+    if (o->out_fd >= 0)
+        return -1;
+    fprintf(stderr, "mtrace calibrate: %s: %s\n", o->out_path, strerror(errno));
+    return 1;
+}
+
+/* A failed measurement: the -o file we created is removed again. */
+static int
+cal_fail(struct cal_opts *o)
+{
+    if (o->out_path && o->out_created)
+        unlink(o->out_path);
+    if (o->out_path)
+        close(o->out_fd);
+    return 1;
+}
+
 int
 sim_calibrate_main(int argc, char **argv)
 {
@@ -731,6 +764,8 @@ sim_calibrate_main(int argc, char **argv)
     int rc = cal_parse(argc, argv, &o);
 
     if (rc >= 0)
+        return rc;
+    if (o.out_path && (rc = cal_out_open(&o)) >= 0)
         return rc;
     script = find_script(o.dir, sbuf, sizeof(sbuf));
     f.bg_load = bg_load_now();
@@ -763,14 +798,14 @@ sim_calibrate_main(int argc, char **argv)
         cold_wake(&f.cold_ns, &f.cold_cv, &f.cold_rejected) < 0) {
         fprintf(stderr, "mtrace calibrate: loopback measurement failed: %s\n",
                 strerror(errno));
-        return 1;
+        return cal_fail(&o);
     }
     if (script == NULL || run_py(o.python, script, &f.py) < 0) {
         fprintf(
             stderr,
             "mtrace calibrate: cannot run %s %s (use --python / --scripts)\n",
             o.python, script ? script : "gil_pingpong.py (not found)");
-        return 1;
+        return cal_fail(&o);
     }
     if (o.python_ft == NULL &&
         system("command -v python3.13t >/dev/null 2>&1") == 0)
@@ -779,10 +814,11 @@ sim_calibrate_main(int argc, char **argv)
         fprintf(stderr,
                 "mtrace calibrate: %s failed; no free-threaded figure\n",
                 o.python_ft);
-    if (o.out_path && (out = fopen(o.out_path, "w")) == NULL) {
+    if (o.out_path &&
+        (ftruncate(o.out_fd, 0) < 0 || (out = fdopen(o.out_fd, "w")) == NULL)) {
         fprintf(stderr, "mtrace calibrate: %s: %s\n", o.out_path,
                 strerror(errno));
-        return 1;
+        return cal_fail(&o);
     }
     if (f.cold_ns > COLD_OVERLOAD_NS)
         fprintf(stderr,

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "core/mem.h"
 
@@ -194,6 +195,33 @@ load_line(struct sim_scenario_set *s, struct sim_scenario **cur, char *line,
                               err);
 }
 
+/* A directory, or a regular file with a NUL byte in its first 4 KiB (a
+ * pcap, a trace), is refused before parsing: exit 1, not a line error. */
+static int
+check_text(FILE *f, const char *path, struct mt_err *err)
+{
+    struct stat st;
+    char head[4096];
+    size_t n;
+    const char *nul;
+
+    if (fstat(fileno(f), &st) < 0)
+        return mt_err_set(err, -errno, 0, "%s: %s", path, strerror(errno));
+    if (S_ISDIR(st.st_mode))
+        return mt_err_set(err, -EISDIR, 0, "%s: %s", path, strerror(EISDIR));
+    if (!S_ISREG(st.st_mode))
+        return 0;
+    n = fread(head, 1, sizeof(head), f);
+    nul = memchr(head, '\0', n);
+    if (nul != NULL)
+        return mt_err_set(err, MT_ECORRUPT, 0,
+                          "%s: not a text file (a NUL byte at offset %zu): "
+                          "expected 'key = value' lines",
+                          path, (size_t)(nul - head));
+    rewind(f);
+    return 0;
+}
+
 int
 sim_scenario_load(struct sim_scenario_set *s, const char *path, bool host,
                   struct mt_err *err)
@@ -201,14 +229,21 @@ sim_scenario_load(struct sim_scenario_set *s, const char *path, bool host,
     FILE *f = fopen(path, "r");
     char line[1024];
     struct sim_scenario *cur = NULL;
-    size_t lineno = 0;
+    size_t lineno = 0, content = 0;
     int rc = 0;
 
     if (f == NULL)
         return mt_err_set(err, -errno, 0, "%s: %s", path, strerror(errno));
+    if ((rc = check_text(f, path, err)) < 0) {
+        fclose(f);
+        return rc;
+    }
+    errno = 0;
     while (fgets(line, sizeof(line), f)) {
         struct mt_err e = {0};
+        const char *q = line + strspn(line, " \t\r\n");
         lineno++;
+        content += *q != '\0' && *q != '#';
         if (strchr(line, '\n') == NULL && !feof(f)) {
             rc =
                 mt_err_set(err, MT_EUSAGE, lineno,
@@ -223,7 +258,12 @@ sim_scenario_load(struct sim_scenario_set *s, const char *path, bool host,
             cur = &s->v[s->n - 1]; /* v may have moved */
     }
     if (rc == 0 && ferror(f))
-        rc = mt_err_set(err, -EIO, 0, "%s: read error", path);
+        rc = mt_err_set(err, errno ? -errno : -EIO, 0, "%s: read error (%s)",
+                        path, strerror(errno ? errno : EIO));
+    else if (rc == 0 && content == 0)
+        rc = mt_err_set(err, MT_EUSAGE, 0,
+                        "%s: no %s in the file (empty, or only comments)", path,
+                        host ? "host facts" : "scenario");
     fclose(f);
     return rc;
 }

@@ -91,6 +91,20 @@ struct sim_opts {
     bool no_params;
 };
 
+/* --seed's value: the range of the parameter 'seed' (sim/params.c). */
+static bool
+seed_ok(const char *v)
+{
+    char *end;
+    unsigned long long n;
+
+    if (*v < '0' || *v > '9')
+        return false;
+    errno = 0;
+    n = strtoull(v, &end, 10);
+    return errno == 0 && *end == '\0' && n <= 9200000000000000000ull;
+}
+
 static int
 usage_err(const char *msg, const char *arg)
 {
@@ -226,6 +240,10 @@ handle_opt(int c, struct sim_opts *o, int argc, char **argv)
         o->only = optarg;
         break;
     case O_SEED:
+        if (!seed_ok(optarg))
+            return usage_err("--seed: expected an integer from 0 to "
+                             "9200000000000000000, got",
+                             optarg);
         o->seed = optarg;
         break;
     case O_CSV:
@@ -243,8 +261,18 @@ handle_opt(int c, struct sim_opts *o, int argc, char **argv)
     case O_MEAS:
         o->measured = optarg;
         break;
+    case ':':
+        return usage_err("option needs a value", argv[optind - 1]);
     default:
-        return usage_err("unknown option", argv[optind - 1]);
+        if (strncmp(argv[optind - 1], "--", 2) == 0)
+            return usage_err(optopt != 0 ? "no value allowed for option"
+                                         : "unknown option",
+                             argv[optind - 1]);
+        fprintf(stderr,
+                "mtrace sim: unknown option '-%c'; run 'mtrace sim "
+                "--help'\n",
+                optopt > 32 && optopt < 127 ? optopt : '?');
+        return 2;
     }
     return 0;
 }
@@ -279,7 +307,8 @@ parse_args(int argc, char **argv, struct sim_opts *o)
     o->seq_cpu_us = NAN;
     o->seq_calls = 1000;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+    opterr = 0; /* one line of our own instead of getopt's */
+    while ((c = getopt_long(argc, argv, ":h", lo, NULL)) != -1) {
         if ((rc = handle_opt(c, o, argc, argv)) != 0)
             return rc;
     }
@@ -650,8 +679,11 @@ sim_cli_main(int argc, char **argv)
                 err.msg[0] ? err.msg : mt_strerror(rc));
         return rc == MT_EUSAGE ? 2 : 1;
     }
-    fflush(stdout);
-    return ferror(stdout) ? 1 : 0;
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "mtrace sim: error writing the output\n");
+        return 1;
+    }
+    return 0;
 }
 
 int

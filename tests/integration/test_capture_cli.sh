@@ -54,6 +54,33 @@ for opt in --listen --target -o --delay-ms --spin-us --max-conns --threads --qui
     --max-msg-bytes --redact --rt-prio --zstd-level --cpu-dma-latency; do
     grep -q -- "$opt" "$TMP/help" || fail "--help does not document $opt"
 done
+# the synopsis (up to the first empty line) lists, per mode, every option
+# that mode accepts
+sed '/^$/q' "$TMP/help" >"$TMP/syn"
+awk '/--pcap FILE/ {exit} {print}' "$TMP/syn" >"$TMP/syn.proxy"
+awk '/--pcap FILE/ {p=1} /--iface IF/ {p=0} p' "$TMP/syn" >"$TMP/syn.pcap"
+awk '/--iface IF/ {p=1} p' "$TMP/syn" >"$TMP/syn.iface"
+for opt in --listen --target --delay-ms --max-conns --threads --spin-us --rt-prio \
+    --idle-timeout-s --msg-timeout-s --max-msg-bytes --queue-mb --zstd-level \
+    --cpu-dma-latency --redact --quiet --force; do
+    grep -q -- "$opt" "$TMP/syn.proxy" || fail "proxy synopsis lacks $opt"
+done
+for opt in --port --filter --zstd-level --redact --quiet --force; do
+    grep -q -- "$opt" "$TMP/syn.pcap" || fail "--pcap synopsis lacks $opt"
+done
+for opt in --port --filter --duration --count --buffer-mb --zstd-level \
+    --cpu-dma-latency --redact --quiet --force; do
+    grep -q -- "$opt" "$TMP/syn.iface" || fail "--iface synopsis lacks $opt"
+done
+# a missing interface is a runtime condition like a missing --pcap file
+"$MTRACE" capture --iface nosuch0 -o "$TMP/x" 2>"$TMP/err"
+st=$?
+[ $st -eq 1 ] || fail "--iface nosuch0: exit $st, want 1 ($(cat "$TMP/err"))"
+grep -q "nosuch0" "$TMP/err" || fail "--iface nosuch0: message: $(cat "$TMP/err")"
+"$MTRACE" capture --pcap "$TMP/nosuch.pcap" -o "$TMP/x" 2>"$TMP/err"
+st=$?
+[ $st -eq 1 ] || fail "--pcap missing file: exit $st, want 1"
+[ ! -e "$TMP/x" ] || fail "a missing input created the output file"
 
 start_mock MOCK
 echo keep >"$TMP/exists"

@@ -123,4 +123,21 @@ if [ -f "$TOP/traces/sample.zst" ]; then
     "$MTRACE" dump --json "$TOP/traces/sample.zst" | jq -e . >/dev/null || fail "sample.zst dump"
     "$MTRACE" stats --json "$TOP/traces/sample.zst" | jq -e '.complete' >/dev/null || fail "sample.zst stats"
 fi
+# a damaged header frame (byte 8, inside the first zstd frame) loses the
+# header record only: every record of the later frames is still dumped, exit 1,
+# one line saying the header is lost (DESIGN rule 6)
+python3 -c 'import sys; b = bytearray(open(sys.argv[1], "rb").read()); b[8] ^= 0xff; open(sys.argv[2], "wb").write(b)' \
+    "$T" "$TMP/hdr.zst"
+"$MTRACE" dump "$T" >"$TMP/full.txt" || fail "dump of the intact trace"
+"$MTRACE" dump "$TMP/hdr.zst" >"$TMP/hdr.txt" 2>"$TMP/hdr.err"
+st=$?
+[ $st = 1 ] || fail "dump of a damaged header frame: exit $st, want 1"
+grep -q "header record lost, resuming at offset" "$TMP/hdr.err" || fail "no header-lost message: $(cat "$TMP/hdr.err")"
+[ "$(wc -l <"$TMP/hdr.txt")" = $(($(wc -l <"$TMP/full.txt") - 1)) ] ||
+    fail "damaged header frame: $(wc -l <"$TMP/hdr.txt") lines, want all but the header's"
+tail -n +2 "$TMP/full.txt" | cut -c14- >"$TMP/full.rest"
+cut -c14- "$TMP/hdr.txt" >"$TMP/hdr.rest"
+cmp -s "$TMP/full.rest" "$TMP/hdr.rest" || fail "damaged header frame: records differ"
+"$MTRACE" stats --json "$TMP/hdr.zst" 2>/dev/null | jq -e '.messages.c2s == 107 and .messages.s2c == 105' >/dev/null ||
+    fail "stats of a damaged header frame lost records"
 echo "dump/stats: ok"

@@ -118,12 +118,13 @@ timeout 20 "$MTRACE" capture --quiet --iface lo --port 1 --duration 1 \
     -o "$TMP/idle.zst" || fail "--duration 1: exit $?"
 "$B/helpers/pcap_tracecount" "$TMP/idle.zst" | grep -q "^stat packets 0$" ||
     fail "--duration 1: unexpected packets"
-# A bad interface or live filter is bad usage (exit 2, DESIGN.md's CLI
-# contract), says which, and leaves no trace behind.
+# A missing interface is a runtime failure (exit 1, like a missing --pcap
+# file), a bad live filter bad usage (exit 2, DESIGN.md's CLI contract);
+# each says which, and leaves no trace behind.
 rc=0
 "$MTRACE" capture --iface mtrace-nosuch0 --duration 1 -o "$TMP/bad.zst" \
     2>"$TMP/bad.err" || rc=$?
-[ "$rc" -eq 2 ] || fail "--iface mtrace-nosuch0: exit $rc, want 2"
+[ "$rc" -eq 1 ] || fail "--iface mtrace-nosuch0: exit $rc, want 1"
 grep -q -- "--iface mtrace-nosuch0" "$TMP/bad.err" ||
     fail "--iface error does not name it: $(cat "$TMP/bad.err")"
 rc=0

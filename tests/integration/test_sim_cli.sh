@@ -128,4 +128,42 @@ $S --trace "$TMP/nonexistent.zst" 2>"$TMP/e3"; [ $? = 1 ] || fail "missing trace
 grep -q "nonexistent.zst" "$TMP/e3" || fail "missing trace message"
 $S --seq-mean-ms 0.001 2>"$TMP/e4"; [ $? = 2 ] || fail "impossible calibration not exit 2"
 grep -q "without any Python CPU" "$TMP/e4" || fail "calibration error message"
+# bad input, each one line that names what (audit, session 5)
+one_line() { # one_line WANT_EXIT WANT_TEXT ARGS...: exit, text, one stderr line
+    local want=$1 text=$2 st
+    shift 2
+    "$MTRACE" "$@" >"$TMP/o" 2>"$TMP/e"
+    st=$?
+    [ $st = "$want" ] || fail "$*: exit $st, want $want ($(cat "$TMP/e"))"
+    grep -q -- "$text" "$TMP/e" || fail "$*: no '$text' in: $(cat "$TMP/e")"
+    [ "$(wc -l <"$TMP/e")" = 1 ] || fail "$*: not one line: $(cat "$TMP/e")"
+}
+: >"$TMP/empty.scn"
+one_line 2 "empty.scn: no scenario" sim --scenario "$TMP/empty.scn"
+[ ! -s "$TMP/o" ] || fail "an empty scenario file ran: $(head -3 "$TMP/o")"
+printf '# just a comment\n\n   # another\n' >"$TMP/comments.scn"
+one_line 2 "comments.scn: no scenario" sim --scenario "$TMP/comments.scn"
+one_line 2 "empty.scn: no host facts" sim --host "$TMP/empty.scn" --set calls=2
+one_line 2 "--seed: expected an integer from 0" sim --seed -5
+one_line 2 "--seed: expected an integer from 0" sim --seed x
+one_line 2 "unknown option: --bogus" sim --bogus
+one_line 2 "needs a value: --scenario" sim --scenario
+one_line 2 "unknown option '--bogus'" calibrate --bogus
+one_line 1 "not a text file" sim --scenario "$TOP/traces/sample.zst"
+one_line 1 "not a text file" sim --host "$TOP/traces/sample.zst"
+one_line 1 "Is a directory" sim --scenario "$TMP"
+# calibrate -o: a bad path fails at once, before ~40 s of measuring
+start=$(date +%s)
+one_line 1 "No such file or directory" calibrate -o "$TMP/nonexistent/host.txt"
+[ $(($(date +%s) - start)) -lt 5 ] || fail "calibrate -o checked only after measuring"
+one_line 1 "Is a directory" calibrate -o "$TMP"
+# sim checks its output (a full disk while writing a table)
+if [ -w /dev/full ]; then
+    for np in --no-params ""; do
+        $S --scenario "$TOP/sim/scenarios/seed000.scn" --only gil-direct-seq $np \
+            >/dev/full 2>"$TMP/e5"
+        [ $? = 1 ] || fail "sim $np > /dev/full: exit not 1"
+        grep -q "error writing the output" "$TMP/e5" || fail "sim $np > /dev/full: no message"
+    done
+fi
 echo "ok"
