@@ -156,7 +156,7 @@ sim_tracelat_load(const char *path, struct sim_tracelat *out,
     struct trace_reader *r;
     struct trace_rec rec;
     struct ptab pt = {0};
-    size_t cap = 0;
+    size_t cap = 0, damaged = 0;
     int rc;
 
     memset(out, 0, sizeof(*out));
@@ -164,7 +164,17 @@ sim_tracelat_load(const char *path, struct sim_tracelat *out,
     if (r == NULL)
         return mt_err_set(err, e.code ? e.code : MT_ECORRUPT, 0, "%s: %s", path,
                           e.msg);
-    while ((rc = trace_reader_next(r, &rec, &e)) == MT_OK) {
+    for (;;) {
+        rc = trace_reader_next(r, &rec, &e);
+        if (rc == MT_ECORRUPT || rc == MT_ETOOBIG) {
+            /* The reader resynchronised after a damaged frame (as dump
+             * and stats go on): say so once per frame, keep reading. */
+            mt_warn("sim: %s: %s", path, e.msg);
+            damaged++;
+            continue;
+        }
+        if (rc != MT_OK)
+            break;
         if (rec.type != TRACE_REC_MSG)
             continue;
         if ((rc = on_msg(&rec.u.msg, &pt, out, &cap)) < 0) {
@@ -177,11 +187,17 @@ sim_tracelat_load(const char *path, struct sim_tracelat *out,
     trace_reader_free(r);
     out->unanswered = pt.n;
     mt_free(pt.v);
-    if (rc < 0 && out->n > 0 && (rc == MT_ETRUNC || rc == MT_ECORRUPT)) {
+    if (rc == MT_END)
+        rc = 0;
+    if (rc == MT_ETRUNC && out->n > 0) {
         mt_warn("sim: %s: %s; using the %zu samples before the damage", path,
                 e.msg, out->n);
         rc = 0;
     }
+    if (rc == 0 && damaged > 0 && out->n > 0)
+        mt_warn("sim: %s: %zu damaged frame(s) skipped; using the %zu "
+                "samples of the intact ones",
+                path, damaged, out->n);
     if (rc < 0) {
         sim_tracelat_free(out);
         return mt_err_set(err, rc, e.offset, "%s: %s", path, e.msg);

@@ -287,6 +287,9 @@ stats_cli_main(int argc, char **argv)
         trace_reader_free(r);
         return 1;
     }
+    /* The reader's header: the file's, or, when the first frame was
+     * damaged and no header record comes, one that says so. */
+    s.hdr = *trace_reader_header(r);
     status = stats_read(&s, r, path, err_msg, sizeof(err_msg));
     stats_finish(&s);
     if (json)

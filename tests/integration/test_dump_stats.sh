@@ -140,4 +140,6 @@ cut -c14- "$TMP/hdr.txt" >"$TMP/hdr.rest"
 cmp -s "$TMP/full.rest" "$TMP/hdr.rest" || fail "damaged header frame: records differ"
 "$MTRACE" stats --json "$TMP/hdr.zst" 2>/dev/null | jq -e '.messages.c2s == 107 and .messages.s2c == 105' >/dev/null ||
     fail "stats of a damaged header frame lost records"
+"$MTRACE" stats "$TMP/hdr.zst" 2>/dev/null | head -1 | grep -q "(header lost" ||
+    fail "stats of a damaged header frame does not say the header is lost"
 echo "dump/stats: ok"

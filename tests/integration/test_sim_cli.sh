@@ -93,6 +93,19 @@ grep -q 'sim threads=20 delay=1,gil,deadline,1,20' "$TMP/sweep.csv" || fail "swe
 grep -q 'gil_handoff_us .*\[measured\]' "$TMP/sweep.params" || fail "measured origin missing"
 $S --trace "$TOP/tests/data/traces/v1_scenario.zst" 2>&1 |
     grep -q 'server_us .*\[trace\] [0-9]* request->reply latencies' || fail "trace origin missing"
+# A damaged frame in --trace: the reader resynchronises and sim keeps the
+# samples of every intact frame, after the damage too (it used to stop at
+# the damage: mktrace's second frame damaged left none and exited 1).
+"$TOP/${BUILD:-build/release}/helpers/mktrace" "$TMP/mk.zst" >/dev/null || fail "mktrace"
+$PYTHON -c "import sys; b=bytearray(open(sys.argv[1],'rb').read()); b[200]^=0x10; open(sys.argv[2],'wb').write(b)" \
+    "$TMP/mk.zst" "$TMP/mkflip.zst"
+$S --trace "$TMP/mkflip.zst" >"$TMP/flip.out" 2>&1 || fail "damaged --trace: exit $?: $(cat "$TMP/flip.out")"
+grep -q 'damaged frame(s) skipped; using the [0-9]* samples of the intact ones' "$TMP/flip.out" ||
+    fail "damaged --trace: no skip warning: $(grep sim: "$TMP/flip.out")"
+nflip=$(sed -n 's/.*\[trace\] \([0-9]*\) request->reply latencies.*/\1/p' "$TMP/flip.out")
+nfull=$($S --trace "$TMP/mk.zst" 2>&1 | sed -n 's/.*\[trace\] \([0-9]*\) request->reply latencies.*/\1/p')
+[ -n "$nflip" ] && [ -n "$nfull" ] && [ "$nflip" -gt 0 ] && [ "$nflip" -lt "$nfull" ] ||
+    fail "damaged --trace: $nflip samples of $nfull"
 
 # herd model (small), plot
 cat >"$TMP/herd.scn" <<'X'
