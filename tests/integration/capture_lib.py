@@ -17,6 +17,7 @@ import re
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -185,6 +186,35 @@ class Env:
             fail("mtrace dump exited %d: %s" % (r.returncode, r.stderr[-2000:]))
         recs = [json.loads(l) for l in r.stdout.splitlines() if l.strip()]
         return recs
+
+
+def op_msg(request_id, doc):
+    """An OP_MSG (flags 0, one body section) of doc, for raw-socket clients."""
+    import bson  # python3-bson; imported here: not every test needs it
+    body = bson.encode(doc)
+    return struct.pack("<iiiiIB", 16 + 5 + len(body), request_id, 0, 2013, 0, 0) + body
+
+
+def recv_msg(sock, timeout=None):
+    """One whole wire message read from sock (exactly its bytes), or None
+    at EOF; with timeout (seconds), also None when it does not come in time
+    (without, the socket's own timeout applies)."""
+    if timeout is not None:
+        sock.settimeout(timeout)
+    data = b""
+    try:
+        for want in (4, None):  # the length field, then the rest
+            n = want or struct.unpack("<i", data[:4])[0]
+            while len(data) < n:
+                chunk = sock.recv(n - len(data))
+                if not chunk:
+                    return None
+                data += chunk
+    except socket.timeout:
+        if timeout is None:
+            raise
+        return None
+    return data
 
 
 def msgs(recs, direction=None):

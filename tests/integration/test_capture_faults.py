@@ -28,35 +28,12 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from capture_lib import (PYTHON, TOP, Env, check, check_pairs, free_port,  # noqa: E402
-                         msgs, summary_bytes)
+                         msgs, op_msg, recv_msg, summary_bytes)
 
-import bson  # noqa: E402
 from pymongo import MongoClient, monitoring  # noqa: E402
 from pymongo.errors import PyMongoError  # noqa: E402
 
 DOC = {"_id": "test-doc-1", "value": 42}
-
-
-def op_msg(request_id, doc):
-    body = bson.encode(doc)
-    return struct.pack("<iiiiIB", 16 + 5 + len(body), request_id, 0, 2013, 0, 0) + body
-
-
-def recv_msg(sock):
-    hdr = b""
-    while len(hdr) < 4:
-        chunk = sock.recv(4 - len(hdr))
-        if not chunk:
-            return None
-        hdr += chunk
-    (n,) = struct.unpack("<i", hdr)
-    data = hdr
-    while len(data) < n:
-        chunk = sock.recv(n - len(data))
-        if not chunk:
-            return None
-        data += chunk
-    return data
 
 
 def wait_closed(sock, what, timeout=5):

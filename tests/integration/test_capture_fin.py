@@ -39,16 +39,11 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from capture_lib import Env, check, msgs, summary_bytes  # noqa: E402
+from capture_lib import Env, check, msgs, op_msg, summary_bytes  # noqa: E402
 
 import bson  # noqa: E402
 
 N = 20
-
-
-def op_msg(request_id, doc):
-    body = bson.encode(doc)
-    return struct.pack("<iiiiIB", 16 + 5 + len(body), request_id, 0, 2013, 0, 0) + body
 
 
 def read_all(sock, timeout=10):

@@ -22,36 +22,15 @@ import struct
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from capture_lib import Env, check, msgs, summary_bytes  # noqa: E402
+from capture_lib import Env, check, msgs, op_msg, recv_msg, summary_bytes  # noqa: E402
 
-import bson  # noqa: E402
 
 N = 5
-
-
-def op_msg(request_id, doc):
-    body = bson.encode(doc)
-    return struct.pack("<iiiiIB", 16 + 5 + len(body), request_id, 0, 2013, 0, 0) + body
 
 
 def find(request_id):
     return op_msg(request_id, {"find": "test_col", "filter": {"_id": "test-doc-1"},
                                "$db": "benchmark_db"})
-
-
-def read_reply(sock, timeout=5):
-    """One whole wire message, or None on timeout / EOF."""
-    sock.settimeout(timeout)
-    data = b""
-    try:
-        while len(data) < 4 or len(data) < struct.unpack("<i", data[:4])[0]:
-            chunk = sock.recv(65536)
-            if not chunk:
-                return None
-            data += chunk
-    except socket.timeout:
-        return None
-    return data
 
 
 def urgent_last_byte(env):
@@ -64,7 +43,7 @@ def urgent_last_byte(env):
         s.send(find(100 + i), socket.MSG_OOB)
         socks.append(s)
     for i, s in enumerate(socks):
-        rep = read_reply(s)
+        rep = recv_msg(s, timeout=5)
         check(rep is not None, "conn %d: no reply to a find sent with MSG_OOB "
               "(the proxy stopped at the urgent mark)" % i)
         check(struct.unpack("<i", rep[8:12])[0] == 100 + i, "conn %d: wrong response_to" % i)
@@ -89,11 +68,11 @@ def urgent_mid_message(env):
     m = find(200)
     s.send(m[:40], socket.MSG_OOB)
     s.sendall(m[40:])
-    rep = read_reply(s)
+    rep = recv_msg(s, timeout=5)
     check(rep is not None, "no reply to a find with an urgent byte inside")
     check(struct.unpack("<i", rep[8:12])[0] == 200, "wrong response_to")
     s.sendall(find(201))
-    rep = read_reply(s)
+    rep = recv_msg(s, timeout=5)
     check(rep is not None and struct.unpack("<i", rep[8:12])[0] == 201,
           "no reply to the next find")
     s.close()
