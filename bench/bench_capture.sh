@@ -46,35 +46,14 @@ SECS=${SECS:-3}
 WARM=${WARM:-0.5}
 THREADS=${THREADS:-$(nproc)}
 REPS=${REPS:-1}
-LOADGEN=$BUILD/helpers/loadgen
-FIXEDSRV=$BUILD/helpers/fixedsrv
-TMP=$(mktemp -d /tmp/mtrace-bench.XXXXXX)
-PIDS=()
-
-cleanup() {
-    for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null; done
-    for p in "${PIDS[@]:-}"; do [ -n "$p" ] && wait "$p" 2>/dev/null; done
-    rm -rf "$TMP"
-}
-trap cleanup EXIT
-die() { echo "bench_capture: $*" >&2; exit 1; }
+BENCH_NAME=bench_capture
+. "$TOP/bench/capture_env.sh"
 
 for b in "$LOADGEN" "$FIXEDSRV" "$MTRACE" ${MTRACE_B:+"$MTRACE_B"}; do
     [ -x "$b" ] || die "$b not built (make bench)"
 done
 command -v haproxy >/dev/null || die "haproxy not installed (tools/deps.sh)"
 command -v socat >/dev/null || die "socat not installed (tools/deps.sh)"
-
-free_port() {
-    /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
-}
-wait_port() {
-    for ((i = 0; i < 200; i++)); do
-        (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0
-        sleep 0.02
-    done
-    die "nothing listening on $1"
-}
 
 PMQOS=${PMQOS:-0}
 case $PMQOS in
@@ -97,73 +76,7 @@ pmqos_now() {
     /usr/bin/python3 -c 'import struct; print(struct.unpack("i", open("/dev/cpu_dma_latency", "rb").read(4))[0])' 2>/dev/null || echo "?"
 }
 
-"$FIXEDSRV" --threads 1 >"$TMP/fixedsrv.out" &
-PIDS+=($!)
-for ((i = 0; i < 100; i++)); do grep -q READY "$TMP/fixedsrv.out" && break; sleep 0.02; done
-UP=$(awk '/READY/ {print $2}' "$TMP/fixedsrv.out")
-[ -n "$UP" ] || die "fixedsrv did not start"
-
-PROXY_PID=""
-PROXY_PORT=""
-start_proxy() { # kind [mtrace args...]
-    local kind=$1; shift
-    case $kind in
-    direct) PROXY_PORT=$UP; PROXY_PID=""; return ;;
-    mtrace | mtrace-b)
-        local bin=$MTRACE
-        [ "$kind" = mtrace-b ] && bin=$MTRACE_B
-        # truncate here: the background child's 2> redirection runs later,
-        # and the first grep must not see the previous run's line
-        : >"$TMP/mtrace.err"
-        "$bin" capture --listen 127.0.0.1:0 --target 127.0.0.1:$UP \
-            -o "$TMP/trace.$RANDOM.zst" --threads "$THREADS" "$@" 2>"$TMP/mtrace.err" &
-        PROXY_PID=$!
-        PIDS+=($PROXY_PID) # before anything can die: the trap stops it
-        for ((i = 0; i < 500; i++)); do
-            grep -q "listening on 127.0.0.1:[0-9]* ->" "$TMP/mtrace.err" && break
-            sleep 0.02
-        done
-        PROXY_PORT=$(grep -o 'listening on 127.0.0.1:[0-9]*' "$TMP/mtrace.err" | cut -d: -f2)
-        [ -n "$PROXY_PORT" ] || die "mtrace capture did not start: $(cat "$TMP/mtrace.err")"
-        ;;
-    haproxy)
-        PROXY_PORT=$(free_port)
-        cat >"$TMP/haproxy.cfg" <<EOF
-global
-    nbthread $THREADS
-    maxconn 4000
-defaults
-    mode tcp
-    timeout connect 5s
-    timeout client 60s
-    timeout server 60s
-frontend f
-    bind 127.0.0.1:$PROXY_PORT
-    default_backend b
-backend b
-    server s1 127.0.0.1:$UP
-EOF
-        haproxy -q -f "$TMP/haproxy.cfg" &
-        PROXY_PID=$!
-        PIDS+=($PROXY_PID)
-        wait_port "$PROXY_PORT"
-        ;;
-    socat)
-        PROXY_PORT=$(free_port)
-        socat TCP-LISTEN:$PROXY_PORT,bind=127.0.0.1,fork,reuseaddr,nodelay,backlog=1024 \
-            TCP:127.0.0.1:$UP,nodelay &
-        PROXY_PID=$!
-        PIDS+=($PROXY_PID)
-        wait_port "$PROXY_PORT"
-        ;;
-    esac
-}
-stop_proxy() {
-    [ -n "$PROXY_PID" ] || return 0
-    kill -TERM "$PROXY_PID" 2>/dev/null
-    wait "$PROXY_PID" 2>/dev/null
-    PROXY_PID=""
-}
+start_fixedsrv
 
 # CPU ticks (utime + stime, all threads) of process $1
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null || echo 0; }

@@ -33,17 +33,8 @@ CONNS=${CONNS:-1 16 256}
 REPS=${REPS:-3}
 SECS=${SECS:-3}
 THREADS=${THREADS:-$(nproc)}
-LOADGEN=$BUILD/helpers/loadgen
-FIXEDSRV=$BUILD/helpers/fixedsrv
-TMP=$(mktemp -d /tmp/mtrace-cpusplit.XXXXXX)
-PIDS=()
-cleanup() {
-    for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null; done
-    for p in "${PIDS[@]:-}"; do [ -n "$p" ] && wait "$p" 2>/dev/null; done
-    rm -rf "$TMP"
-}
-trap cleanup EXIT
-die() { echo "capture_cpu_split: $*" >&2; exit 1; }
+BENCH_NAME=capture_cpu_split
+. "$TOP/bench/capture_env.sh"
 for b in "$LOADGEN" "$FIXEDSRV" "$MTRACE"; do
     [ -x "$b" ] || die "$b not built (make bench)"
 done
@@ -57,72 +48,30 @@ idle() { awk '/^cpu / { print $5 }' /proc/stat; }
 thr() { for t in /proc/"$1"/task/*; do echo "${t##*/} $(awk '{ print $14 + $15 }' "$t/stat") $(tr ' ' _ <"$t/comm")"; done | sort; }
 calc() { awk "BEGIN { printf \"%.2f\", $* }"; }
 
-"$FIXEDSRV" --threads 1 >"$TMP/fs.out" &
-FS=$!
-PIDS+=("$FS")
-for ((i = 0; i < 100; i++)); do grep -q READY "$TMP/fs.out" && break; sleep 0.02; done
-UP=$(awk '/READY/ { print $2 }' "$TMP/fs.out")
-[ -n "$UP" ] || die "fixedsrv did not start"
-
-PP="" PORT=""
-start() { # kind
-    case $1 in
-    direct) PP="" PORT=$UP ;;
-    mtrace | mtrace-b)
-        local bin=$MTRACE
-        [ "$1" = mtrace-b ] && bin=${MTRACE_B:?MTRACE_B not set}
-        : >"$TMP/mt.err"
-        # shellcheck disable=SC2086
-        "$bin" capture --listen 127.0.0.1:0 --target 127.0.0.1:$UP -o "$TMP/t.$RANDOM.$SECONDS.zst" \
-            --threads "$THREADS" ${MTRACE_ARGS:-} 2>"$TMP/mt.err" &
-        PP=$!
-        PIDS+=("$PP")
-        for ((i = 0; i < 500; i++)); do grep -q "listening on" "$TMP/mt.err" && break; sleep 0.02; done
-        PORT=$(grep -o 'listening on 127.0.0.1:[0-9]*' "$TMP/mt.err" | cut -d: -f2)
-        [ -n "$PORT" ] || die "mtrace capture did not start: $(cat "$TMP/mt.err")"
-        ;;
-    haproxy)
-        PORT=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-        printf 'global\n    nbthread %s\n    maxconn 4000\ndefaults\n    mode tcp\n    timeout connect 5s\n    timeout client 60s\n    timeout server 60s\nfrontend f\n    bind 127.0.0.1:%s\n    default_backend b\nbackend b\n    server s1 127.0.0.1:%s\n' \
-            "$THREADS" "$PORT" "$UP" >"$TMP/h.cfg"
-        haproxy -q -f "$TMP/h.cfg" &
-        PP=$!
-        PIDS+=("$PP")
-        for ((i = 0; i < 200; i++)); do (exec 3<>/dev/tcp/127.0.0.1/"$PORT") 2>/dev/null && break; sleep 0.02; done
-        ;;
-    *) die "unknown kind '$1' (mtrace, haproxy, direct)" ;;
-    esac
-}
-stop() {
-    [ -n "$PP" ] || return 0
-    kill -TERM "$PP" 2>/dev/null
-    wait "$PP" 2>/dev/null
-    PP=""
-    rm -f "$TMP"/t.*.zst
-}
+start_fixedsrv
 
 # one KIND N -> one line
 one() {
     local f0 f1 fc0 fc1 i0 i1 p0=0 p1=0 pc0="0 0" pc1="0 0" rps req line lu ls lw lc
-    "$LOADGEN" --target 127.0.0.1:"$PORT" --conns "$2" --duration 0.5 --warmup 0 >/dev/null ||
+    "$LOADGEN" --target 127.0.0.1:"$PROXY_PORT" --conns "$2" --duration 0.5 --warmup 0 >/dev/null ||
         die "loadgen warm-up through $1 failed"
     f0=$(ticks $FS) fc0=$(csw $FS) i0=$(idle)
-    [ -n "$PP" ] && { p0=$(ticks "$PP"); pc0=$(csw "$PP"); thr "$PP" >"$TMP/th0"; }
-    /usr/bin/time -f "%U %S %w %c" -o "$TMP/lg.time" "$LOADGEN" --target 127.0.0.1:"$PORT" \
+    [ -n "$PROXY_PID" ] && { p0=$(ticks "$PROXY_PID"); pc0=$(csw "$PROXY_PID"); thr "$PROXY_PID" >"$TMP/th0"; }
+    /usr/bin/time -f "%U %S %w %c" -o "$TMP/lg.time" "$LOADGEN" --target 127.0.0.1:"$PROXY_PORT" \
         --conns "$2" --duration "$SECS" --warmup 0 >"$TMP/lg.out" || die "loadgen through $1 failed"
     f1=$(ticks $FS) fc1=$(csw $FS) i1=$(idle)
-    [ -n "$PP" ] && { p1=$(ticks "$PP"); pc1=$(csw "$PP"); thr "$PP" >"$TMP/th1"; }
+    [ -n "$PROXY_PID" ] && { p1=$(ticks "$PROXY_PID"); pc1=$(csw "$PROXY_PID"); thr "$PROXY_PID" >"$TMP/th1"; }
     rps=$(sed -n 's/.* rps=\([0-9.]*\).*/\1/p' "$TMP/lg.out")
     req=$(calc "$rps * $SECS")
     read -r lu ls lw lc <"$TMP/lg.time"
     line="$1 n=$2 rps=$rps p50=$(sed -n 's/.* p50_us=\([0-9.]*\).*/\1/p' "$TMP/lg.out")"
     line+=" p99=$(sed -n 's/.* p99_us=\([0-9.]*\).*/\1/p' "$TMP/lg.out") client=$(calc "($lu + $ls) * 1e6 / $req")"
     line+=" upstream=$(calc "($f1 - $f0) / $HZ * 1e6 / $req")"
-    [ -n "$PP" ] && line+=" proxy=$(calc "($p1 - $p0) / $HZ * 1e6 / $req")"
+    [ -n "$PROXY_PID" ] && line+=" proxy=$(calc "($p1 - $p0) / $HZ * 1e6 / $req")"
     line+=" idle=$(calc "($i1 - $i0) / $HZ * 1e6 / $req")"
     set -- $fc0 $fc1
     line+=" cs client=$(calc "$lw / $req")/$(calc "$lc / $req") upstream=$(calc "($3 - $1) / $req")/$(calc "($4 - $2) / $req")"
-    if [ -n "$PP" ]; then
+    if [ -n "$PROXY_PID" ]; then
         set -- $pc0 $pc1
         line+=" proxy=$(calc "($3 - $1) / $req")/$(calc "($4 - $2) / $req") threads:"
         line+=$(join "$TMP/th0" "$TMP/th1" | awk -v hz="$HZ" -v r="$req" '{ printf " %s=%.2f", $3, ($4 - $2) / hz * 1e6 / r }')
@@ -135,9 +84,11 @@ echo "(us of CPU per request; cs = context switches per request, voluntary/invol
 for n in $CONNS; do
     for ((r = 0; r < REPS; r++)); do
         for k in $KINDS; do
-            start "$k"
+            # shellcheck disable=SC2086
+            start_proxy "$k" ${MTRACE_ARGS:-}
             one "$k" "$n"
-            stop
+            stop_proxy
+            rm -f "$TMP"/trace.*.zst
         done
     done
 done
