@@ -98,21 +98,27 @@ struct sniff {
     uint32_t prec_ns; /* the file's native timestamp precision */
 };
 
+/*
+ * The BPF expression for --port (default 27017), or --filter as given.  On
+ * Ethernet the same ports are matched behind one VLAN tag too; other link
+ * types have no VLAN tags in the frame, and libpcap refuses "vlan" there
+ * (e.g. the cooked headers of --iface any).
+ */
 static void
-build_filter(const struct sniff_opts *o, char *out, size_t cap)
+build_filter(const struct sniff_opts *o, int dlt, char *out, size_t cap)
 {
     size_t n = 0;
     uint16_t def = 27017;
     const uint16_t *ports = o->nports ? o->ports : &def;
     size_t np = o->nports ? o->nports : 1;
+    int variants = dlt == DLT_EN10MB ? 2 : 1;
 
     if (o->filter != NULL) {
         snprintf(out, cap, "%s", o->filter);
         return;
     }
-    /* The same ports with and without one VLAN tag. */
     out[0] = 0;
-    for (int v = 0; v < 2; v++) {
+    for (int v = 0; v < variants; v++) {
         n += (size_t)snprintf(out + n, n < cap ? cap - n : 0, "%s(%stcp and (",
                               v ? " or " : "", v ? "vlan and " : "");
         for (size_t i = 0; i < np && n < cap; i++)
@@ -452,8 +458,8 @@ open_live(struct sniff *s)
                           SNIFF_BUFFER_MB_MAX);
     s->p = pcap_create(s->o->iface, eb);
     if (s->p == NULL)
-        return mt_err_set(s->err, MT_EUSAGE, 0, "--iface %s: %s", s->o->iface,
-                          eb);
+        return mt_err_set(s->err, MT_EUNSUPPORTED, 0, "--iface %s: %s",
+                          s->o->iface, eb);
     pcap_set_snaplen(s->p, SNAPLEN);
     pcap_set_promisc(s->p, 0);
     /* Not immediate: TPACKET_V3 (see the top of the file). */
@@ -462,9 +468,14 @@ open_live(struct sniff *s)
     pcap_set_buffer_size(s->p, (int)((uint64_t)mb << 20)); /* <= 1 GiB */
     pcap_set_tstamp_precision(s->p, PCAP_TSTAMP_PRECISION_NANO);
     rc = pcap_activate(s->p);
+    /* Every failure here is the interface's state or our rights, not the
+     * command line (--buffer-mb was checked above): exit 1. */
     if (rc < 0)
         return mt_err_set(s->err,
-                          rc == PCAP_ERROR_PERM_DENIED ? -EPERM : MT_EUSAGE, 0,
+                          rc == PCAP_ERROR_PERM_DENIED   ? -EPERM
+                          : rc == PCAP_ERROR_IFACE_NOT_UP ? -ENETDOWN
+                                                          : MT_EUNSUPPORTED,
+                          0,
                           "--iface %s: %s%s", s->o->iface, pcap_statustostr(rc),
                           rc == PCAP_ERROR_PERM_DENIED
                               ? " (live capture needs root or CAP_NET_RAW)"
@@ -644,7 +655,7 @@ sniff_run(const struct sniff_opts *o, struct mt_err *err)
     sigaction(SIGTERM, &sa, &old_term);
     rc = o->pcap_path ? open_offline(&s) : open_live(&s);
     if (rc == 0 && (o->iface != NULL || o->filter != NULL)) {
-        build_filter(o, filter, sizeof(filter));
+        build_filter(o, s.dlt, filter, sizeof(filter));
         rc = apply_filter(&s, filter);
     }
     if (rc == 0 && o->iface != NULL)

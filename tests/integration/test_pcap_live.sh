@@ -39,42 +39,51 @@ burst() {
     kill -INT $CAP
     wait $CAP || fail "mtrace capture exited $? after the burst"
 }
-# --duration is a safety net here: the capture is stopped with SIGINT as
-# soon as the client is done (a clean stop: flows closed, stats written).
-"$MTRACE" capture --iface lo --port "$PORT" --duration 60 -o "$TMP/live.zst" \
-    2>"$TMP/cap.err" &
-CAP=$!
-track_pid $CAP
-for ((i = 0; i < 100; i++)); do [ -s "$TMP/live.zst" ] && break; sleep 0.05; done
-[ -s "$TMP/live.zst" ] || { cat "$TMP/cap.err"; fail "capture did not start"; }
-"$PYTHON" "$TOP/tests/integration/pcap_live_client.py" "$PORT" >"$TMP/sent" ||
-    fail "pymongo client failed"
-sleep 0.3 # let the last packets reach the capture
-kill -INT $CAP
-wait $CAP || { cat "$TMP/cap.err"; fail "mtrace capture exited $?"; }
-cat "$TMP/cap.err"
-"$B/helpers/pcap_tracecount" "$TMP/live.zst" >"$TMP/lst" || fail "cannot read trace"
-grep -q "^header live prec=" "$TMP/lst" || fail "header: $(head -1 "$TMP/lst")"
-# Every command pymongo sent, exactly as many times.
-while read -r dir cmd n; do
-    got=$(awk -v c="$cmd" '$1 == "msg" && $3 == "c2s" && $4 == "2013" && $5 == c' \
-        "$TMP/lst" | wc -l)
-    [ "$got" -eq "$n" ] || fail "$cmd: pymongo sent $n, trace has $got"
-    echo "$cmd: $n sent, $got in the trace"
-done <"$TMP/sent"
-[ -s "$TMP/sent" ] || fail "client printed nothing"
-# Each connection: as many replies as requests; no flags (gap, resync).
-awk '$1 == "msg" { k = $2 " " $3; n[k]++ }
-     $1 == "msg" && $6 != "flags=0" { bad++ }
-     END { for (k in n) { split(k, a, " ");
-             if (a[2] == "c2s" && n[a[1] " s2c"] != n[k]) { print "conn " a[1] ": " n[k] " requests, " n[a[1] " s2c"] " replies"; bad++ } }
-           exit bad > 0 }' "$TMP/lst" || fail "unmatched or flagged messages"
-grep -q "^stat gaps 0$" "$TMP/lst" || fail "gaps: $(grep '^stat gaps' "$TMP/lst")"
-grep -q "^stat resyncs 0$" "$TMP/lst" || fail "resyncs"
-[ "$(grep -c '^open ' "$TMP/lst")" -ge 1 ] || fail "no connection"
-[ "$(grep -c '^close ' "$TMP/lst")" -eq "$(grep -c '^open ' "$TMP/lst")" ] ||
-    fail "not every connection has its close record"
-echo "live: $(grep -c '^msg ' "$TMP/lst") messages on $(grep -c '^open ' "$TMP/lst") connections"
+# live_calls IFACE NAME: pymongo's calls while `mtrace capture --iface
+# IFACE` runs; every command pymongo sent is in $TMP/NAME.lst exactly as
+# many times, each connection has as many replies as requests, no gap, no
+# resync, every connection closed.  --duration is a safety net: the capture
+# is stopped with SIGINT as soon as the client is done (a clean stop: flows
+# closed, stats written).
+live_calls() {
+    local iface=$1 name=$2 lst=$TMP/$2.lst
+    "$MTRACE" capture --iface "$iface" --port "$PORT" --duration 60 \
+        -o "$TMP/$name.zst" 2>"$TMP/$name.err" &
+    CAP=$!
+    track_pid $CAP
+    for ((i = 0; i < 100; i++)); do [ -s "$TMP/$name.zst" ] && break; sleep 0.05; done
+    [ -s "$TMP/$name.zst" ] || { cat "$TMP/$name.err"; fail "$iface: capture did not start"; }
+    "$PYTHON" "$TOP/tests/integration/pcap_live_client.py" "$PORT" >"$TMP/sent" ||
+        fail "pymongo client failed"
+    sleep 0.3 # let the last packets reach the capture
+    kill -INT $CAP
+    wait $CAP || { cat "$TMP/$name.err"; fail "$iface: mtrace capture exited $?"; }
+    cat "$TMP/$name.err"
+    "$B/helpers/pcap_tracecount" "$TMP/$name.zst" >"$lst" || fail "cannot read trace"
+    grep -q "^header live prec=" "$lst" || fail "header: $(head -1 "$lst")"
+    while read -r dir cmd n; do
+        got=$(awk -v c="$cmd" '$1 == "msg" && $3 == "c2s" && $4 == "2013" && $5 == c' \
+            "$lst" | wc -l)
+        [ "$got" -eq "$n" ] || fail "$iface: $cmd: pymongo sent $n, trace has $got"
+        echo "$iface: $cmd: $n sent, $got in the trace"
+    done <"$TMP/sent"
+    [ -s "$TMP/sent" ] || fail "client printed nothing"
+    awk '$1 == "msg" { k = $2 " " $3; n[k]++ }
+         $1 == "msg" && $6 != "flags=0" { bad++ }
+         END { for (k in n) { split(k, a, " ");
+                 if (a[2] == "c2s" && n[a[1] " s2c"] != n[k]) { print "conn " a[1] ": " n[k] " requests, " n[a[1] " s2c"] " replies"; bad++ } }
+               exit bad > 0 }' "$lst" || fail "$iface: unmatched or flagged messages"
+    grep -q "^stat gaps 0$" "$lst" || fail "$iface: gaps: $(grep '^stat gaps' "$lst")"
+    grep -q "^stat resyncs 0$" "$lst" || fail "$iface: resyncs"
+    [ "$(grep -c '^open ' "$lst")" -ge 1 ] || fail "$iface: no connection"
+    [ "$(grep -c '^close ' "$lst")" -eq "$(grep -c '^open ' "$lst")" ] ||
+        fail "$iface: not every connection has its close record"
+    echo "$iface: $(grep -c '^msg ' "$lst") messages on $(grep -c '^open ' "$lst") connections"
+}
+live_calls lo live
+# "any" (tcpdump -i any): Linux cooked headers, where the default port
+# filter must not use "vlan" (libpcap refuses it there).
+live_calls any any
 # The burst: 1500 round trips, ~3000 packets, each queued twice on lo.  The
 # old immediate-mode ring (TPACKET_V2, 64 KiB slots: 256 packets on lo)
 # dropped all but ~250 of them; the TPACKET_V3 ring holds them all.
@@ -112,6 +121,19 @@ grep -q "kernel-dropped $kd\$" "$TMP/small.zst.err" || fail "summary: $(cat "$TM
 grep -q "warning: --iface lo: the kernel dropped $kd packets" "$TMP/small.zst.err" ||
     fail "no kernel-drop warning: $(cat "$TMP/small.zst.err")"
 echo "1 MiB ring: $got of 1500 finds, kernel_dropped $kd, reported"
+
+# An interface that is down: a runtime error (exit 1) that says so.
+down=$(ip -br link 2>/dev/null | awk '$2 == "DOWN" { print $1; exit }')
+if [ -n "$down" ]; then
+    "$MTRACE" capture --iface "$down" --duration 1 -o "$TMP/down.zst" 2>"$TMP/down.err"
+    rc=$?
+    [ $rc -eq 1 ] || fail "--iface $down (down): exit $rc, want 1: $(cat "$TMP/down.err")"
+    grep -q "not up" "$TMP/down.err" || fail "--iface $down: $(cat "$TMP/down.err")"
+    [ ! -e "$TMP/down.zst" ] || fail "--iface $down: a trace was left"
+    echo "--iface $down (down): exit 1, $(cat "$TMP/down.err")"
+else
+    echo "no interface is down here: the down-interface check is skipped"
+fi
 
 # --duration alone ends a capture (nothing to see on an unused port).
 timeout 20 "$MTRACE" capture --quiet --iface lo --port 1 --duration 1 \
