@@ -25,6 +25,7 @@ struct rq {
     const struct wire_msg *m;
     struct match_req req;
     uint64_t read_at_ns;
+    uint8_t compressor; /* the request came in OP_COMPRESSED with it; 0: no */
 };
 
 int
@@ -90,6 +91,7 @@ replay_stats_merge(struct replay_stats *dst, const struct replay_stats *src)
     dst->streamed += src->streamed;
     dst->cursor_ops += src->cursor_ops;
     dst->unacked += src->unacked;
+    dst->compressed += src->compressed;
     dst->bad_input += src->bad_input;
     dst->timeouts += src->timeouts;
     dst->early += src->early;
@@ -306,8 +308,16 @@ static int
 send_reply(struct replay_conn *c, const struct rq *q, struct mt_buf *out,
            uint64_t recorded_ns)
 {
-    struct replay_reply *r = reply_new(c, q, recorded_ns);
+    struct replay_reply *r;
+    int rc = handshake_compress_reply(&c->w->sh->hs, q->compressor, q->req.name,
+                                      out);
 
+    if (rc < 0) {
+        mt_buf_free(out);
+        return rc;
+    }
+    c->w->st.compressed += (uint64_t)rc;
+    r = reply_new(c, q, recorded_ns);
     if (r == NULL) {
         mt_buf_free(out);
         return MT_ELIMIT;
@@ -369,8 +379,9 @@ on_hello(struct replay_conn *c, const struct rq *q)
 
     c->w->st.hello++;
     bson_init(&doc);
-    rc = handshake_hello_reply(&sh->hs, &q->req, c->id,
-                               (int64_t)(mt_wall_ns() / 1000000), &doc);
+    rc =
+        handshake_hello_reply(&sh->hs, &q->req, c->id,
+                              (int64_t)(mt_wall_ns() / 1000000), c->self, &doc);
     mt_buf_init(&out, WIRE_MSG_LEN_MAX);
     if (rc == 0)
         rc = encode_body(c, q, &doc, stream ? WIRE_MSG_MORE_TO_COME : 0, &out,
@@ -521,7 +532,15 @@ on_miss(struct replay_conn *c, const struct rq *q)
     w->st.missed++;
     match_key_display((const char *)w->key.data, w->key.len, key, sizeof(key));
     near = index_closest(w->sh->idx, (const char *)w->key.data, w->key.len);
-    if (near != NULL) {
+    if (handshake_is_auth(q->req.name)) {
+        snprintf(msg, sizeof(msg), "%s", HANDSHAKE_AUTH_MSG);
+    } else if (near != NULL && !index_group_command_is(near, q->req.name)) {
+        match_key_display(near->key, near->key_len, close, sizeof(close));
+        snprintf(msg, sizeof(msg),
+                 "mtrace replay: no recorded reply for key [%s]; the trace "
+                 "has no '%s' request (the closest recorded key is [%s])",
+                 key, q->req.name, close);
+    } else if (near != NULL) {
         match_key_display(near->key, near->key_len, close, sizeof(close));
         match_key_diff((const char *)w->key.data, w->key.len, near->key,
                        near->key_len, diff, sizeof(diff));
@@ -539,6 +558,9 @@ on_miss(struct replay_conn *c, const struct rq *q)
     if (n < REPLAY_MISS_LOG_FIRST || n % 1000 == 0)
         mt_warn("replay: conn %lld: miss #%llu: %s", (long long)c->id,
                 (unsigned long long)n + 1, msg);
+    if (handshake_is_auth(q->req.name))
+        return send_error(c, q, HANDSHAKE_AUTH_CODE, "AuthenticationFailed",
+                          msg);
     return send_error(c, q, REPLAY_MISS_CODE, REPLAY_MISS_CODENAME, msg);
 }
 
@@ -566,8 +588,13 @@ dispatch(struct replay_conn *c, struct rq *q, struct mt_err *err)
     if (g != NULL)
         return on_match(c, q, g);
     rc = match_key_build(&w->sh->idx->rules, &q->req, &w->key, err);
-    if (rc < 0)
+    if (rc < 0) {
+        /* no key, so no recorded reply: a miss (counted and logged) */
+        w->st.missed++;
+        if (atomic_fetch_add(&w->sh->misses_logged, 1) < REPLAY_MISS_LOG_FIRST)
+            mt_warn("replay: conn %lld: miss: %s", (long long)c->id, err->msg);
         return send_error(c, q, 2, "BadValue", err->msg);
+    }
     g = index_find(w->sh->idx, (const char *)w->key.data, w->key.len);
     if (g != NULL) {
         keycache_put(&w->kc, g);
@@ -618,8 +645,11 @@ handle_msg(struct replay_conn *c, const uint8_t *p, size_t len,
     size_t used;
     int rc;
 
+    uint8_t compressor = 0;
+
     rc = wire_msg_parse(p, len, &m, &used, err);
     if (rc == MT_OK && m.h.op_code == WIRE_OP_COMPRESSED) {
+        compressor = m.compressor_id;
         mt_buf_reset(&w->scratch);
         rc = wire_decompress(&m, &w->scratch, err);
         if (rc == 0)
@@ -634,6 +664,7 @@ handle_msg(struct replay_conn *c, const uint8_t *p, size_t len,
     memset(&q, 0, sizeof(q));
     q.m = &m;
     q.read_at_ns = read_at_ns;
+    q.compressor = compressor;
     rc = match_req_from_msg(&m, &q.req, err);
     if (rc == MT_EUNSUPPORTED && m.h.op_code == WIRE_OP_QUERY) {
         q.req.legacy = true;
@@ -712,7 +743,8 @@ stream_next(struct replay_conn *c, struct replay_reply *r, uint64_t now_ns)
     bson_init(&doc);
     mt_buf_init(&out, WIRE_MSG_LEN_MAX);
     ok = handshake_hello_reply(&c->w->sh->hs, &req, c->id,
-                               (int64_t)(mt_wall_ns() / 1000000), &doc) == 0 &&
+                               (int64_t)(mt_wall_ns() / 1000000), c->self,
+                               &doc) == 0 &&
          wire_encode_msg(&out, rid, r->request_id, WIRE_MSG_MORE_TO_COME, &doc,
                          NULL, 0) == 0;
     bson_destroy(&doc);

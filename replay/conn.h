@@ -48,7 +48,8 @@ struct replay_shared {
 struct replay_stats {
     uint64_t conns, requests, served, matched, missed, builtin, hello;
     uint64_t awaited, streamed, cursor_ops, unacked, bad_input;
-    uint64_t timeouts; /* closed by --idle-timeout-s / --msg-timeout-s */
+    uint64_t timeouts;   /* closed by --idle-timeout-s / --msg-timeout-s */
+    uint64_t compressed; /* replies sent in OP_COMPRESSED */
     struct delay_hist requested;   /* delays asked for (held hellos excluded) */
     struct delay_hist achieved;    /* write() start - request read time */
     struct delay_hist late;        /* achieved - requested, 0 if early */
@@ -111,6 +112,8 @@ struct replay_conn {
     size_t npending;
     replay_emit_fn *emit;
     void *emit_arg; /* borrowed */
+    char self[64];  /* the address the client connected to ("ip:port"),
+                       named in replica-set hello replies; "" unknown */
 };
 
 /* 0 or -ENOMEM. */

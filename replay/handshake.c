@@ -4,6 +4,7 @@
  */
 #include "handshake.h"
 
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
@@ -27,6 +28,103 @@ handshake_is_hello(const char *name)
     return strcmp(name, "hello") == 0 || strcasecmp(name, "isMaster") == 0;
 }
 
+bool
+handshake_is_auth(const char *name)
+{
+    return strcmp(name, "saslStart") == 0 ||
+           strcmp(name, "saslContinue") == 0 ||
+           strcmp(name, "authenticate") == 0 || strcmp(name, "getnonce") == 0;
+}
+
+static int
+compressor_id(const char *name, size_t len)
+{
+    static const char *const names[] = {"snappy", "zlib", "zstd"};
+    static const int ids[] = {WIRE_COMPRESSOR_SNAPPY, WIRE_COMPRESSOR_ZLIB,
+                              WIRE_COMPRESSOR_ZSTD};
+
+    for (size_t i = 0; i < 3; i++)
+        if (strlen(names[i]) == len && memcmp(names[i], name, len) == 0)
+            return ids[i];
+    return -1;
+}
+
+/* The known compressors of a "compression" array, as a mask. */
+static unsigned
+compressor_mask(const bson_iter_t *arr)
+{
+    bson_iter_t el;
+    unsigned mask = 0;
+
+    if (!bson_iter_recurse(arr, &el))
+        return 0;
+    while (bson_iter_next(&el)) {
+        uint32_t l;
+        const char *n;
+        int id;
+        if (!BSON_ITER_HOLDS_UTF8(&el))
+            continue;
+        n = bson_iter_utf8(&el, &l);
+        if ((id = compressor_id(n, l)) >= 0)
+            mask |= 1u << id;
+    }
+    return mask;
+}
+
+unsigned
+handshake_compressors(const uint8_t *body, size_t len)
+{
+    bson_t b;
+    bson_iter_t it;
+
+    if (body == NULL || !bson_init_static(&b, body, len) ||
+        !bson_iter_init_find(&it, &b, "compression") ||
+        !BSON_ITER_HOLDS_ARRAY(&it))
+        return 0;
+    return compressor_mask(&it);
+}
+
+int
+handshake_compress_reply(const struct handshake *hs, uint8_t compressor,
+                         const char *cmd, struct mt_buf *out)
+{
+    struct mt_buf z;
+    int rc;
+
+    if (compressor == 0 || compressor > WIRE_COMPRESSOR_ZSTD ||
+        (hs->compressors & (1u << compressor)) == 0 || handshake_is_hello(cmd))
+        return 0;
+    mt_buf_init(&z, WIRE_MSG_LEN_MAX);
+    rc = wire_encode_compressed(&z, out->data, out->len, compressor, NULL);
+    if (rc < 0) {
+        mt_buf_free(&z);
+        return rc == MT_ETOOBIG ? 0 : rc;
+    }
+    mt_buf_free(out);
+    *out = z;
+    return 1;
+}
+
+int
+handshake_parse_compressors(const char *s, unsigned *mask, bool *recorded)
+{
+    *mask = 0;
+    *recorded = strcmp(s, "recorded") == 0;
+    if (*recorded || strcmp(s, "none") == 0)
+        return 0;
+    while (*s != '\0') {
+        size_t n = strcspn(s, ",");
+        int id = compressor_id(s, n);
+        if (id < 0)
+            return MT_EUSAGE;
+        *mask |= 1u << id;
+        s += n;
+        if (*s == ',' && *++s == '\0')
+            return MT_EUSAGE;
+    }
+    return *mask != 0 ? 0 : MT_EUSAGE;
+}
+
 void
 handshake_init(struct handshake *hs, const uint8_t *recorded, size_t len)
 {
@@ -44,6 +142,12 @@ handshake_init(struct handshake *hs, const uint8_t *recorded, size_t len)
         const char *k = bson_iter_key(&it);
         if (strcmp(k, "ismaster") == 0 || strcmp(k, "isWritablePrimary") == 0)
             hs->primary = bson_iter_as_bool(&it);
+        if (strcmp(k, "compression") == 0 && BSON_ITER_HOLDS_ARRAY(&it))
+            hs->compressors = compressor_mask(&it);
+        if (strcmp(k, "hosts") == 0 && BSON_ITER_HOLDS_ARRAY(&it))
+            hs->replset = true;
+        if (strcmp(k, "me") == 0)
+            hs->has_me = true;
         if (strcmp(k, "topologyVersion") == 0 &&
             BSON_ITER_HOLDS_DOCUMENT(&it)) {
             uint32_t l;
@@ -54,13 +158,41 @@ handshake_init(struct handshake *hs, const uint8_t *recorded, size_t len)
     }
 }
 
+/* A replica-set member's names of the set's servers: replaced by the
+ * address the client connected to (see handshake.h). */
+static const char *const hello_members[] = {"hosts", "me", "primary",
+                                            "passives", "arbiters"};
+
 static bool
-dropped(const char *k)
+in_list(const char *k, const char *const *list, size_t n)
 {
-    for (size_t i = 0; i < sizeof(hello_drop) / sizeof(hello_drop[0]); i++)
-        if (strcmp(k, hello_drop[i]) == 0)
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(k, list[i]) == 0)
             return true;
     return false;
+}
+
+static bool
+dropped(const char *k, bool members)
+{
+    return in_list(k, hello_drop, sizeof(hello_drop) / sizeof(hello_drop[0])) ||
+           (members &&
+            in_list(k, hello_members,
+                    sizeof(hello_members) / sizeof(hello_members[0])));
+}
+
+/* hosts: [self], me: self (if recorded), primary: self (if the recorded
+ * member was the primary; a secondary's primary is another server). */
+static bool
+append_members(const struct handshake *hs, const char *self, bson_t *out)
+{
+    bson_t arr;
+
+    return bson_append_array_begin(out, "hosts", -1, &arr) &&
+           BSON_APPEND_UTF8(&arr, "0", self) &&
+           bson_append_array_end(out, &arr) &&
+           (!hs->has_me || BSON_APPEND_UTF8(out, "me", self)) &&
+           (!hs->primary || BSON_APPEND_UTF8(out, "primary", self));
 }
 
 static bool
@@ -86,10 +218,48 @@ default_fields(bson_t *out)
            BSON_APPEND_BOOL(out, "readOnly", false);
 }
 
+/* "compression": the client's compressors (its order) that hs agrees to;
+ * absent when there are none (wire compression spec). */
+static bool
+append_compression(const struct handshake *hs, const struct match_req *req,
+                   bson_t *out)
+{
+    bson_t b, list;
+    bson_iter_t it, el;
+    char idx[16];
+    uint32_t n = 0;
+    bool ok = true;
+
+    if (hs->compressors == 0 || !bson_init_static(&b, req->cmd, req->cmd_len) ||
+        !bson_iter_init_find(&it, &b, "compression") ||
+        !BSON_ITER_HOLDS_ARRAY(&it) || !bson_iter_recurse(&it, &el))
+        return true;
+    while (bson_iter_next(&el)) {
+        uint32_t l;
+        const char *name;
+        int id;
+        if (!BSON_ITER_HOLDS_UTF8(&el))
+            continue;
+        name = bson_iter_utf8(&el, &l);
+        id = compressor_id(name, l);
+        if (id < 0 || (hs->compressors & (1u << id)) == 0)
+            continue;
+        if (n == 0)
+            ok = bson_append_array_begin(out, "compression", -1, &list);
+        snprintf(idx, sizeof(idx), "%u", n++);
+        ok = ok && bson_append_utf8(&list, idx, -1, name, (int)l);
+    }
+    if (n > 0)
+        ok = ok && bson_append_array_end(out, &list);
+    return ok;
+}
+
 int
 handshake_hello_reply(const struct handshake *hs, const struct match_req *req,
-                      int64_t conn_id, int64_t now_ms, bson_t *out)
+                      int64_t conn_id, int64_t now_ms, const char *self,
+                      bson_t *out)
 {
+    bool members = hs->replset && self != NULL && self[0] != '\0';
     bson_t b;
     bson_iter_t it;
     bool ok;
@@ -102,13 +272,15 @@ handshake_hello_reply(const struct handshake *hs, const struct match_req *req,
         bson_init_static(&b, hs->recorded, hs->recorded_len) &&
         bson_iter_init(&it, &b)) {
         while (ok && bson_iter_next(&it))
-            if (!dropped(bson_iter_key(&it)))
+            if (!dropped(bson_iter_key(&it), members))
                 ok = bson_append_iter(out, NULL, 0, &it);
+        ok = ok && (!members || append_members(hs, self, out));
     } else {
         ok = ok && default_fields(out);
     }
     ok = ok && BSON_APPEND_DATE_TIME(out, "localTime", now_ms) &&
-         BSON_APPEND_INT64(out, "connectionId", conn_id);
+         BSON_APPEND_INT64(out, "connectionId", conn_id) &&
+         append_compression(hs, req, out);
     if (ok && req_flag(req, "helloOk"))
         ok = BSON_APPEND_BOOL(out, "helloOk", true);
     ok = ok && BSON_APPEND_DOUBLE(out, "ok", 1.0);

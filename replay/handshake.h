@@ -6,8 +6,12 @@
  * standalone's when the trace has none) with a fresh localTime, this
  * connection's connectionId, helloOk when the client asked for it, the
  * primary flag under the name the request used (ismaster for isMaster,
- * isWritablePrimary for hello), and no compression, SASL mechanisms,
- * speculative authentication or $clusterTime.
+ * isWritablePrimary for hello), no SASL mechanisms, speculative
+ * authentication or $clusterTime, and as "compression" the compressors of
+ * the client's list (in its order) that replay agrees to: by default the
+ * ones the recorded server agreed to (wire compression spec:
+ * https://github.com/mongodb/specifications/blob/master/source/
+ * compression/OP_COMPRESSED.md).
  *
  * Spec: https://github.com/mongodb/specifications/blob/master/source/
  * server-discovery-and-monitoring/server-monitoring.md (streaming protocol).
@@ -31,22 +35,70 @@ struct handshake {
     bool has_topology;       /* the recorded reply has topologyVersion */
     const uint8_t *topology; /* borrowed: its topologyVersion document */
     size_t topology_len;
+    unsigned compressors; /* bit (1 << wire compressor id) per one agreed to */
+    bool replset;         /* the recorded reply lists "hosts" */
+    bool has_me;          /* ... and names "me" */
 };
+
+#define HANDSHAKE_COMPRESSORS_ALL                                              \
+    ((1u << WIRE_COMPRESSOR_SNAPPY) | (1u << WIRE_COMPRESSOR_ZLIB) |           \
+     (1u << WIRE_COMPRESSOR_ZSTD))
+
+/*
+ * Parses a --compressors value: "none", "recorded" (*recorded set) or a
+ * comma-separated list of snappy, zlib, zstd into *mask.  0 or MT_EUSAGE.
+ */
+int handshake_parse_compressors(const char *s, unsigned *mask, bool *recorded);
+
+/* The compressors of a hello reply body's "compression" array, as a mask
+ * (bit 1 << wire compressor id); 0 when none or not BSON. */
+unsigned handshake_compressors(const uint8_t *body, size_t len);
+
+/*
+ * A reply to a request that came in OP_COMPRESSED with compressor (0: it
+ * did not) is compressed with it, as mongod does, when hs agreed to that
+ * compressor and the command (cmd) is not a hello (the spec forbids it):
+ * *out is replaced by the OP_COMPRESSED message.  1 if compressed, 0 if
+ * left as it is (also when the compressed form would be over the message
+ * limit), or a negative code (out unchanged).
+ */
+int handshake_compress_reply(const struct handshake *hs, uint8_t compressor,
+                             const char *cmd, struct mt_buf *out);
 
 /* hello, isMaster or ismaster. */
 bool handshake_is_hello(const char *name);
 
-/* recorded may be NULL (then a MongoDB 7.0 standalone is described). */
+/* An authentication command: saslStart, saslContinue, authenticate,
+ * getnonce.  Their answers depend on nonces drawn per connection, so a
+ * recorded conversation never matches: replay answers them with
+ * AuthenticationFailed (18) and HANDSHAKE_AUTH_MSG. */
+bool handshake_is_auth(const char *name);
+#define HANDSHAKE_AUTH_CODE 18
+#define HANDSHAKE_AUTH_MSG                                                     \
+    "mtrace replay cannot authenticate: SCRAM and other mechanisms answer "    \
+    "with nonces drawn per connection, which no recorded conversation "        \
+    "matches; connect to replay without credentials (the recorded replies "    \
+    "are served to any client)"
+
+/* recorded may be NULL (then a MongoDB 7.0 standalone is described).
+ * hs->compressors starts as the recorded reply's "compression" list; the
+ * server sets it to what every recorded hello agreed to, or to
+ * --compressors. */
 void handshake_init(struct handshake *hs, const uint8_t *recorded, size_t len);
 
 /*
  * Builds the hello reply for req into out (initialised by the caller).
  * conn_id: the connection's connectionId; now_ms: wall clock for
- * localTime.  0 or MT_EBSON.
+ * localTime.  self: the address the client connected to ("ip:port"), or
+ * NULL / "": when the recorded reply is a replica-set member's, its
+ * hosts, me and primary are replaced by self and its passives and
+ * arbiters left out, so a driver that discovers the set finds replay as
+ * its only member, not the recorded (unreachable, or production) servers.
+ * 0 or MT_EBSON.
  */
 int handshake_hello_reply(const struct handshake *hs,
                           const struct match_req *req, int64_t conn_id,
-                          int64_t now_ms, bson_t *out);
+                          int64_t now_ms, const char *self, bson_t *out);
 
 /*
  * An awaitable hello: the request carries topologyVersion and

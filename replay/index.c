@@ -13,6 +13,7 @@
 
 #include "core/log.h"
 #include "core/mem.h"
+#include "handshake.h"
 
 #define PENDING_MAX 65536
 
@@ -263,6 +264,7 @@ set_hello(struct index *idx, const struct wire_msg *rp)
 
     if (rp->body == NULL)
         return 0;
+    idx->compressors |= handshake_compressors(rp->body, rp->body_len);
     if (idx->hello != NULL && (idx->hello_from_msg || !from_msg))
         return 0;
     mt_free(idx->hello);
@@ -335,6 +337,18 @@ index_group_pick(const struct index *idx, struct index_group *g)
 {
     uint64_t n = atomic_fetch_add_explicit(&g->next, 1, memory_order_relaxed);
     return &idx->ex[g->ex[n % g->nex]];
+}
+
+bool
+index_group_command_is(const struct index_group *g, const char *name)
+{
+    const char *sep = memchr(g->key, MATCH_SEP, g->key_len);
+    size_t n = strlen(name), left;
+
+    if (sep == NULL)
+        return false;
+    left = g->key_len - (size_t)(sep + 1 - g->key);
+    return left > n && memcmp(sep + 1, name, n) == 0 && sep[1 + n] == '=';
 }
 
 const struct index_group *
@@ -454,8 +468,11 @@ on_reply(struct index *idx, struct loader *ld, const struct trace_msg *m,
     if (rc == -ENOMEM)
         return rc;
     if (rc < 0) {
-        idx->st.skipped++;
-        mt_debug("replay: trace exchange skipped: %s", e.msg);
+        /* the request will miss: say why, not only under --verbose */
+        if (++idx->st.skipped <= 5)
+            mt_warn("replay: recorded exchange %llu skipped (its request "
+                    "cannot be served): %s",
+                    (unsigned long long)idx->st.replies, e.msg);
     }
     return 0;
 }

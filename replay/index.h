@@ -65,6 +65,8 @@ struct index {
     uint8_t *hello; /* owned: body of the first recorded hello reply */
     size_t hello_len;
     bool hello_from_msg;     /* hello came from an OP_MSG reply */
+    unsigned compressors;    /* every compressor a recorded hello reply
+                                agreed to (handshake_compressors) */
     struct index_live *live; /* owned: recorded cursors open while loading */
     size_t nlive, live_cap;
     struct index_load_stats st;
@@ -101,6 +103,9 @@ struct index_group *index_find(const struct index *idx, const char *key,
 /* The next exchange of g in recorded order, cycling.  Thread-safe. */
 const struct index_exchange *index_group_pick(const struct index *idx,
                                               struct index_group *g);
+
+/* The command of g's key (the field after the database) is name. */
+bool index_group_command_is(const struct index_group *g, const char *name);
 
 /* The recorded group closest to key (most equal fields, same command
  * preferred), or NULL if the index is empty. */

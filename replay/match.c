@@ -191,16 +191,117 @@ match_req_from_msg(const struct wire_msg *m, struct match_req *req,
 
 /* ---- value text ---- */
 
+/*
+ * A value whose text would pass MATCH_VALUE_INLINE_MAX bytes is hashed as
+ * it is written instead of kept: its text is replaced by
+ * {"$digest":"<32 hex>","bytes":N} (N: length of the text it stands for).
+ * Equal values give equal text, so equal digests; the key stays small
+ * whatever the request's size (a 15 MiB document, a 48 MB insert).
+ */
+struct kdig {
+    uint64_t h1, h2; /* two lanes with different mixing */
+    uint64_t n;      /* text bytes hashed */
+    uint8_t tail[8]; /* bytes not yet a whole word */
+    size_t ntail;
+};
+
 struct kw {
     struct mt_buf *b;
     int rc;
+    size_t val_start; /* offset of the current value's text; SIZE_MAX: none */
+    bool digesting;   /* the current value goes to dig, not to b */
+    struct kdig dig;
 };
+
+static void
+kdig_word(struct kdig *d, uint64_t v)
+{
+    d->h1 = (d->h1 ^ v) * 0x9e3779b97f4a7c15ull;
+    d->h1 ^= d->h1 >> 29;
+    d->h2 = (d->h2 + v) * 0xff51afd7ed558ccdull;
+    d->h2 ^= d->h2 >> 33;
+}
+
+static void
+kdig_put(struct kdig *d, const uint8_t *p, size_t n)
+{
+    uint64_t v;
+
+    d->n += n;
+    if (d->ntail > 0) {
+        size_t k = 8 - d->ntail < n ? 8 - d->ntail : n;
+        memcpy(d->tail + d->ntail, p, k);
+        d->ntail += k;
+        p += k;
+        n -= k;
+        if (d->ntail < 8)
+            return;
+        memcpy(&v, d->tail, 8);
+        kdig_word(d, v);
+        d->ntail = 0;
+    }
+    for (; n >= 8; p += 8, n -= 8) {
+        memcpy(&v, p, 8);
+        kdig_word(d, v);
+    }
+    memcpy(d->tail, p, n);
+    d->ntail = n;
+}
 
 static void
 kw_put(struct kw *w, const void *p, size_t n)
 {
-    if (w->rc == 0)
-        w->rc = mt_buf_append(w->b, p, n);
+    if (w->rc != 0)
+        return;
+    if (w->digesting) {
+        kdig_put(&w->dig, p, n);
+        return;
+    }
+    if (w->val_start != SIZE_MAX &&
+        w->b->len - w->val_start + n > MATCH_VALUE_INLINE_MAX) {
+        /* too long to keep: hash what was written of it, then the rest */
+        memset(&w->dig, 0, sizeof(w->dig));
+        w->dig.h1 = 0xcbf29ce484222325ull;
+        w->dig.h2 = 0x84222325cbf29ce4ull;
+        kdig_put(&w->dig, w->b->data + w->val_start, w->b->len - w->val_start);
+        w->b->len = w->val_start;
+        w->digesting = true;
+        kdig_put(&w->dig, p, n);
+        return;
+    }
+    w->rc = mt_buf_append(w->b, p, n);
+}
+
+static void kw_fmt(struct kw *w, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Starts a top-level value (its text may be replaced by a digest). */
+static void
+kw_value_begin(struct kw *w)
+{
+    w->val_start = w->b->len;
+    w->digesting = false;
+}
+
+/* Ends it: writes the digest when the value was too long to keep. */
+static void
+kw_value_end(struct kw *w)
+{
+    struct kdig *d = &w->dig;
+
+    w->val_start = SIZE_MAX;
+    if (!w->digesting)
+        return;
+    w->digesting = false;
+    if (d->ntail > 0) {
+        uint64_t v = 0;
+        memcpy(&v, d->tail, d->ntail);
+        kdig_word(d, v ^ ((uint64_t)d->ntail << 56));
+    }
+    kdig_word(d, d->n);
+    kw_fmt(w, "{\"$digest\":\"%016llx%016llx\",\"bytes\":%llu}",
+           (unsigned long long)d->h1, (unsigned long long)d->h2,
+           (unsigned long long)d->n);
 }
 
 static void
@@ -208,9 +309,6 @@ kw_str(struct kw *w, const char *s)
 {
     kw_put(w, s, strlen(s));
 }
-
-static void kw_fmt(struct kw *w, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
 
 static void
 kw_fmt(struct kw *w, const char *fmt, ...)
@@ -243,6 +341,19 @@ kw_int(struct kw *w, int64_t v)
     kw_put(w, tmp + i, sizeof(tmp) - i);
 }
 
+/* Some byte of v is below 0x20, '"' or '\\' (exact: no false negative;
+ * the bit tricks of "Bit Twiddling Hacks", haszero / hasless). */
+static bool
+word_needs_escape(uint64_t v)
+{
+    const uint64_t ones = 0x0101010101010101ull;
+    const uint64_t high = 0x8080808080808080ull;
+    uint64_t q = v ^ (ones * '"'), b = v ^ (ones * '\\');
+
+    return ((((v - ones * 0x20) & ~v) | ((q - ones) & ~q) | ((b - ones) & ~b)) &
+            high) != 0;
+}
+
 static void
 kw_quoted(struct kw *w, const char *s, size_t len)
 {
@@ -250,7 +361,14 @@ kw_quoted(struct kw *w, const char *s, size_t len)
 
     kw_put(w, "\"", 1);
     for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)s[i];
+        unsigned char c;
+        uint64_t v;
+        /* 8 bytes at a time while none needs escaping (long strings) */
+        while (len - i >= 8 && (memcpy(&v, s + i, 8), !word_needs_escape(v)))
+            i += 8;
+        if (i == len)
+            break;
+        c = (unsigned char)s[i];
         if (c >= 0x20 && c != '"' && c != '\\')
             continue;
         kw_put(w, s + run, i - run);
@@ -337,6 +455,22 @@ kw_scalar_rare(struct kw *w, const bson_iter_t *it)
     }
 }
 
+/*
+ * Numbers are written by value, as mongod compares them: an int32, an
+ * int64 and a double holding the same integer give the same text (limit: 1
+ * from pymongo, NumberLong(1) from a libmongoc program).  Other doubles
+ * keep 17 significant digits.
+ */
+static void
+kw_double(struct kw *w, double d)
+{
+    if (d >= -9007199254740992.0 && d <= 9007199254740992.0 &&
+        d == (double)(int64_t)d)
+        kw_int(w, (int64_t)d);
+    else
+        kw_fmt(w, "%.17g", d);
+}
+
 /* The scalar types; returns false for the container types. */
 static bool
 kw_scalar(struct kw *w, const bson_iter_t *it)
@@ -347,7 +481,7 @@ kw_scalar(struct kw *w, const bson_iter_t *it)
 
     switch ((int)bson_iter_type(it)) { /* int: the rest go to default */
     case BSON_TYPE_DOUBLE:
-        kw_fmt(w, "%.17g", bson_iter_double(it));
+        kw_double(w, bson_iter_double(it));
         return true;
     case BSON_TYPE_UTF8:
         s = bson_iter_utf8(it, &l);
@@ -378,9 +512,7 @@ kw_scalar(struct kw *w, const bson_iter_t *it)
         kw_int(w, bson_iter_int32(it));
         return true;
     case BSON_TYPE_INT64:
-        kw_str(w, "{\"$long\":");
         kw_int(w, bson_iter_int64(it));
-        kw_put(w, "}", 1);
         return true;
     default:
         return kw_scalar_rare(w, it);
@@ -479,7 +611,9 @@ kw_sequences(struct kw *w, const struct match_rules *r,
             continue;
         kw_put(w, (const char[]){MATCH_SEP}, 1);
         kw_str(w, s->identifier);
-        kw_str(w, "=[");
+        kw_str(w, "=");
+        kw_value_begin(w);
+        kw_str(w, "[");
         while (d.left > 0 && w->rc == 0) {
             uint32_t l;
             const uint8_t *doc;
@@ -497,6 +631,7 @@ kw_sequences(struct kw *w, const struct match_rules *r,
             kw_doc(w, &it, false, 1, mask);
         }
         kw_str(w, "]");
+        kw_value_end(w);
     }
 }
 
@@ -508,7 +643,7 @@ match_key_build(const struct match_rules *r, const struct match_req *req,
     bson_iter_t it;
     size_t nf = 0;
     bson_t b;
-    struct kw w = {key, 0};
+    struct kw w = {key, 0, SIZE_MAX, false, {0}};
 
     mt_buf_reset(key);
     if (!bson_init_static(&b, req->cmd, req->cmd_len) ||
@@ -538,7 +673,9 @@ match_key_build(const struct match_rules *r, const struct match_req *req,
         kw_put(&w, (const char[]){MATCH_SEP}, 1);
         kw_str(&w, f[i].key);
         kw_put(&w, "=", 1);
+        kw_value_begin(&w);
         kw_value(&w, &it, 1, masks_oids(r, req, f[i].key));
+        kw_value_end(&w);
     }
     kw_sequences(&w, r, req);
     if (w.rc != 0)

@@ -28,7 +28,10 @@
 #define MATCH_IGNORE_MAX 64
 #define MATCH_FIELDS_MAX 128         /* top-level fields per command */
 #define MATCH_KEY_LEN_MAX (4u << 20) /* a longer key is refused */
-#define MATCH_SEP '\x1f'             /* between key fields; never in a value */
+/* A top-level value (or kind-1 sequence) whose text is longer is kept in
+ * the key as {"$digest":"<128-bit hash of the text>","bytes":N}. */
+#define MATCH_VALUE_INLINE_MAX (16u << 10)
+#define MATCH_SEP '\x1f' /* between key fields; never in a value */
 
 /* Which top-level fields the key ignores. */
 struct match_rules {

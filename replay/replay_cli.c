@@ -7,7 +7,8 @@
  *                   [--delay-mode deadline|serial] [--strict] [--threads N]
  *                   [--max-conns N] [--ignore-field F]... [--keep-field F]...
  *                   [--spin-us auto|N] [--spin-max-us N] [--rt-prio N]
- *                   [--cpu-dma-latency US] [--summary-json FILE] TRACE.zst|-
+ *                   [--cpu-dma-latency US] [--compressors C]
+ *                   [--summary-json FILE] TRACE.zst|-
  *
  * Exit status: 0; 1 runtime failure (or --strict with misses); 2 bad usage.
  * docs/replay.md describes the behaviour.
@@ -33,6 +34,7 @@
 #include "core/sched.h"
 #include "core/trace.h"
 #include "core/wire.h"
+#include "handshake.h"
 #include "index.h"
 #include "server.h"
 
@@ -85,6 +87,9 @@ usage(FILE *out)
         "                         incomplete S seconds (slow-loris; 30; 0: "
         "never)\n"
         "  --max-msg-bytes N      refuse requests over N bytes (48000000)\n"
+        "  --compressors C        recorded|none|list of snappy,zlib,zstd:\n"
+        "                         wire compression replay agrees to\n"
+        "                         (recorded: the recorded server's)\n"
         "  --spin-us auto|N       busy-poll (I/O still served) the last\n"
         "                         stretch before a release: auto = the\n"
         "                         loop's measured wake-up lateness p99;\n"
@@ -202,6 +207,7 @@ enum {
     OPT_MSGMAX,
     OPT_RTPRIO,
     OPT_DMALAT,
+    OPT_COMPRESS,
 };
 
 static const struct option longopts[] = {
@@ -226,6 +232,7 @@ static const struct option longopts[] = {
     {"max-msg-bytes", required_argument, NULL, OPT_MSGMAX},
     {"rt-prio", required_argument, NULL, OPT_RTPRIO},
     {"cpu-dma-latency", required_argument, NULL, OPT_DMALAT},
+    {"compressors", required_argument, NULL, OPT_COMPRESS},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -338,6 +345,15 @@ parse_opt(struct cli *c, int opt, const char *a)
                        PMQOS_US_MAX);
         c->dma_lat_us = (int)u;
         return 0;
+    case OPT_COMPRESS: {
+        bool rec;
+        if (handshake_parse_compressors(a, &c->so.compress_mask, &rec) < 0)
+            return bad("bad --compressors '%s' (recorded, none, or a list "
+                       "of snappy,zlib,zstd)",
+                       a);
+        c->so.compress_set = !rec;
+        return 0;
+    }
     default:
         return 2;
     }
@@ -401,13 +417,14 @@ print_summary(FILE *f, const struct replay_stats *st)
     fprintf(f,
             "mtrace replay: %llu requests on %llu connections: served %llu "
             "(matched %llu, built-in %llu, hello %llu), missed %llu, "
-            "unacknowledged %llu, bad input %llu, timed out %llu\n",
+            "unacknowledged %llu, bad input %llu, timed out %llu; "
+            "compressed replies %llu\n",
             (unsigned long long)st->requests, (unsigned long long)st->conns,
             (unsigned long long)st->served, (unsigned long long)st->matched,
             (unsigned long long)st->builtin, (unsigned long long)st->hello,
             (unsigned long long)st->missed, (unsigned long long)st->unacked,
-            (unsigned long long)st->bad_input,
-            (unsigned long long)st->timeouts);
+            (unsigned long long)st->bad_input, (unsigned long long)st->timeouts,
+            (unsigned long long)st->compressed);
     fprintf(f,
             "mtrace replay: delay (ms, n=%llu) requested p50 %.3f p99 %.3f "
             "max %.3f | achieved p50 %.3f p99 %.3f max %.3f | late p50 %.3f "
@@ -492,13 +509,13 @@ write_json(FILE *f, const char *path, const struct replay_stats *st,
             "{\"requests\":%llu,\"connections\":%llu,\"served\":%llu,"
             "\"matched\":%llu,\"builtin\":%llu,\"hello\":%llu,\"missed\":%llu,"
             "\"unacknowledged\":%llu,\"bad_input\":%llu,\"timeouts\":%llu,"
-            "\"early\":%llu,",
+            "\"early\":%llu,\"compressed\":%llu,",
             (unsigned long long)st->requests, (unsigned long long)st->conns,
             (unsigned long long)st->served, (unsigned long long)st->matched,
             (unsigned long long)st->builtin, (unsigned long long)st->hello,
             (unsigned long long)st->missed, (unsigned long long)st->unacked,
             (unsigned long long)st->bad_input, (unsigned long long)st->timeouts,
-            (unsigned long long)st->early);
+            (unsigned long long)st->early, (unsigned long long)st->compressed);
     if (p->held_us >= 0)
         fprintf(f, "\"cpu_dma_latency_us\":%d,", p->held_us);
     else
@@ -622,13 +639,15 @@ serve(const struct cli *c, struct index *idx, struct replay_stats *st)
     sched_warn_rt_cores("replay", c->so.rt_prio, server_threads(s),
                         "docs/replay.md");
     mt_info("replay: listening on %s:%u with %d loops%s; %llu exchanges "
-            "under %llu keys from %s (%llu getMore batches, hello %s)",
+            "under %llu keys from %s (%llu getMore batches, hello %s, "
+            "%llu skipped)",
             c->so.host, server_port(s), server_threads(s),
             c->so.rt_prio > 0 ? " (SCHED_FIFO)" : "",
             (unsigned long long)(idx->st.exchanges - idx->st.getmores),
             (unsigned long long)idx->st.groups, c->trace,
             (unsigned long long)idx->st.getmores,
-            idx->hello ? "recorded" : "built-in");
+            idx->hello ? "recorded" : "built-in",
+            (unsigned long long)idx->st.skipped);
     sigwait(&set, &sig);
     server_stop(s);
     server_stats(s, st);

@@ -375,6 +375,18 @@ on_conn_io(struct loop *l, int fd, void *arg, unsigned events)
 
 /* Takes fd as one of sl's connections; the caller has counted it in
  * sl->load (undone here if it cannot be kept). */
+/* The local address of an accepted connection: what the client connected
+ * to, as hello replies of a replica-set trace name it. */
+static void
+set_self(int fd, struct replay_conn *c)
+{
+    struct sockaddr_storage me;
+    socklen_t len = sizeof(me);
+
+    if (getsockname(fd, (struct sockaddr *)&me, &len) == 0)
+        sock_addr_text(&me, c->self, sizeof(c->self));
+}
+
 static void
 accept_one(struct sloop *sl, int fd, const struct sockaddr_storage *ss)
 {
@@ -400,6 +412,7 @@ accept_one(struct sloop *sl, int fd, const struct sockaddr_storage *ss)
     mt_buf_init(&c->out, OUT_MAX);
     sock_addr_text(ss, c->peer, sizeof(c->peer));
     replay_conn_init(&c->core, &sl->w, on_emit, c);
+    set_self(fd, &c->core);
     if (loop_fd_add(sl->l, fd, LOOP_READ, on_conn_io, c) < 0) {
         atomic_fetch_sub(&sl->srv->nconns, 1);
         atomic_fetch_sub(&sl->load, 1);
@@ -693,6 +706,8 @@ server_start(const struct server_opts *o, struct index *idx, struct mt_err *err)
     s->sh.delay = o->delay;
     atomic_init(&s->sh.next_conn_id, 1);
     handshake_init(&s->sh.hs, idx->hello, idx->hello_len);
+    s->sh.hs.compressors =
+        o->compress_set ? o->compress_mask : idx->compressors;
     rc = cursor_table_init(&s->cursors, CURSOR_MAX_DEFAULT, o->delay.seed);
     s->loops = mt_calloc((size_t)s->nloops, sizeof(*s->loops));
     if (rc < 0 || s->loops == NULL) {

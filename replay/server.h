@@ -37,6 +37,8 @@ struct server_opts {
     int rt_prio;             /* SCHED_FIFO priority of every loop thread
                                 (core/sched.h), set by the thread itself
                                 before it runs; 0: normal scheduling */
+    bool compress_set;       /* --compressors given: use compress_mask */
+    unsigned compress_mask;  /* instead of the recorded server's list */
 };
 
 #define SERVER_MSG_TIMEOUT_DEFAULT_NS (30ull * 1000000000ull)

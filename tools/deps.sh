@@ -8,7 +8,8 @@ cd "$(dirname "$0")/.."
 PKGS=(build-essential pkg-config clang libclang-rt-14-dev clang-format
       libbson-dev libmongoc-dev libpcap-dev libzstd-dev libcmocka-dev
       zlib1g-dev libsnappy-dev zstd
-      python3 python3-pymongo python3-mockupdb tshark jq gnuplot-nox fonts-liberation
+      python3 python3-pymongo python3-mockupdb python3-zstandard python3-snappy
+      tshark jq gnuplot-nox fonts-liberation
       haproxy socat procps iproute2 libcap2-bin)
 
 missing=()
@@ -34,8 +35,11 @@ if [ "${1:-}" = "--install" ] || [ ${#missing[@]} -gt 0 ]; then
     apt-get install -y -qq --no-install-recommends "${missing[@]:-${PKGS[@]}}" >/dev/null
 fi
 
-# The Node.js driver for the integration tests (npm registry).
-if [ ! -d tests/integration/node_modules/mongodb ]; then
-    echo "deps: npm install mongodb@6 (tests/integration)" >&2
+# The Node.js driver for the integration tests, and its snappy compressor
+# (prebuilt from the npm registry; its zstd one needs github.com), from
+# tests/integration/package.json.
+if [ ! -d tests/integration/node_modules/mongodb ] ||
+    [ ! -d tests/integration/node_modules/snappy ]; then
+    echo "deps: npm install mongodb@6 snappy@7 (tests/integration)" >&2
     (cd tests/integration && npm install --no-audit --no-fund --silent >/dev/null)
 fi

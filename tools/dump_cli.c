@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "core/buf.h"
+#include "core/rd.h"
 #include "core/trace.h"
 #include "core/wire.h"
 #include "tools/msginfo.h"
@@ -224,6 +225,23 @@ plain_time(struct dump *d, uint64_t t_ns)
     fprintf(d->out, "%12.6f ", (double)rel / 1e9);
 }
 
+/* Documents in a kind-1 section (whole ones: wire_msg_parse checked them). */
+static size_t
+seq_docs(const struct wire_seq *s)
+{
+    struct rd r = rd_init(s->docs, s->docs_len);
+    size_t n = 0;
+    uint32_t l;
+
+    while (r.left >= 4) {
+        struct rd peek = r;
+        if (!rd_le32(&peek, &l) || l < 5 || !rd_skip(&r, l))
+            break;
+        n++;
+    }
+    return n;
+}
+
 static void
 plain_msg(struct dump *d, const struct trace_msg *m, const struct msginfo *mi,
           const char *cmd)
@@ -249,6 +267,10 @@ plain_msg(struct dump *d, const struct trace_msg *m, const struct msginfo *mi,
         fprintf(out, " db=%s", safe(t, sizeof(t), mi->cmd.db));
     if (mi->cmd.coll[0] != '\0')
         fprintf(out, " coll=%s", safe(t, sizeof(t), mi->cmd.coll));
+    for (size_t i = 0; mi->parsed && i < mi->msg.nseq; i++)
+        fprintf(out, " seq=%s:%zu",
+                safe(t, sizeof(t), mi->msg.seq[i].identifier),
+                seq_docs(&mi->msg.seq[i]));
     fprintf(out, " len=%u flags=0x%x", m->wire_len, msg_flags(mi));
     if (m->flags != 0)
         fprintf(out, " trace_flags=0x%x", m->flags);

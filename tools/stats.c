@@ -190,8 +190,11 @@ on_msg(struct stats *s, const struct trace_msg *m)
         s->msgs_s2c++;
     if (!mi.parsed)
         s->malformed++;
-    if (mi.compressed)
+    if (mi.compressed) {
         s->compressed++;
+        if (mi.compressor < 4)
+            s->by_compressor[mi.compressor]++;
+    }
     if (mi.auth)
         s->auth_msgs++;
     if (!mi.has_header)

@@ -51,10 +51,11 @@ struct stats {
     uint64_t conns_opened, conns_closed;
     uint64_t close_reasons[STATS_CLOSE_REASONS]; /* last: other */
     uint64_t msgs, msgs_c2s, msgs_s2c, bytes;
-    uint64_t malformed;       /* messages that did not parse */
-    uint64_t auth_msgs;       /* authentication conversation messages */
-    uint64_t compressed;      /* OP_COMPRESSED on the wire */
-    uint64_t t_first, t_last; /* message times */
+    uint64_t malformed;        /* messages that did not parse */
+    uint64_t auth_msgs;        /* authentication conversation messages */
+    uint64_t compressed;       /* OP_COMPRESSED on the wire */
+    uint64_t by_compressor[4]; /* of those: noop, snappy, zlib, zstd (ids) */
+    uint64_t t_first, t_last;  /* message times */
     struct stats_op ops[STATS_OP_MAX];
     size_t nops;
     struct stats_cmd *cmds; /* owned: ncmds of STATS_CMD_MAX */

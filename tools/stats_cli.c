@@ -67,9 +67,13 @@ print_text(FILE *out, struct stats *s, const char *path)
             s->conns_opened, s->conns_closed);
     fprintf(out,
             "messages    %" PRIu64 " (%" PRIu64 " c2s, %" PRIu64
-            " s2c), %" PRIu64 " bytes, %" PRIu64 " compressed, %" PRIu64
-            " malformed\n",
-            s->msgs, s->msgs_c2s, s->msgs_s2c, s->bytes, s->compressed,
+            " s2c), %" PRIu64 " bytes, %" PRIu64 " compressed",
+            s->msgs, s->msgs_c2s, s->msgs_s2c, s->bytes, s->compressed);
+    for (int i = 0, n = 0; i < 4; i++)
+        if (s->by_compressor[i] > 0)
+            fprintf(out, "%s%s %" PRIu64, n++ == 0 ? " (" : ", ",
+                    wire_compressor_name((uint8_t)i), s->by_compressor[i]);
+    fprintf(out, "%s, %" PRIu64 " malformed\n", s->compressed > 0 ? ")" : "",
             s->malformed);
     fprintf(out, "\nby opcode\n");
     for (size_t i = 0; i < s->nops; i++)
@@ -173,9 +177,15 @@ print_json(FILE *out, struct stats *s, const char *path, const char *error)
             ",\"connections\":{\"opened\":%" PRIu64 ",\"closed\":%" PRIu64
             "},\"messages\":{\"total\":%" PRIu64 ",\"c2s\":%" PRIu64
             ",\"s2c\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"compressed\":%" PRIu64
-            ",\"malformed\":%" PRIu64 ",\"auth\":%" PRIu64 "}",
+            ",\"malformed\":%" PRIu64 ",\"auth\":%" PRIu64,
             s->conns_opened, s->conns_closed, s->msgs, s->msgs_c2s, s->msgs_s2c,
             s->bytes, s->compressed, s->malformed, s->auth_msgs);
+    fputs(",\"compressors\":{", out);
+    for (int i = 0, n = 0; i < 4; i++)
+        if (s->by_compressor[i] > 0)
+            fprintf(out, "%s\"%s\":%" PRIu64, n++ == 0 ? "" : ",",
+                    wire_compressor_name((uint8_t)i), s->by_compressor[i]);
+    fputs("}}", out);
     fputs(",\"by_opcode\":{", out);
     for (size_t i = 0; i < s->nops; i++)
         fprintf(out, "%s\"%s\":%" PRIu64, i ? "," : "",

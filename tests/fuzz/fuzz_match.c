@@ -49,10 +49,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     bson_init(&out);
     (void)cursor_rewrite_reply(data, size, 42, &out);
     bson_destroy(&out);
-    /* the bytes as a recorded hello, and as a hello request */
+    /* the bytes as a recorded hello, and as a hello request (with every
+     * compressor agreed to, so its "compression" list is walked) */
     handshake_init(&hs, data, size);
+    (void)handshake_compressors(data, size);
+    hs.compressors = HANDSHAKE_COMPRESSORS_ALL;
     bson_init(&out);
-    (void)handshake_hello_reply(&hs, &req, 1, 0, &out);
+    (void)handshake_hello_reply(&hs, &req, 1, 0, "127.0.0.1:27017", &out);
     bson_destroy(&out);
     (void)handshake_awaitable(&hs, &req, &hold, &await);
     bson_init(&out);

@@ -74,6 +74,7 @@ init_once(void)
     sh.idx = &idx;
     sh.cursors = &cursors;
     handshake_init(&sh.hs, idx.hello, idx.hello_len);
+    sh.hs.compressors = HANDSHAKE_COMPRESSORS_ALL; /* compressed replies */
     delay_cfg_init(&sh.delay);
     sh.delay.delay_ns = 1000;
     atomic_init(&sh.next_conn_id, 1);

@@ -50,7 +50,7 @@ key_of(const struct match_rules *r, const char *json, struct mt_buf *key)
     struct wire_msg w;
     struct match_req req;
     size_t used;
-    static char out[4096];
+    static char out[32 << 10];
 
     msg_from_json(&m, 1, json, NULL, NULL);
     assert_int_equal(wire_msg_parse(m.data, m.len, &w, &used, NULL), MT_OK);
@@ -204,6 +204,145 @@ test_match_key_strings_never_hold_the_separator(void **state)
     assert_string_equal(
         key_of(&r, "{\"find\": \"a\\u001fb\", \"$db\": \"d\"}", &k),
         "d find=\"a\\u001fb\"");
+}
+
+/* A command of JSON {"insert": "c", "pad": "<n x fill, last char last>"}. */
+static const char *
+big_key(const struct match_rules *r, size_t n, char fill, char last,
+        struct mt_buf *key)
+{
+    static char json[64 << 10];
+    int h = snprintf(json, sizeof(json), "{\"insert\": \"c\", \"pad\": \"");
+
+    assert_true(n + (size_t)h + 32 < sizeof(json));
+    memset(json + h, fill, n);
+    json[h + n - 1] = last;
+    snprintf(json + h + n, sizeof(json) - h - n, "\", \"$db\": \"d\"}");
+    return key_of(r, json, key);
+}
+
+/* Inserted documents over the limit: their ObjectId _id is still masked. */
+static void
+digest_masks_oids(const struct match_rules *r)
+{
+    static char doc[2][40 << 10];
+    struct mt_buf m[2], k[2];
+    struct wire_msg w;
+    struct match_req q;
+    size_t used;
+
+    for (int i = 0; i < 2; i++) {
+        int h = snprintf(doc[i], sizeof(doc[i]),
+                         "{\"_id\": {\"$oid\": \"5f000000000000000000000%d\"}, "
+                         "\"pad\": \"",
+                         i + 1);
+        memset(doc[i] + h, 'p', 30000);
+        snprintf(doc[i] + h + 30000, 8, "\"}");
+        msg_from_json(&m[i], i + 1, "{\"insert\": \"c\", \"$db\": \"d\"}",
+                      "documents", doc[i]);
+        assert_int_equal(wire_msg_parse(m[i].data, m[i].len, &w, &used, NULL),
+                         MT_OK);
+        assert_int_equal(match_req_from_msg(&w, &q, NULL), 0);
+        mt_buf_init(&k[i], MATCH_KEY_LEN_MAX);
+        assert_int_equal(match_key_build(r, &q, &k[i], NULL), 0);
+        assert_true(k[i].len < 200);
+    }
+    assert_int_equal(k[0].len, k[1].len);
+    assert_memory_equal(k[0].data, k[1].data, k[0].len);
+    for (int i = 0; i < 2; i++) {
+        mt_buf_free(&m[i]);
+        mt_buf_free(&k[i]);
+    }
+}
+
+static void
+test_match_key_digests_long_values(void **state)
+{
+    struct match_rules r;
+    struct mt_buf k;
+    char a[512], b[512];
+
+    match_rules_default(&r);
+    /* short values stay readable */
+    assert_non_null(strstr(big_key(&r, 100, 'x', 'x', &k), "pad=\"xxxx"));
+    /* a long one becomes a digest of its text: same text, same key */
+    snprintf(a, sizeof(a), "%s", big_key(&r, 40000, 'x', 'x', &k));
+    snprintf(b, sizeof(b), "%s", big_key(&r, 40000, 'x', 'x', &k));
+    assert_string_equal(a, b);
+    assert_non_null(strstr(a, "pad={\"$digest\":\""));
+    assert_non_null(strstr(a, "\"bytes\":40002}"));
+    assert_true(strlen(a) < 200);
+    /* one byte changed at the end, or one byte more: another key */
+    snprintf(b, sizeof(b), "%s", big_key(&r, 40000, 'x', 'y', &k));
+    assert_string_not_equal(a, b);
+    snprintf(b, sizeof(b), "%s", big_key(&r, 40001, 'x', 'x', &k));
+    assert_string_not_equal(a, b);
+    /* at the limit it is kept, one past it digested */
+    assert_null(strstr(big_key(&r, MATCH_VALUE_INLINE_MAX - 2, 'x', 'x', &k),
+                       "$digest"));
+    assert_non_null(strstr(
+        big_key(&r, MATCH_VALUE_INLINE_MAX - 1, 'x', 'x', &k), "$digest"));
+    digest_masks_oids(&r);
+}
+
+/* Escapes at every position of a word (the scan skips 8 clean bytes at a
+ * time): the key text is the same JSON escaping as the input's. */
+static void
+test_match_key_escapes_at_every_offset(void **state)
+{
+    static const char *const esc[] = {"\\\"",     "\\\\", "\\u0001", "\\u001f",
+                                      "\xc3\xa9", " ",    "~"};
+    struct match_rules r;
+    struct mt_buf k;
+    char content[128], js[256], want[256];
+
+    match_rules_default(&r);
+    for (size_t e = 0; e < sizeof(esc) / sizeof(esc[0]); e++) {
+        for (int pos = 0; pos <= 20; pos++) {
+            snprintf(content, sizeof(content), "%.*s%s%.*s", pos,
+                     "abcdefghijklmnopqrstuvwxyz", esc[e], 20 - pos,
+                     "ABCDEFGHIJKLMNOPQRSTUVWXYZ");
+            snprintf(js, sizeof(js), "{\"find\": \"%s\", \"$db\": \"d\"}",
+                     content);
+            snprintf(want, sizeof(want), "d find=\"%s\"", content);
+            assert_string_equal(key_of(&r, js, &k), want);
+        }
+    }
+}
+
+/* int32, int64 and an integral double of one value give one key. */
+static void
+test_match_key_numbers_by_value(void **state)
+{
+    struct match_rules r;
+    struct mt_buf k;
+
+    match_rules_default(&r);
+    assert_string_equal(
+        key_of(&r, "{\"find\": \"c\", \"limit\": 1, \"$db\": \"d\"}", &k),
+        "d find=\"c\" limit=1");
+    assert_string_equal(key_of(&r,
+                               "{\"find\": \"c\", \"limit\": {\"$numberLong\": "
+                               "\"1\"}, \"$db\": \"d\"}",
+                               &k),
+                        "d find=\"c\" limit=1");
+    assert_string_equal(
+        key_of(&r, "{\"find\": \"c\", \"limit\": 1.0, \"$db\": \"d\"}", &k),
+        "d find=\"c\" limit=1");
+    assert_string_equal(
+        key_of(&r, "{\"find\": \"c\", \"x\": -0.0, \"$db\": \"d\"}", &k),
+        "d find=\"c\" x=0");
+    assert_string_equal(
+        key_of(&r, "{\"find\": \"c\", \"x\": 1.5, \"$db\": \"d\"}", &k),
+        "d find=\"c\" x=1.5");
+    assert_string_equal(key_of(&r,
+                               "{\"find\": \"c\", \"x\": {\"$numberLong\": "
+                               "\"1152921504606846977\"}, \"$db\": \"d\"}",
+                               &k),
+                        "d find=\"c\" x=1152921504606846977");
+    assert_string_equal(
+        key_of(&r, "{\"find\": \"c\", \"x\": 1e300, \"$db\": \"d\"}", &k),
+        "d find=\"c\" x=1.0000000000000001e+300");
 }
 
 static void
@@ -383,6 +522,9 @@ main(void)
         cmocka_unit_test(test_match_key_rules_are_changeable),
         cmocka_unit_test(test_match_key_masks_inserted_oids),
         cmocka_unit_test(test_match_key_strings_never_hold_the_separator),
+        cmocka_unit_test(test_match_key_digests_long_values),
+        cmocka_unit_test(test_match_key_escapes_at_every_offset),
+        cmocka_unit_test(test_match_key_numbers_by_value),
         cmocka_unit_test(test_match_key_diff_names_fields),
         cmocka_unit_test(test_match_req_legacy_query),
         cmocka_unit_test(test_match_key_depth_limited),

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <stdio.h>
 #include <string.h>
 
 #include "core/rd.h"
@@ -195,7 +196,7 @@ test_conn_legacy_ismaster(void **state)
     assert_int_equal(w.h.response_to, 41);
     assert_true(has(&body, "ismaster"));
     assert_false(has(&body, "isWritablePrimary"));
-    assert_false(has(&body, "compression")); /* replay does not compress */
+    assert_false(has(&body, "compression")); /* the client asked for none */
     assert_true(has(&body, "helloOk"));
     assert_true(has(&body, "localTime"));
     assert_int_equal(i64_at(&body, "connectionId"), 7);
@@ -328,9 +329,27 @@ test_conn_miss_error_names_keys(void **state)
         strstr(msg, "closest recorded key [d find=\"c\" filter={\"_id\":1}]"));
     assert_non_null(strstr(msg, "(filter differs)"));
     assert_int_equal(f->w.st.missed, 1);
+    /* a command the trace never saw says so */
+    send_cmd(f, 3, 0, "{\"dbStats\": 1, \"$db\": \"d\"}", 0);
+    reply_of(f->out[1], &w, &body);
+    assert_true(bson_iter_init_find(&it, &body, "errmsg"));
+    msg = bson_iter_utf8(&it, NULL);
+    assert_non_null(strstr(msg, "the trace has no 'dbStats' request"));
+    assert_int_equal(f->w.st.missed, 2);
+    /* authentication is refused as such, not as a miss of some key */
+    send_cmd(f, 4, 0,
+             "{\"saslStart\": 1, \"mechanism\": \"SCRAM-SHA-256\", "
+             "\"payload\": {\"$binary\": {\"base64\": \"AA==\", "
+             "\"subType\": \"00\"}}, \"$db\": \"admin\"}",
+             0);
+    reply_of(f->out[2], &w, &body);
+    assert_int_equal(i64_at(&body, "code"), HANDSHAKE_AUTH_CODE);
+    assert_true(bson_iter_init_find(&it, &body, "errmsg"));
+    assert_non_null(strstr(bson_iter_utf8(&it, NULL), "without credentials"));
+    assert_int_equal(f->w.st.missed, 3);
     /* a built-in command the trace lacks */
     send_cmd(f, 2, 0, "{\"ping\": 1, \"$db\": \"admin\"}", 0);
-    reply_of(f->out[1], &w, &body);
+    reply_of(f->out[3], &w, &body);
     assert_int_equal(i64_at(&body, "ok"), 1);
     assert_int_equal(f->w.st.builtin, 1);
 }
@@ -563,6 +582,156 @@ test_conn_garbage_is_an_error(void **state)
     assert_int_equal(f->w.st.bad_input, 1);
 }
 
+/* Feeds js as OP_MSG wrapped in OP_COMPRESSED with compressor id. */
+static void
+send_compressed(struct fixture *f, int32_t rid, uint8_t id, const char *js)
+{
+    struct mt_buf m, z;
+    size_t used;
+
+    encode(&m, rid, 0, 0, js);
+    mt_buf_init(&z, WIRE_MSG_LEN_MAX);
+    assert_int_equal(wire_encode_compressed(&z, m.data, m.len, id, NULL), 0);
+    assert_int_equal(replay_conn_input(&f->c, z.data, z.len, 10, &used, NULL),
+                     0);
+    mt_buf_free(&m);
+    mt_buf_free(&z);
+}
+
+/* The compressor of reply i (0: not OP_COMPRESSED) and its plain body. */
+static uint8_t
+unpack(struct fixture *f, size_t i, struct mt_buf *plain, bson_t *body)
+{
+    struct wire_msg w;
+    size_t used;
+    uint8_t id = 0;
+
+    assert_int_equal(
+        wire_msg_parse(f->out[i]->bytes, f->out[i]->len, &w, &used, NULL),
+        MT_OK);
+    mt_buf_init(plain, WIRE_MSG_LEN_MAX);
+    if (w.h.op_code == WIRE_OP_COMPRESSED) {
+        id = w.compressor_id;
+        assert_int_equal(wire_decompress(&w, plain, NULL), 0);
+    } else {
+        assert_int_equal(mt_buf_append(plain, f->out[i]->bytes, f->out[i]->len),
+                         0);
+    }
+    assert_int_equal(wire_msg_parse(plain->data, plain->len, &w, &used, NULL),
+                     MT_OK);
+    assert_true(bson_init_static(body, w.body, w.body_len));
+    return id;
+}
+
+static void
+test_conn_compression_negotiated(void **state)
+{
+    struct fixture *f = *state;
+    static const char find[] =
+        "{\"find\": \"c\", \"filter\": {\"_id\": 1}, \"$db\": \"d\"}";
+    struct mt_buf plain;
+    bson_t body;
+    bson_iter_t it, el;
+    unsigned mask;
+    bool rec;
+
+    /* the recorded server agreed to zstd: the client's list is cut to it */
+    assert_int_equal(f->sh.hs.compressors, 1u << WIRE_COMPRESSOR_ZSTD);
+    send_cmd(f, 1, 0,
+             "{\"hello\": 1, \"compression\": [\"snappy\", \"zstd\", "
+             "\"zlib\"], \"$db\": \"admin\"}",
+             10);
+    reply_of(f->out[0], &(struct wire_msg){0}, &body);
+    assert_true(bson_iter_init_find(&it, &body, "compression"));
+    assert_true(bson_iter_recurse(&it, &el));
+    assert_true(bson_iter_next(&el));
+    assert_string_equal(bson_iter_utf8(&el, NULL), "zstd");
+    assert_false(bson_iter_next(&el));
+    /* a zstd request gets a zstd reply, with the recorded body */
+    send_compressed(f, 2, WIRE_COMPRESSOR_ZSTD, find);
+    assert_int_equal(unpack(f, 1, &plain, &body), WIRE_COMPRESSOR_ZSTD);
+    assert_int_equal(i64_at(&body, "cursor.firstBatch.0._id"), 1);
+    mt_buf_free(&plain);
+    /* a compressor not agreed to is decompressed and answered plain */
+    send_compressed(f, 3, WIRE_COMPRESSOR_ZLIB, find);
+    assert_int_equal(unpack(f, 2, &plain, &body), 0);
+    mt_buf_free(&plain);
+    assert_int_equal(f->w.st.compressed, 1);
+    /* with none agreed, hello has no compression field */
+    f->sh.hs.compressors = 0;
+    send_cmd(f, 4, 0,
+             "{\"hello\": 1, \"compression\": [\"zstd\"], \"$db\": "
+             "\"admin\"}",
+             10);
+    reply_of(f->out[3], &(struct wire_msg){0}, &body);
+    assert_false(has(&body, "compression"));
+    /* --compressors values */
+    assert_int_equal(handshake_parse_compressors("zlib,snappy", &mask, &rec),
+                     0);
+    assert_int_equal(mask, (1u << WIRE_COMPRESSOR_ZLIB) |
+                               (1u << WIRE_COMPRESSOR_SNAPPY));
+    assert_false(rec);
+    assert_int_equal(handshake_parse_compressors("recorded", &mask, &rec), 0);
+    assert_true(rec);
+    assert_int_equal(handshake_parse_compressors("none", &mask, &rec), 0);
+    assert_int_equal(mask, 0);
+    assert_int_equal(handshake_parse_compressors("lz4", &mask, &rec),
+                     MT_EUSAGE);
+    assert_int_equal(handshake_parse_compressors("zlib,", &mask, &rec),
+                     MT_EUSAGE);
+    assert_int_equal(handshake_parse_compressors("", &mask, &rec), MT_EUSAGE);
+}
+
+static void
+test_conn_replset_hello_names_replay(void **state)
+{
+    static const char *const recs[] = {
+        "{\"ismaster\": true, \"setName\": \"rs0\", \"hosts\": [\"a:1\", "
+        "\"b:1\"], \"arbiters\": [\"c:1\"], \"me\": \"a:1\", \"primary\": "
+        "\"a:1\", \"ok\": 1}",
+        "{\"ismaster\": false, \"secondary\": true, \"setName\": \"rs0\", "
+        "\"hosts\": [\"a:1\", \"b:1\"], \"me\": \"b:1\", \"primary\": "
+        "\"a:1\", \"ok\": 1}",
+    };
+    bson_t *q = json("{\"hello\": 1}");
+    struct match_req req;
+    struct handshake hs;
+    bson_iter_t it;
+    char *js;
+
+    (void)state;
+    memset(&req, 0, sizeof(req));
+    snprintf(req.name, sizeof(req.name), "hello");
+    req.cmd = bson_get_data(q);
+    req.cmd_len = q->len;
+    for (int i = 0; i < 2; i++) {
+        bson_t *rec = json(recs[i]), out = BSON_INITIALIZER;
+        handshake_init(&hs, bson_get_data(rec), rec->len);
+        assert_int_equal(
+            handshake_hello_reply(&hs, &req, 1, 0, "10.0.0.1:27017", &out), 0);
+        assert_true(bson_iter_init_find(&it, &out, "setName"));
+        js = bson_as_relaxed_extended_json(&out, NULL);
+        assert_non_null(strstr(js, "\"hosts\" : [ \"10.0.0.1:27017\" ]"));
+        assert_non_null(strstr(js, "\"me\" : \"10.0.0.1:27017\""));
+        assert_null(strstr(js, "a:1"));
+        assert_null(strstr(js, "arbiters"));
+        /* the primary is replay only when the recorded member was it */
+        assert_true((strstr(js, "\"primary\" : \"10.0.0.1:27017\"") != NULL) ==
+                    (i == 0));
+        bson_free(js);
+        bson_destroy(&out);
+        /* without the address, the recorded names stay */
+        bson_init(&out);
+        assert_int_equal(handshake_hello_reply(&hs, &req, 1, 0, NULL, &out), 0);
+        js = bson_as_relaxed_extended_json(&out, NULL);
+        assert_non_null(strstr(js, "a:1"));
+        bson_free(js);
+        bson_destroy(&out);
+        bson_destroy(rec);
+    }
+    bson_destroy(q);
+}
+
 int
 main(void)
 {
@@ -591,6 +760,9 @@ main(void)
             test_conn_op_command_indexed_and_answered, setup, teardown),
         cmocka_unit_test_setup_teardown(test_conn_garbage_is_an_error, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_conn_compression_negotiated, setup,
+                                        teardown),
+        cmocka_unit_test(test_conn_replset_hello_names_replay),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

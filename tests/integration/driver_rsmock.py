@@ -1,0 +1,53 @@
+#!/usr/bin/python3
+"""driver_rsmock.py -- mockmongo.py's MongoDB 7.0 answers, but as the
+primary of a 3-member replica set "rs0" whose other members
+(127.0.0.1:1 and :2, nothing listens there) and arbiter are only names, as
+a capture through a proxy to one member of a real set records them.
+Prints "READY <port>", serves until SIGTERM.  For test_driver_replset.py.
+"""
+import datetime
+import os
+import signal
+import sys
+import threading
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import mockmongo  # noqa: E402
+from bson.int64 import Int64  # noqa: E402
+from bson.objectid import ObjectId  # noqa: E402
+from mockupdb import MockupDB  # noqa: E402
+
+
+class ReplSet(mockmongo.Mongo70):
+    def __init__(self, me):
+        super().__init__(topology_version=False)
+        self.me = me
+
+    def hello_doc(self, request):
+        d = super().hello_doc(request)
+        d.update(setName="rs0", setVersion=1, me=self.me, primary=self.me,
+                 hosts=[self.me, "127.0.0.1:1", "127.0.0.1:2"],
+                 arbiters=["127.0.0.1:3"], electionId=ObjectId("7fffffff0000000000000001"),
+                 lastWrite={"lastWriteDate": datetime.datetime.now(datetime.timezone.utc),
+                            "opTime": {"ts": 1, "t": Int64(1)}})
+        return d
+
+
+def main():
+    server = MockupDB(request_timeout=int(1e6))
+    logic = ReplSet("")
+    server.autoresponds(logic.handle)
+    port = server.run()
+    logic.me = "127.0.0.1:%d" % port
+    print("READY %d" % port, flush=True)
+    done = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *a: done.set())
+    signal.signal(signal.SIGINT, lambda *a: done.set())
+    while not done.wait(0.2):
+        pass
+    server.stop()
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()
