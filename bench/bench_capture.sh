@@ -12,7 +12,12 @@
 #    process over the loadgen run, warm-up included, divided by
 #    rps x (SECS + WARM)): on a shared machine ops/s swing with what else
 #    runs, CPU per request much less
-#    (a row "16 rt" adds mtrace capture --rt-prio 1 at 16 connections)
+#    (a row "16 rt" adds mtrace capture --rt-prio 1 at 16 connections).
+#    Within a repetition the proxies run one after the other, in reverse
+#    order in odd repetitions (the first of a pair tends to win on a VM).
+#    2b: per repetition, the row's requests/s over HAProxy's in the same
+#    repetition: median, min-max, how many repetitions the row won (ratio
+#    > 1), and how many it won of those where it ran first (order bias).
 # 3. --delay-ms 1 with 1 and 16 connections: added delay = RTT with the
 #    delay minus the p50 RTT of the same proxy without it (p50 and p99),
 #    plus the proxy's own achieved-delay figures from its summary; with
@@ -34,6 +39,8 @@
 #      --cpu-dma-latency 0` would; needs root; default 0: not held, the
 #      header says what the host's bound is).  The request is global: hold
 #      it only when nothing else on the host is being measured.
+#      PIN (1: mtrace capture --pin-loops and HAProxy cpu-map, one thread
+#      per CPU for both; default 0; see bench/capture_env.sh).
 # Every process it starts is stopped on exit; files go to a mktemp dir.
 set -u
 TOP=${TOP:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -111,6 +118,7 @@ else
     echo "PM QoS: no request held by the benchmark (host bound now $(pmqos_now) us)"
 fi
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+[ "$PIN" = 1 ] && echo "PIN=1: mtrace capture --pin-loops, HAProxy cpu-map auto:1/1-$THREADS 0-$((THREADS - 1)) (one thread per CPU, both)"
 [ -n "$MTRACE_B" ] && echo "rows \"N\": $MTRACE; rows \"N b\": $MTRACE_B (interleaved)"
 echo
 if want_table 1; then
@@ -136,24 +144,39 @@ if want_table 2; then
     printf "| %-8s | %10s | %10s | %10s | %14s | %10s | %11s |\n" conns direct mtrace haproxy "mtrace/haproxy" \
         "mtrace CPU" "haproxy CPU"
     printf "|----------|------------|------------|------------|----------------|------------|-------------|\n"
+    declare -A PR PF PKINDS
     for n in 1 16 256; do
         declare -A T C
         kinds="direct mtrace haproxy"
         [ -n "$MTRACE_B" ] && kinds="direct mtrace mtrace-b haproxy"
         [ "$n" = 16 ] && [ "$RT16" = 1 ] && kinds="${kinds% haproxy} mtrace-rt haproxy"
-        for kind in $kinds; do T[$kind]="" C[$kind]=""; done
+        for kind in $kinds; do T[$kind]="" C[$kind]="" PR[$n,$kind]="" PF[$n,$kind]=""; done
         for ((r = 0; r < REPS; r++)); do
-            for kind in $kinds; do
+            # whoever runs first in a pair tends to win on a VM (session 5:
+            # 9 of 10): odd repetitions run the proxies in reverse order
+            order=$kinds
+            ((r % 2)) && order=$(tr ' ' '\n' <<<"$kinds" | tac | tr '\n' ' ')
+            declare -A RR=() POS=()
+            pos=0
+            for kind in $order; do
                 if [ "$kind" = mtrace-rt ]; then start_proxy mtrace --rt-prio 1; else start_proxy $kind; fi
                 run "$kind" "$n"
-                T[$kind]+=" $RPS" C[$kind]+=" $CPU"
+                T[$kind]+=" $RPS" C[$kind]+=" $CPU" RR[$kind]=$RPS POS[$kind]=$pos
+                pos=$((pos + 1))
                 stop_proxy
+            done
+            for kind in $kinds; do
+                case $kind in direct | haproxy) continue ;; esac
+                PR[$n,$kind]+=" $(awk "BEGIN { printf \"%.3f\", ${RR[$kind]} / ${RR[haproxy]} }")"
+                # 1: this row ran before HAProxy in this repetition
+                PF[$n,$kind]+=" $((POS[$kind] < POS[haproxy] ? 1 : 0))"
             done
         done
         for kind in $kinds; do
             T[$kind]=$(median <<<"${T[$kind]}")
             [ "$kind" != direct ] && C[$kind]=$(median <<<"${C[$kind]}")
         done
+        PKINDS[$n]=$kinds
         for kind in $kinds; do
             case $kind in direct | haproxy) continue ;; esac
             label=$n
@@ -163,6 +186,26 @@ if want_table 2; then
                 "${T[$kind]}" "${T[haproxy]}" \
                 "$(awk "BEGIN { printf \"%.2fx\", ${T[$kind]} / ${T[haproxy]} }")" \
                 "${C[$kind]}" "${C[haproxy]}"
+        done
+    done
+    echo
+    echo "### 2b. per repetition: requests/s of the row / HAProxy's in the same repetition"
+    echo "(won: ratio > 1; first: repetitions where the row ran before HAProxy, and how many of those it won)"
+    printf "| %-8s | %8s | %13s | %9s | %11s | %s\n" row median min-max won "won first" ratios
+    printf "|----------|----------|---------------|-----------|-------------|--------\n"
+    for n in 1 16 256; do
+        for kind in ${PKINDS[$n]}; do
+            case $kind in direct | haproxy) continue ;; esac
+            label=$n
+            [ "$kind" = mtrace-rt ] && label="$n rt"
+            [ "$kind" = mtrace-b ] && label="$n b"
+            read -r won first wonfirst lo hi < <(paste <(tr ' ' '\n' <<<"${PR[$n,$kind]}" | grep -v '^$') \
+                <(tr ' ' '\n' <<<"${PF[$n,$kind]}" | grep -v '^$') |
+                awk 'NR == 1 { lo = $1; hi = $1 } { w += ($1 > 1); f += $2; wf += ($2 && $1 > 1)
+                     if ($1 < lo) lo = $1; if ($1 > hi) hi = $1 } END { print w + 0, f + 0, wf + 0, lo, hi }')
+            printf "| %-8s | %7.3fx | %5.3f-%5.3fx | %4s of %-2s | %4s of %-4s |%s\n" "$label" \
+                "$(median <<<"${PR[$n,$kind]}")" "$lo" "$hi" "$won" "$REPS" "$wonfirst" "$first" \
+                "${PR[$n,$kind]}"
         done
     done
     echo

@@ -4,7 +4,11 @@
 # fixed-reply upstream, and starting and stopping the proxy under test
 # (mtrace capture, a second mtrace binary, HAProxy in TCP mode, socat, or
 # none).  The caller sets TOP, BUILD, MTRACE, MTRACE_B, THREADS and
-# BENCH_NAME (for messages) before sourcing it.
+# BENCH_NAME (for messages) before sourcing it.  PIN=1 pins each proxy's
+# threads one per CPU, the same way for both: mtrace capture --pin-loops
+# (loop i on CPU i) and HAProxy's cpu-map auto:1/1-THREADS 0-(THREADS-1)
+# (thread i on CPU i-1); default 0: the scheduler places them.
+PIN=${PIN:-0}
 LOADGEN=$BUILD/helpers/loadgen
 FIXEDSRV=$BUILD/helpers/fixedsrv
 TMP=$(mktemp -d /tmp/mtrace-bench.XXXXXX)
@@ -54,8 +58,10 @@ start_proxy() {
         # truncate here: the background child's 2> redirection runs later,
         # and the first grep must not see the previous run's line
         : >"$TMP/mtrace.err"
+        local pin=()
+        [ "$PIN" = 1 ] && pin=(--pin-loops)
         "$bin" capture --listen 127.0.0.1:0 --target 127.0.0.1:$UP \
-            -o "$TMP/trace.$RANDOM.zst" --threads "$THREADS" "$@" 2>"$TMP/mtrace.err" &
+            -o "$TMP/trace.$RANDOM.zst" --threads "$THREADS" "${pin[@]}" "$@" 2>"$TMP/mtrace.err" &
         PROXY_PID=$!
         PIDS+=($PROXY_PID) # before anything can die: the trap stops it
         for ((i = 0; i < 500; i++)); do
@@ -70,6 +76,7 @@ start_proxy() {
         cat >"$TMP/haproxy.cfg" <<HAPROXY
 global
     nbthread $THREADS
+$([ "$PIN" = 1 ] && echo "    cpu-map auto:1/1-$THREADS 0-$((THREADS - 1))")
     maxconn 4000
 defaults
     mode tcp

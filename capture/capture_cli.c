@@ -55,7 +55,7 @@ capture_usage(FILE *out)
         "                      [--spin-us N|auto] [--rt-prio N] "
         "[--idle-timeout-s S]\n"
         "                      [--msg-timeout-s S] [--max-msg-bytes N] "
-        "[--queue-mb M]\n"
+        "[--queue-mb M] [--pin-loops]\n"
         "                      [--zstd-level L] [--cpu-dma-latency US] "
         "[--redact [FIELD]]...\n"
         "       mtrace capture --pcap FILE [--port N]... [--filter BPF] -o "
@@ -104,6 +104,10 @@ capture_usage(FILE *out)
         "                      normal.  Cuts wake-up lateness on a busy host; "
         "needs root\n"
         "                      or CAP_SYS_NICE (exit 1 when refused)\n"
+        "  --pin-loops         pin event loop i to the i-th CPU the process "
+        "may use\n"
+        "                      (as HAProxy's cpu-map); the trace writer is "
+        "not pinned\n"
         "  --idle-timeout-s S  close a connection after S s with no traffic "
         "and no\n"
         "                      request waiting for its reply (default 0: "
@@ -318,6 +322,7 @@ enum {
     OPT_RTPRIO,
     OPT_DMA_LATENCY,
     OPT_QUEUE_MB,
+    OPT_PIN,
 };
 
 struct capture_args {
@@ -394,6 +399,9 @@ capture_parse_proxy_opt(int c, const char *arg, struct capture_args *a)
             return capture_bad("--queue-mb wants MiB from 1 to 4096, not '%s'",
                                arg);
         a->px.queue_bytes = (size_t)v << 20;
+        return 0;
+    case OPT_PIN:
+        a->px.pin_loops = true;
         return 0;
     case OPT_RTPRIO:
         if (!cli_parse_u64(arg, 0, SCHED_RT_PRIO_MAX, &v))
@@ -503,6 +511,7 @@ capture_parse(int argc, char **argv, struct capture_args *a, const char **out)
         {"msg-timeout-s", required_argument, NULL, OPT_MSGTO},
         {"max-msg-bytes", required_argument, NULL, OPT_MSGMAX},
         {"queue-mb", required_argument, NULL, OPT_QUEUE_MB},
+        {"pin-loops", no_argument, NULL, OPT_PIN},
         {"redact", optional_argument, NULL, OPT_REDACT},
         {"quiet", no_argument, NULL, OPT_QUIET},
         {"force", no_argument, NULL, OPT_FORCE},
@@ -548,6 +557,7 @@ capture_parse(int argc, char **argv, struct capture_args *a, const char **out)
         case OPT_MSGTO:
         case OPT_MSGMAX:
         case OPT_QUEUE_MB:
+        case OPT_PIN:
             if ((rc = capture_parse_proxy_opt(c, optarg, a)) != 0)
                 return -rc;
             break;
@@ -613,8 +623,8 @@ capture_check(struct capture_args *a, const char *out)
     if (a->sn.pcap_path != NULL || a->sn.iface != NULL) {
         if (a->proxy_only)
             return capture_bad("--listen, --target, --delay-ms, --max-conns, "
-                               "--threads, --spin-us, --rt-prio and the "
-                               "timeouts are for proxy mode, not with "
+                               "--threads, --spin-us, --rt-prio, --pin-loops "
+                               "and the timeouts are for proxy mode, not with "
                                "--pcap/--iface");
         if (a->sn.pcap_path != NULL &&
             (a->sn.duration_s > 0 || a->sn.count || a->sn.buffer_mb))

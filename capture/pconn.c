@@ -30,6 +30,7 @@
 #include "core/wire.h"
 #include "pdelay.h"
 #include "precord.h"
+#include "prst.h"
 
 /* A direction's out buffer: the backlog bound, plus one held reply that
  * is still arriving, plus one read. */
@@ -94,6 +95,39 @@ pconn_dst_fd(const struct pconn *c, int d)
     return d == TRACE_DIR_C2S ? c->sfd : c->cfd;
 }
 
+/* The destination of d reset: nothing more can be sent to it. */
+static bool
+pconn_dst_gone(const struct pconn *c, int d)
+{
+    return c->d[1 - d].rst || c->d[1 - d].tx_rst;
+}
+
+static void pconn_on_reset(struct pconn *c, int d);
+
+/*
+ * A send to the destination of d failed with errno err.  A reset
+ * (ECONNRESET, EPIPE) is read from that socket as its source side: it
+ * may still hold bytes sent before the reset, which the other side gets
+ * first (pconn_on_reset).  Other errors close c.
+ */
+static void
+pconn_send_failed(struct pconn *c, int d, int err)
+{
+    if ((err == ECONNRESET || err == EPIPE) && c->d[1 - d].eof) {
+        pconn_on_reset(c, 1 - d); /* it had ended: nothing left to read */
+        return;
+    }
+    if (err == ECONNRESET || err == EPIPE) {
+        c->d[1 - d].tx_rst = true;
+        c->d[1 - d].rpend = true;
+        c->d[1 - d].fin = true;
+        return;
+    }
+    c->pl->st.resets++;
+    pconn__die(c, d == TRACE_DIR_C2S ? TRACE_CLOSE_SERVER_RESET
+                                     : TRACE_CLOSE_CLIENT_RESET);
+}
+
 /* See pconn.h. */
 const char *
 pconn__side(int d)
@@ -132,8 +166,8 @@ pconn__flush(struct pconn *c, int d)
     int dst = pconn_dst_fd(c, d);
     uint64_t t_send = 0;
 
-    if (d == TRACE_DIR_C2S && c->connecting)
-        return;
+    if ((d == TRACE_DIR_C2S && c->connecting) || pconn_dst_gone(c, d))
+        return; /* the destination reset: what waits counts as unsent */
     if (d == TRACE_DIR_S2C && c->h_done < c->h_rel)
         t_send = mt_now_ns();
     while (pbuf_len(&pd->out) > 0 && !c->dead) {
@@ -154,9 +188,7 @@ pconn__flush(struct pconn *c, int d)
             break;
         }
         if (w < 0) {
-            c->pl->st.resets++;
-            pconn__die(c, d == TRACE_DIR_C2S ? TRACE_CLOSE_SERVER_RESET
-                                             : TRACE_CLOSE_CLIENT_RESET);
+            pconn_send_failed(c, d, errno);
             break;
         }
         pd->out_off += (uint64_t)w;
@@ -169,8 +201,11 @@ pconn__flush(struct pconn *c, int d)
     if (t_send != 0)
         pdelay_written(c, t_send);
     if (pbuf_len(&pd->out) == 0 && pd->eof && !pd->shut && !c->dead) {
-        shutdown(dst, SHUT_WR);
         pd->shut = true;
+        if (pd->rst)
+            prst_wait(c, d); /* all delivered: reset dst in turn */
+        else
+            shutdown(dst, SHUT_WR);
     }
 }
 
@@ -190,7 +225,8 @@ static bool
 pconn_want_read(const struct pconn *c, int d)
 {
     const struct pdir *pd = &c->d[d];
-    if (pd->eof || c->paused || c->dead || c->connecting)
+    if (pd->eof || c->paused || c->dead || c->connecting ||
+        pconn_dst_gone(c, d))
         return false;
     if (pconn_backlog(c, d) >= PCONN_OUT_HWM)
         return false;
@@ -212,32 +248,7 @@ pconn_read_more(const struct pconn *c, int d)
 static void
 pconn_pend_add(struct pconn *c)
 {
-    struct ploop *pl = c->pl;
-
-    if (c->in_pend)
-        return;
-    c->in_pend = true;
-    c->pprev = NULL;
-    c->pnext = pl->pend;
-    if (pl->pend != NULL)
-        pl->pend->pprev = c;
-    pl->pend = c;
-}
-
-/* Unlinks c from the pending list whose head is *head. */
-static void
-pconn_pend_del(struct pconn *c, struct pconn **head)
-{
-    if (!c->in_pend)
-        return;
-    if (c->pprev != NULL)
-        c->pprev->pnext = c->pnext;
-    else
-        *head = c->pnext;
-    if (c->pnext != NULL)
-        c->pnext->pprev = c->pprev;
-    c->pprev = c->pnext = NULL;
-    c->in_pend = false;
+    ppend_add(&c->pl->pend, &c->pend);
 }
 
 /* ---- reading ---- */
@@ -249,13 +260,13 @@ pconn_forward_direct(struct pconn *c, int d, const uint8_t *p, size_t n)
     struct pdir *pd = &c->d[d];
     ssize_t w;
 
+    if (pconn_dst_gone(c, d))
+        return; /* the destination reset: counted as unsent */
     do
         w = pconn_sys_send(pconn_dst_fd(c, d), p, n);
     while (w < 0 && errno == EINTR);
     if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
-        c->pl->st.resets++;
-        pconn__die(c, d == TRACE_DIR_C2S ? TRACE_CLOSE_SERVER_RESET
-                                         : TRACE_CLOSE_CLIENT_RESET);
+        pconn_send_failed(c, d, errno);
         return;
     }
     if (w < 0) {
@@ -289,6 +300,36 @@ pconn_on_eof(struct pconn *c, int d)
     if (pdelay_on(c, d) && pd->in_off > pd->msg_end_off)
         pdelay_hold_add(c, 0, pd->in_off); /* the incomplete tail follows */
     pconn__flush(c, d);
+}
+
+/* ---- a source that reset ---- */
+
+/*
+ * The source of d reset (recv failed with ECONNRESET or another error)
+ * after the bytes read so far: those still go to the destination (Linux
+ * lets a reader have the bytes queued before a reset, and so does the
+ * proxy), then prst_wait resets the destination.  Nothing more is
+ * read from the other side (its destination is gone); when both sides
+ * reset, c closes at once.
+ */
+static void
+pconn_on_reset(struct pconn *c, int d)
+{
+    struct pdir *pd = &c->d[d];
+
+    c->pl->st.resets++;
+    pd->rst = true;
+    pd->rpend = false;
+    if (c->d[1 - d].rst) {
+        pconn__die(c, d == TRACE_DIR_C2S ? TRACE_CLOSE_CLIENT_RESET
+                                         : TRACE_CLOSE_SERVER_RESET);
+        return;
+    }
+    if (!pd->eof)
+        pconn_on_eof(c, d); /* holds the incomplete tail (--delay-ms) */
+    else if (pd->shut)
+        prst_wait(c, d); /* data and FIN were delivered: reset after them */
+    pconn__flush(c, d);  /* when it empties: prst_wait (pconn__flush) */
 }
 
 /*
@@ -334,13 +375,14 @@ pconn_read(struct pconn *c, int d, bool force)
             pd->fin = false; /* drained: a later urgent mark is an edge */
             return;
         }
-        c->pl->st.resets++;
-        pconn__die(c, d == TRACE_DIR_C2S ? TRACE_CLOSE_CLIENT_RESET
-                                         : TRACE_CLOSE_SERVER_RESET);
+        pconn_on_reset(c, d);
         return;
     }
     if (n == 0) {
-        pconn_on_eof(c, d);
+        if (pd->tx_rst)
+            pconn_on_reset(c, d); /* the EOF of a socket that reset */
+        else
+            pconn_on_eof(c, d);
         return;
     }
     /* A short read emptied the receive queue: more data or a FIN that
@@ -375,6 +417,8 @@ pconn_on_error(struct pconn *c, int d)
     uint8_t b;
     ssize_t n;
 
+    if (pd->rst)
+        return; /* its reset was read: prst_wait takes it from here */
     if (!pd->eof) {
         pconn_read(c, d, true);
         return;
@@ -473,7 +517,8 @@ pconn__after(struct pconn *c)
             pconn_read(c, d, false);
     if (c->dead)
         pconn_close(c, c->reason);
-    else if (c->d[0].eof && c->d[0].shut && c->d[1].eof && c->d[1].shut)
+    else if (c->d[0].eof && c->d[0].shut && c->d[1].eof && c->d[1].shut &&
+             !c->rst_wait) /* a reset side: prst.c closes c */
         pconn_close(c, TRACE_CLOSE_NORMAL);
     else if (pconn_read_more(c, 0) || pconn_read_more(c, 1))
         pconn_pend_add(c);
@@ -556,6 +601,7 @@ pconn_accept(struct ploop *pl, int cfd, const struct sockaddr *peer,
     c->d[TRACE_DIR_C2S].fr.pool = &pl->batch;
     c->d[TRACE_DIR_S2C].fr.pool = &pl->batch;
     loop_timer_init(&c->hold_timer);
+    loop_timer_init(&c->rst_timer);
     c->last_io_ns = loop_update_time(pl->l);
     pconn_format_addr(peer, c->client, sizeof(c->client));
     (void)peer_len;
@@ -598,11 +644,14 @@ pconn_close(struct pconn *c, uint8_t reason)
     struct ploop *pl = c->pl;
 
     precord_close(c, reason);
-    pconn_pend_del(c, &pl->pend);
+    ppend_del(&pl->pend, &c->pend);
     for (int d = 0; d < 2; d++) {
         pl->st.unsent[d] += c->d[d].in_off - c->d[d].out_off;
         pbuf_free(&c->d[d].out);
+        if (c->d[d].rst && !c->d[1 - d].rst)
+            prst_linger0(pconn_dst_fd(c, d)); /* as its source did */
     }
+    loop_timer_stop(pl->l, &c->rst_timer);
     loop_fd_del(pl->l, c->cfd);
     close(c->cfd);
     if (c->sfd >= 0) {
@@ -633,7 +682,7 @@ pconn_quiet(const struct pconn *c)
     }
     /* on the pending list: its socket still holds bytes (edge-triggered:
      * no event will say so again) */
-    if (c->h_rel < c->h_end || c->connecting || c->in_pend)
+    if (c->h_rel < c->h_end || c->connecting || c->pend.on || c->rst_wait)
         return false;
     /* a request still waits for its reply */
     return c->nmsgs[TRACE_DIR_C2S] <= c->nmsgs[TRACE_DIR_S2C];
@@ -649,19 +698,24 @@ pconn_resume(struct pconn *c)
     pconn_pend_add(c);
 }
 
-/* See pconn.h.  Serves the connections pending now; those that stop again
- * (budget, or the queue filled again) rejoin pl->pend for the next turn. */
+/*
+ * See pconn.h.  Serves, one at a time from the live list, the connections
+ * that were pending when it was called; those that stop again (budget, or
+ * the queue filled again) rejoin pl->pend for the next turn.  Serving one
+ * may close any other (pconn_close unlinks it from the live list).
+ */
 bool
 pconn_serve_pending(struct ploop *pl)
 {
-    struct pconn *list = pl->pend, *c;
+    struct ppend_node *n;
 
-    pl->pend = NULL;
-    while ((c = list) != NULL) {
-        pconn_pend_del(c, &list);
+    ppend_round_begin(&pl->pend);
+    while ((n = ppend_round_next(&pl->pend)) != NULL) {
+        struct pconn *c =
+            (struct pconn *)((char *)n - offsetof(struct pconn, pend));
         pconn__after(c); /* may close c or put it back on pl->pend */
     }
-    return pl->pend != NULL;
+    return !ppend_empty(&pl->pend);
 }
 
 /* See pconn.h. */
@@ -671,8 +725,9 @@ pconn_sweep(struct pconn *c, uint64_t now_ns)
     const struct proxy *p = c->pl->p;
     uint8_t reason = TRACE_CLOSE_ERROR;
     /* replies wait for a client that does not read them */
-    bool stuck =
-        pbuf_len(&c->d[TRACE_DIR_S2C].out) > 0 && c->d[TRACE_DIR_S2C].wblocked;
+    bool stuck = (pbuf_len(&c->d[TRACE_DIR_S2C].out) > 0 &&
+                  c->d[TRACE_DIR_S2C].wblocked) ||
+                 c->rst_wait;
 
     if (c->msg_start_ns != 0 && !pconn_want_read(c, TRACE_DIR_C2S))
         c->msg_start_ns = now_ns; /* not read by us: not the client's fault */

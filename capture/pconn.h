@@ -24,6 +24,7 @@
 #include "pbuf.h"
 #include "pframe.h"
 #include "phist.h"
+#include "ppend.h"
 #include "recq.h"
 
 /* One read() at most. */
@@ -73,8 +74,8 @@ struct ploop {
     uint8_t *scratch;    /* owned: PCONN_READ_LEN read buffer */
     struct pconn *conns; /* owned list */
     size_t nconns;
-    struct pconn *pend; /* borrowed: conns with a readable socket to serve */
-    bool paused_any;    /* some connection waits for queue room */
+    struct ppend pend; /* conns with a readable socket to serve */
+    bool paused_any;   /* some connection waits for queue room */
     atomic_bool resume_pending;
     bool draining;
     struct loop_timer drain_timer;
@@ -107,11 +108,13 @@ struct proxy {
     uint64_t idle_ns, msg_timeout_ns; /* 0: never */
     uint32_t msg_max;                 /* largest client message */
     int rt_prio;                      /* loop threads' SCHED_FIFO prio, 0 */
+    bool pin_loops;                   /* --pin-loops */
     struct recq *q;                   /* owned */
     atomic_uint_fast64_t next_id;
     atomic_uint nconns;
     atomic_bool stopping;
-    struct ploop *loops; /* owned array */
+    atomic_bool warned_rs; /* the replica-set warning was logged */
+    struct ploop *loops;   /* owned array */
     int nloops;
 };
 
@@ -135,6 +138,13 @@ struct pdir {
      * mark (LOOP_PRI: recv stops short at it) was reported since the last
      * EAGAIN, so a short read does not mean drained. */
     bool rpend, fin;
+    /* The source reset the connection (after the bytes read before it):
+     * what waits is still delivered, then the destination is reset too. */
+    bool rst;
+    /* A send to this source (the other direction's destination) failed:
+     * it reset.  Reads still find the bytes it sent before, then an EOF
+     * or the error, either of which then counts as its reset. */
+    bool tx_rst;
     struct pframer fr;
 };
 
@@ -143,8 +153,7 @@ struct pdir {
 struct pconn {
     struct ploop *pl; /* borrowed */
     struct pconn *prev, *next;
-    struct pconn *pprev, *pnext; /* in pl->pend when in_pend */
-    bool in_pend;
+    struct ppend_node pend; /* on pl->pend (pend.on) */
     uint64_t id;
     int cfd, sfd; /* owned */
     bool connecting;
@@ -155,6 +164,11 @@ struct pconn {
     struct phold *holds;                    /* owned ring */
     size_t holds_cap, h_done, h_rel, h_end; /* monotonic indices */
     struct loop_timer hold_timer;
+    /* A source reset, its data delivered: polls until the destination's
+     * send queue is empty (SIOCOUTQ), then resets it (prst.c). */
+    struct loop_timer rst_timer;
+    bool rst_wait;
+    int rst_outq;          /* bytes in that send queue at the last poll */
     uint64_t nmsgs[2];     /* complete messages per direction */
     uint64_t last_io_ns;   /* last read or send progress, either side */
     uint64_t msg_start_ns; /* a client message is incomplete since; or 0 */

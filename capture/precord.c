@@ -14,6 +14,8 @@
 #include <errno.h>
 #include <stdio.h>
 
+#include <bson/bson.h>
+
 #include "core/log.h"
 #include "core/rd.h"
 #include "core/trace.h"
@@ -40,6 +42,45 @@ precord_too_big(struct pconn *c, uint32_t len)
     pconn__die(c, TRACE_CLOSE_ERROR);
 }
 
+/*
+ * The first reply of each connection (the handshake's hello / isMaster):
+ * when it says the upstream is a replica set member (setName or hosts at
+ * its top level), warns once per run that drivers which discover the set
+ * open their connections to the members it lists, around the proxy.  Only
+ * the top level is walked (libbson's iterator, bounds-checked); a reply
+ * that does not parse is left alone (recording is not affected).
+ */
+static void
+precord_check_replset(struct pconn *c, const struct recq_item *m)
+{
+    struct wire_msg wm;
+    struct mt_err err = {0};
+    size_t used = 0;
+    bson_t doc;
+    bson_iter_t it;
+    const char *set = NULL;
+
+    /* u.msg.wire is set by the writer thread: the bytes are data[] */
+    if (wire_msg_parse_opts(m->data, m->u.msg.wire_len, WIRE_PARSE_SHALLOW, &wm,
+                            &used, &err) != MT_OK ||
+        wm.body == NULL || wm.body_len < 5 ||
+        !bson_init_static(&doc, wm.body, wm.body_len))
+        return;
+    if (bson_iter_init_find(&it, &doc, "setName") && BSON_ITER_HOLDS_UTF8(&it))
+        set = bson_iter_utf8(&it, NULL);
+    else if (!bson_iter_init_find(&it, &doc, "hosts"))
+        return;
+    if (atomic_exchange(&c->pl->p->warned_rs, true))
+        return;
+    mt_warn("capture: the target %s answered conn %llu's handshake as a "
+            "replica set member%s%.64s%s: a driver that discovers the set "
+            "then connects to the members it lists, around the proxy (only "
+            "its handshakes are recorded); connect with "
+            "directConnection=true (docs/capture.md)",
+            c->pl->p->target_desc, (unsigned long long)c->id,
+            set ? " (setName \"" : "", set ? set : "", set ? "\")" : "");
+}
+
 /* A whole message was framed: stamp, queue, maybe hold. */
 static void
 precord_msg_done(void *arg, struct recq_item *it, uint64_t end_off)
@@ -57,6 +98,9 @@ precord_msg_done(void *arg, struct recq_item *it, uint64_t end_off)
     c->d[d].msg_end_off = end_off;
     if (d == TRACE_DIR_C2S && it->u.msg.wire_len > c->pl->p->msg_max)
         precord_too_big(c, it->u.msg.wire_len);
+    if (d == TRACE_DIR_S2C && c->nmsgs[d] == 1 &&
+        !atomic_load_explicit(&c->pl->p->warned_rs, memory_order_relaxed))
+        precord_check_replset(c, it);
     pconn__push(c, it);
     if (pdelay_on(c, d))
         pdelay_hold_add(c, x->t_ns, end_off);

@@ -29,6 +29,7 @@
 #include "core/wire.h"
 #include "pconn.h"
 #include "pdelay.h"
+#include "ppin.h"
 #include "recq.h"
 
 #define PROXY_DRAIN_NS 1000000000u
@@ -318,7 +319,7 @@ proxy_before_sleep(struct loop *l, void *arg)
     }
     /* some still readable (budget spent, or a hand-off just taken): the
      * loop must not block on epoll_wait before reading them */
-    if (pl->pend != NULL)
+    if (!ppend_empty(&pl->pend))
         loop_poll_next(l);
     if (pl->p->rt_prio > 0 && pl->p->delay_ns > 0)
         pdelay_bound_spin(pl); /* a FIFO loop must not spin non-stop */
@@ -423,26 +424,40 @@ proxy_loops_free(struct proxy *p)
     p->loops = NULL;
 }
 
-/* Starts the loop threads with SIGINT/SIGTERM blocked in them. */
+/* Starts the loop threads with SIGINT/SIGTERM blocked in them (pinned
+ * with --pin-loops). */
 static int
 proxy_threads_run(struct proxy *p, pthread_t *th, struct mt_err *err)
 {
     sigset_t block, old;
+    cpu_set_t allowed;
     int started = 0, rc = 0;
 
+    CPU_ZERO(&allowed);
+    if (p->pin_loops && sched_getaffinity(0, sizeof(allowed), &allowed) < 0)
+        rc = errno;
     sigemptyset(&block);
     sigaddset(&block, SIGINT);
     sigaddset(&block, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &block, &old);
-    for (; started < p->nloops; started++) {
-        rc = pthread_create(&th[started], NULL, proxy_thread,
-                            &p->loops[started]);
+    for (; rc == 0 && started < p->nloops; started++) {
+        pthread_attr_t attr;
+
+        pthread_attr_init(&attr);
+        if (p->pin_loops)
+            rc = ppin_attr_set(&attr, &allowed, started);
+        if (rc == 0)
+            rc = pthread_create(&th[started], &attr, proxy_thread,
+                                &p->loops[started]);
+        pthread_attr_destroy(&attr);
         if (rc != 0)
             break;
     }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0) {
-        mt_err_set(err, -rc, 0, "cannot start a loop thread: %s", strerror(rc));
+        mt_err_set(err, -rc, 0, "cannot start a loop thread%s: %s",
+                   p->pin_loops ? " pinned to a CPU (--pin-loops)" : "",
+                   strerror(rc));
         proxy_stop();
     }
     if (atomic_load(&proxy_stop_early))
@@ -698,9 +713,11 @@ proxy_init(struct proxy *p, const struct proxy_opts *o, struct mt_err *err)
     p->msg_timeout_ns = o->msg_timeout_ns;
     p->msg_max = o->msg_max ? o->msg_max : WIRE_MSG_LEN_MAX;
     p->rt_prio = o->rt_prio;
+    p->pin_loops = o->pin_loops;
     atomic_init(&p->next_id, 1);
     atomic_init(&p->nconns, 0);
     atomic_init(&p->stopping, false);
+    atomic_init(&p->warned_rs, false);
     p->nloops = (int)proxy_nthreads(o->threads);
     p->loops = mt_calloc((size_t)p->nloops, sizeof(*p->loops));
     if (p->loops == NULL)

@@ -134,4 +134,31 @@ kill -INT $CAP
 wait $CAP || fail "--quiet: exit $?"
 ! grep -q "recorded" "$TMP/q.err" || fail "--quiet printed a summary"
 "$MTRACE" dump "$TMP/q.zst" >/dev/null || fail "dump of the --zstd-level 1 trace failed"
+
+# --pin-loops: each loop thread may run on one CPU only, loop i on the i-th
+# CPU the process may use (here: two loops on the first CPU it is given,
+# taskset to one CPU, then two loops on two CPUs when there are two);
+# threads other than the loops keep the whole set; proxy mode only
+if command -v taskset >/dev/null; then
+    ncpu=$(nproc)
+    for threads in 2 3; do
+        "$MTRACE" capture --listen 127.0.0.1:0 --target 127.0.0.1:$MOCK -o "$TMP/pin$threads.zst" \
+            --quiet --pin-loops --threads $threads 2>"$TMP/pin.err" &
+        CAP=$!
+        track_pid $CAP
+        for ((i = 0; i < 100; i++)); do
+            [ "$(ls /proc/$CAP/task 2>/dev/null | wc -l)" -ge $((threads + 2)) ] && break
+            sleep 0.02
+        done
+        single=$(cat /proc/$CAP/task/*/status | awk '/Cpus_allowed_list/ && $2 ~ /^[0-9]+$/' | wc -l)
+        kill -INT $CAP
+        wait $CAP || fail "--pin-loops: exit $?: $(cat "$TMP/pin.err")"
+        want=$threads
+        [ "$ncpu" -eq 1 ] && want=$((threads + 2)) # a 1-CPU host: every thread has one CPU
+        [ "$single" -eq "$want" ] ||
+            fail "--pin-loops --threads $threads: $single threads on one CPU, want $want"
+    done
+fi
+out=$("$MTRACE" capture --pcap /dev/null --pin-loops -o "$TMP/pinpcap.zst" 2>&1)
+[ $? -eq 2 ] && grep -q -- "--pin-loops" <<<"$out" || fail "--pin-loops with --pcap: $out"
 echo "ok: capture CLI"
