@@ -64,6 +64,7 @@
  */
 #include "calibrate.h"
 #include "calibrate_gilmutex.h"
+#include "calibrate_idle.h"
 #include "calibrate_place.h"
 
 #include <errno.h>
@@ -430,7 +431,7 @@ cores_online(void)
 
 static const char cal_usage[] =
     "usage: mtrace calibrate [-o FILE] [--python PATH] [--python-ft PATH] "
-    "[--scripts DIR]\n"
+    "[--scripts DIR] [--idle-ab]\n"
     "Measures the host facts mtrace sim needs and writes them as a host facts\n"
     "file (read with mtrace sim --host FILE): cores, wake-up latency and its "
     "CPU,\n"
@@ -448,6 +449,9 @@ static const char cal_usage[] =
     "  --python-ft PATH a free-threaded CPython (default: python3.13t if on "
     "PATH)\n"
     "  --scripts DIR    where gil_pingpong.py is (default: beside the binary)\n"
+    "  --idle-ab        also measure idle_wake_cpu_us: a Python loop with a\n"
+    "                   blocking round trip, idle CPUs halting vs polling\n"
+    "                   (holds a PM QoS request of 0, GLOBAL, ~1 s in all)\n"
     "  -h, --help       this help\n"
     "Takes about 25 seconds.  Exit status: 0 ok, 1 measurement failed, 2 bad "
     "usage.\n";
@@ -456,6 +460,7 @@ struct cal_opts {
     const char *out_path, *python, *python_ft, *dir;
     int out_fd;       /* -o, opened before measuring */
     bool out_created; /* by us: removed if nothing is written */
+    bool idle_ab;     /* --idle-ab */
 };
 
 struct facts {
@@ -468,17 +473,16 @@ struct facts {
                                       measured */
     struct sim_cal_gilmutex gm;    /* rounds 0: not measured */
     struct sim_cal_place place[SIM_CAL_PLACE_N]; /* rounds 0: not measured */
+    struct sim_cal_idle idle;                    /* pairs 0: not measured */
 };
 
 /* Returns -1 to go on, or an exit status. */
 static int
 cal_parse(int argc, char **argv, struct cal_opts *o)
 {
-    static const struct option lo[] = {{"python", 1, 0, 'p'},
-                                       {"python-ft", 1, 0, 'f'},
-                                       {"scripts", 1, 0, 's'},
-                                       {"help", 0, 0, 'h'},
-                                       {0, 0, 0, 0}};
+    static const struct option lo[] = {
+        {"python", 1, 0, 'p'}, {"python-ft", 1, 0, 'f'}, {"scripts", 1, 0, 's'},
+        {"help", 0, 0, 'h'},   {"idle-ab", 0, 0, 'i'},   {0, 0, 0, 0}};
     int c;
 
     o->python = "/usr/bin/python3";
@@ -493,6 +497,8 @@ cal_parse(int argc, char **argv, struct cal_opts *o)
             o->python_ft = optarg;
         else if (c == 's')
             o->dir = optarg;
+        else if (c == 'i')
+            o->idle_ab = true;
         else if (c == 'h')
             return fputs(cal_usage, stdout), 0;
         else
@@ -508,66 +514,6 @@ cal_parse(int argc, char **argv, struct cal_opts *o)
                        argv[optind]),
                2;
     return -1;
-}
-
-/* busy and total jiffies of all CPUs, and their count, from /proc/stat */
-static int
-cpu_jiffies(double *busy, double *total, int *ncpu)
-{
-    char line[512];
-    unsigned long long v[8] = {0};
-    FILE *f = fopen("/proc/stat", "r");
-
-    if (f == NULL)
-        return -1;
-    *ncpu = 0;
-    *busy = *total = 0;
-    while (fgets(line, sizeof(line), f)) {
-        if (strncmp(line, "cpu ", 4) == 0 &&
-            sscanf(line + 4, "%llu %llu %llu %llu %llu %llu %llu %llu", &v[0],
-                   &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]) == 8) {
-            /* user nice system idle iowait irq softirq steal */
-            *busy = (double)(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]);
-            *total = *busy + (double)(v[3] + v[4]);
-        } else if (strncmp(line, "cpu", 3) == 0 && line[3] >= '0' &&
-                   line[3] <= '9') {
-            (*ncpu)++;
-        }
-    }
-    fclose(f);
-    return *total > 0 && *ncpu > 0 ? 0 : -1;
-}
-
-/* Cores' worth of CPU other processes used over 2 s (we sleep): NAN when
- * /proc/stat cannot be read. */
-static double
-bg_load_now(void)
-{
-    double b0, t0, b1, t1;
-    int n0, n1;
-    struct timespec ts = {2, 0};
-
-    if (cpu_jiffies(&b0, &t0, &n0) < 0)
-        return NAN;
-    nanosleep(&ts, NULL);
-    if (cpu_jiffies(&b1, &t1, &n1) < 0 || t1 <= t0)
-        return NAN;
-    return (b1 - b0) / (t1 - t0) * (double)n1;
-}
-
-/* The 1-minute load average, NAN when /proc/loadavg cannot be read. */
-static double
-loadavg_1min(void)
-{
-    double v = NAN;
-    FILE *f = fopen("/proc/loadavg", "r");
-
-    if (f) {
-        if (fscanf(f, "%lf", &v) != 1)
-            v = NAN;
-        fclose(f);
-    }
-    return v;
 }
 
 /* gil_wake_cpu_us (gil_pingpong.py contended_cpu()). */
@@ -694,6 +640,7 @@ cal_write(FILE *out, const struct facts *f, const struct cal_opts *o)
     cal_write_wake_cpu(out, f, o);
     sim_calibrate_gilmutex_print(out, &f->gm);
     sim_calibrate_place_print(out, f->place);
+    sim_calibrate_idle_print(out, &f->idle, o->python);
     sim_calibrate_preempt_print(out, f->pre);
     fprintf(out,
             "# hot GIL hand-off: lock ping-pong half round trip minus loop CPU "
@@ -768,8 +715,8 @@ sim_calibrate_main(int argc, char **argv)
     if (o.out_path && (rc = cal_out_open(&o)) >= 0)
         return rc;
     script = find_script(o.dir, sbuf, sizeof(sbuf));
-    f.bg_load = bg_load_now();
-    f.loadavg = loadavg_1min();
+    f.bg_load = sim_calibrate_bg_load();
+    f.loadavg = sim_calibrate_loadavg();
     f.walk_ns = f.walk_base_ns = NAN;
     if (sim_calibrate_walk(&f.walk_ns, &f.walk_base_ns) < 0) {
         fprintf(stderr,
@@ -807,6 +754,9 @@ sim_calibrate_main(int argc, char **argv)
             o.python, script ? script : "gil_pingpong.py (not found)");
         return cal_fail(&o);
     }
+    if (o.idle_ab && sim_calibrate_idle(o.python, script, &f.idle) < 0)
+        fprintf(stderr, "mtrace calibrate: idle_wake_cpu_us not measured: %s\n",
+                f.idle.why);
     if (o.python_ft == NULL &&
         system("command -v python3.13t >/dev/null 2>&1") == 0)
         o.python_ft = "python3.13t";

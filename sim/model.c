@@ -56,6 +56,30 @@ sim__wake_ns(struct sim_model *m, double mean_us)
     return sim__us(mt_rng_lognormal(&m->rng_wake, mean_us, m->p.wake_cv));
 }
 
+/* A core became free now (m->busy was decremented). */
+static void
+core_freed(struct sim_model *m)
+{
+    if (m->free_at == NULL) /* a hand-built model (unit tests) */
+        return;
+    MT_ASSERT(m->nfree < (size_t)m->p.cores);
+    m->free_at[m->nfree++] = m->eng.now_ns; /* times only grow: sorted */
+}
+
+/* A core is taken: the one free the longest when `oldest` (a wake-up that
+ * paid idle_wake_cpu_us runs on the core that idled), else the one freed
+ * last (a job that continues or follows another takes the warm core). */
+static void
+core_taken(struct sim_model *m, bool oldest)
+{
+    if (m->free_at == NULL)
+        return;
+    MT_ASSERT(m->nfree > 0);
+    m->nfree--;
+    if (oldest)
+        memmove(m->free_at, m->free_at + 1, m->nfree * sizeof(*m->free_at));
+}
+
 /* cpu_pick: e takes core `prefer` if free, else its last core if free,
  * else the lowest free one (kernel/sched/fair.c select_idle_sibling
  * tries the previous CPU first, then an idle one). */
@@ -96,6 +120,7 @@ cpu_start_on(struct sim_model *m, uint32_t e, int32_t prefer)
     x->on_core = x->shared && x->dur_ns > 0; /* zero CPU needs no core */
     if (x->on_core) {
         m->busy++;
+        core_taken(m, x->pick_oldest);
         x->held_ns = m->eng.now_ns;
         if (m->core_busy)
             core_take(m, x, prefer);
@@ -202,6 +227,7 @@ cpu_enqueue(struct sim_model *m, uint32_t e)
 
         m->holding = -1;
         m->busy--;
+        core_freed(m);
         hold_core_free(m);
         if (m->rq_n == 0 || !x->shared || x->dur_ns == 0 ||
             m->eng.now_ns - since < m->slice_ns) {
@@ -244,8 +270,11 @@ sim__cpu_submit(struct sim_model *m, uint32_t e, uint64_t dur_ns, uint32_t what,
     x->what = what;
     x->dur_ns = dur_ns;
     x->gen++;
+    x->pick_oldest = false;
     if (wake_ns > 0) {
         double ctx = m->p.ctx_cpu_us;
+
+        x->wake_from_ns = m->eng.now_ns;
 
         /* cpu_pick 2: with no core idle the wakee is queued at once on a
          * running CPU (no halted vCPU to bring back): the same-CPU
@@ -277,8 +306,10 @@ sim__cpu_preempt(struct sim_model *m, uint32_t e)
         m->res->client_cpu_ns += x->dur_ns - rem;
     x->gen++;
     x->state = ES_IDLE;
-    if (x->on_core)
+    if (x->on_core) {
         m->busy--;
+        core_freed(m);
+    }
     if (x->on_core && m->core_busy && x->core >= 0)
         m->core_busy[x->core] = 0;
     if (x->on_core)
@@ -335,9 +366,35 @@ on_cpu_done(struct sim_model *m, uint32_t e)
     if (m->holding == (int32_t)e) {
         m->holding = -1;
         m->busy--;
+        core_freed(m);
         hold_core_free(m);
     }
     cpu_fill(m);
+}
+
+/* Round 11: client thread e, woken, finds a core idle and runs there at
+ * once (cpu_enqueue starts it): its first job pays idle_wake_cpu_us, the
+ * measured extra CPU of a wake-up onto an idle CPU (on this VM a halted
+ * vCPU; mtrace calibrate --idle-ab).  A wake-up that has to queue behind a
+ * running job lands on a busy CPU and does not pay it. */
+static void
+cpu_idle_wake(struct sim_model *m, uint32_t e)
+{
+    struct sim__ent *x = &m->ent[e];
+
+    if (m->p.idle_wake_cpu_us <= 0 || e >= m->nth || !x->shared ||
+        m->busy >= m->p.cores || m->nfree == 0)
+        return; /* a job of zero CPU pays it too: it then takes the core */
+    /* idle_wake_min_us < 0: the core must have been free before the
+     * wake-up was issued (one freed since, by the waker's job, would in
+     * Linux run the wakee queued on it without idling) */
+    if (m->p.idle_wake_min_us < 0
+            ? m->free_at[0] >= x->wake_from_ns
+            : m->eng.now_ns - m->free_at[0] < sim__us(m->p.idle_wake_min_us))
+        return;
+    x->dur_ns += sim__us(m->p.idle_wake_cpu_us);
+    x->pick_oldest = true;
+    m->res->idle_wakes++;
 }
 
 /* cpu_pick 2 with wake_preempt: client thread e, woken while no core is
@@ -383,6 +440,7 @@ cpu_wake_preempt(struct sim_model *m, uint32_t e)
     m->runq[m->rq_head] = r;
     m->rq_n++;
     m->busy--;
+    core_freed(m);
     m->core_busy[k] = 0;
     m->res->wake_preempts++;
     cpu_start_on(m, e, k);
@@ -400,8 +458,10 @@ model_dispatch(struct sim_model *m, const struct sim_ev *ev)
         break;
     case SIM_EV_WAKE:
         if (ev->gen == m->ent[ev->id].gen &&
-            m->ent[ev->id].state == ES_WAKING && !cpu_wake_preempt(m, ev->id))
+            m->ent[ev->id].state == ES_WAKING && !cpu_wake_preempt(m, ev->id)) {
+            cpu_idle_wake(m, ev->id);
             cpu_enqueue(m, ev->id);
+        }
         break;
     case SIM_EV_GIL_TIMEOUT:
         sim__gil_timeout(m, ev->id, ev->gen);
@@ -454,6 +514,10 @@ model_alloc(struct sim_model *m)
         m->ent[e].core = m->ent[e].last_core = m->ent[e].rq_core = -1;
     }
     m->hold_core = -1;
+    m->free_at = mt_calloc((size_t)m->p.cores, sizeof(*m->free_at));
+    if (m->free_at == NULL)
+        return -ENOMEM;
+    m->nfree = (size_t)m->p.cores; /* all free since 0 */
     if (m->p.cpu_pick) {
         m->core_busy = mt_calloc((size_t)m->p.cores, 1);
         if (m->core_busy == NULL)
@@ -479,6 +543,7 @@ model_free(struct sim_model *m)
     mt_free(m->gil.q);
     mt_free(m->gil.mq);
     mt_free(m->core_busy);
+    mt_free(m->free_at);
     mt_free(m->py_seen_ns);
     mt_free(m->py_seen_own_ns);
     mt_free(m->py_seen_at_ns);

@@ -51,6 +51,8 @@ struct sim_result {
                                   the woken GIL waiter on the sender's core */
     uint64_t wake_preempts;    /* wake_preempt: running jobs a woken client
                                   thread switched out (cpu_pick 2) */
+    uint64_t idle_wakes;       /* client wake-ups that found a core idle
+                                  (each paid idle_wake_cpu_us) */
     uint64_t slice_ends;       /* entities sent to the back of the run queue
                                   at the end of a time slice (cpu_slice_us) */
     uint64_t client_blocks;    /* times a client thread blocked: on gil->cond
@@ -130,18 +132,20 @@ enum sim__what {
 enum sim__estate { ES_IDLE = 0, ES_WAKING, ES_QUEUED, ES_RUNNING };
 
 struct sim__ent {
-    uint32_t what;     /* enum sim__what: continuation of the pending job */
-    uint8_t state;     /* enum sim__estate */
-    bool shared;       /* uses the shared cores */
-    bool on_core;      /* running job holds one of the shared cores */
-    uint64_t dur_ns;   /* pending or running job */
-    uint64_t end_ns;   /* running: completion time */
-    uint64_t gen;      /* bumped to cancel CPU_DONE / WAKE events */
-    uint64_t held_ns;  /* on a core without a break since (time slice) */
-    int16_t core;      /* cpu_pick: the core its running job holds, -1 */
-    int16_t last_core; /* cpu_pick: the core it last ran on, -1 */
-    int16_t rq_core;   /* cpu_pick 2: the core whose queue it waits on, -1 */
-    uint64_t ran_ns;   /* cpu_pick 2: when its last job on a core ended */
+    uint32_t what;         /* enum sim__what: continuation of the pending job */
+    uint8_t state;         /* enum sim__estate */
+    bool shared;           /* uses the shared cores */
+    bool on_core;          /* running job holds one of the shared cores */
+    bool pick_oldest;      /* idle_wake: takes the core free the longest */
+    uint64_t wake_from_ns; /* when its pending wake-up was issued */
+    uint64_t dur_ns;       /* pending or running job */
+    uint64_t end_ns;       /* running: completion time */
+    uint64_t gen;          /* bumped to cancel CPU_DONE / WAKE events */
+    uint64_t held_ns;      /* on a core without a break since (time slice) */
+    int16_t core;          /* cpu_pick: the core its running job holds, -1 */
+    int16_t last_core;     /* cpu_pick: the core it last ran on, -1 */
+    int16_t rq_core; /* cpu_pick 2: the core whose queue it waits on, -1 */
+    uint64_t ran_ns; /* cpu_pick 2: when its last job on a core ended */
 };
 
 enum sim__op { OP_PY, OP_SEND, OP_WAIT, OP_SYS, OP_CONNECT, OP_END };
@@ -250,9 +254,12 @@ struct sim_model {
     int64_t busy;   /* cores in use */
     uint32_t *runq; /* owned: ring of entities waiting for a core */
     size_t rq_head, rq_n;
-    int32_t holding;     /* entity whose job just ended, still on its core */
-    int32_t hold_core;   /* cpu_pick: that core */
-    uint8_t *core_busy;  /* owned (cpu_pick): per core, held by a job */
+    int32_t holding;    /* entity whose job just ended, still on its core */
+    int32_t hold_core;  /* cpu_pick: that core */
+    uint8_t *core_busy; /* owned (cpu_pick): per core, held by a job */
+    uint64_t *free_at;  /* owned: when each free core freed, oldest first
+                           (cores - busy of them; round 11 idle_wake) */
+    size_t nfree;
     uint64_t balance_ns; /* cpu_pick 2: a SIM_EV_BALANCE is due then, 0 */
     uint64_t busy_ns;    /* core-time used */
     struct sim__opdesc ops[24], hs_ops[26];

@@ -105,6 +105,14 @@ const struct sim_param_desc sim_param_table[] = {
       "cpu_pick 2: mean latency of a GIL waiter woken by another thread "
       "(gil->cond signal, gil->mutex unlock) while a core is idle: it lands "
       "on the idle CPU (select_idle_sibling); 0: the usual draw"),
+    P("idle_wake_cpu_us", SIM_P_DBL, idle_wake_cpu_us, 0, 1e6, "us",
+      "extra CPU of a client thread's first job after a wake-up that finds "
+      "a core idle (it runs there: an idle period, on a VM a halted vCPU); "
+      "a wake-up that queues behind a running job does not pay it; 0: off"),
+    P("idle_wake_min_us", SIM_P_DBL, idle_wake_min_us, -1, 1e6, "us",
+      "idle_wake_cpu_us is paid only when a core has been free at least "
+      "this long (the one free longest; the wakee takes it); -1: free since "
+      "before the wake-up was issued"),
     P("gil_mutex_relock_p", SIM_P_DBL, gil_mutex_relock_p, 0, 1, "",
       "with gil_mutex_signal_us: share of signalled GIL waiters that block "
       "re-locking gil->mutex (woken wake_us after the signal's hold); 0: "
@@ -293,6 +301,11 @@ sim_params_default(struct sim_params *p)
     set_default(p, "gil_wake_idle_us", "0", SIM_OR_ASSUMPTION,
                 "0: wake_us (or gil_handoff_us); mtrace calibrate measures "
                 "the cross-CPU hand-over onto an idle CPU");
+    set_default(p, "idle_wake_cpu_us", "0", SIM_OR_ASSUMPTION,
+                "0 (off) until measured by mtrace calibrate --idle-ab");
+    set_default(p, "idle_wake_min_us", "0", SIM_OR_ASSUMPTION,
+                "0: any idle core (haltpoll with guest_halt_poll_ns 0 halts "
+                "an idle vCPU at once)");
     set_default(p, "gil_mutex_relock_p", "0", SIM_OR_ASSUMPTION,
                 "0: by timing; mtrace calibrate measures it");
     set_default(p, "send_affine_waiter", "0", SIM_OR_ASSUMPTION,

@@ -70,6 +70,11 @@ struct sim_params {
     double gil_wake_idle_us;        /* cpu_pick 2: latency of a GIL waiter woken
                                        (cond, mutex) while a core is idle: it
                                        lands there; 0: wake_us */
+    double idle_wake_cpu_us;        /* extra CPU of a client thread's first
+                                       job after a wake-up onto an idle core
+                                       (round 11); 0: off */
+    double idle_wake_min_us;        /* ... only after a core idled this
+                                       long; -1: since before the wake */
     double gil_mutex_relock_p;      /* share of signalled waiters that block on
                                        gil->mutex's re-lock; 0: by timing */
     double gil_switch_stretch;      /* extra share of a Python segment run after

@@ -193,6 +193,10 @@ sim_report_row(FILE *out, int fmt, const struct sim_row *r)
                  (double)r->res.send_preempts /
                      ((double)p->threads * (double)p->calls),
                  3);
+        json_num(out, "idle_wakes_per_call",
+                 (double)r->res.idle_wakes /
+                     ((double)p->threads * (double)p->calls),
+                 3);
         json_num(out, "wake_preempts_per_call",
                  (double)r->res.wake_preempts /
                      ((double)p->threads * (double)p->calls),

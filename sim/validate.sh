@@ -92,7 +92,9 @@ stop_wait $CAPTURE_PID || fail "capture exited $?"
 echo "== 2. host facts" >&2
 # the load before validate.sh's own CPU-heavy steps, and other jobs' demand
 echo "start - $(cat /proc/loadavg) $("$PYTHON" sim/validate_load.py)" >>"$OUT/load.txt"
-"${NICE[@]}" "$MTRACE" calibrate -o "$OUT/host.txt" || fail "mtrace calibrate failed"
+# --idle-ab: idle_wake_cpu_us (round 11), a ~2 s A/B that holds a PM QoS
+# request of 0 for half of it (GLOBAL: validate.sh runs under the bench lock)
+"${NICE[@]}" "$MTRACE" calibrate --idle-ab -o "$OUT/host.txt" || fail "mtrace calibrate failed"
 cat "$OUT/host.txt" >&2
 
 for d in 0 1; do

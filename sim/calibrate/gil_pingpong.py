@@ -85,6 +85,16 @@ Prints "key value" lines:
                    access, similar in kind to BSON encode/decode) in microseconds;
                    the ratio between two interpreters is a free-threaded slowdown
 Usage: gil_pingpong.py [ROUNDS]
+       gil_pingpong.py --idle-loop   (round 11; mtrace calibrate runs it
+                   with and without a PM QoS request held, sim/calibrate_idle.c)
+  idle_loop_cpu_us one thread pinned to the first CPU loops: workload(50),
+                   sendall of 100 bytes on a socketpair to a forked echo
+                   process pinned to the second CPU, which spins 50 us and
+                   replies, recv (the thread blocks; its CPU is idle
+                   meanwhile), workload(50); thread CPU (time.thread_time)
+                   per iteration, 400 after 50 of warm-up, mean less the
+                   top 5 %
+  idle_loop_vcsw   voluntary context switches per iteration (RUSAGE_THREAD)
 """
 import os
 import resource
@@ -417,6 +427,61 @@ def xcore_cpu(K=400, phases=5):
             "xcore_min": min(diff) * 1e6, "xcore_max": max(diff) * 1e6,
             "xcore_fixed_us": statistics.median(fixed) * 1e6}
 
+
+def _spin_echo(s, cpu):
+    """Child of idle_loop(): pinned to cpu; for each 100-byte request
+    spins request[0] x 10 us (perf_counter), then echoes it."""
+    os.sched_setaffinity(0, {cpu})
+    while True:
+        m = s.recv(100)
+        if not m:
+            return
+        t = time.perf_counter() + m[0] * 1e-5
+        while time.perf_counter() < t:
+            pass
+        s.sendall(m)
+
+
+def idle_loop(K=400, spin_10us=5):
+    """See --idle-loop in the module doc: (thread CPU per iteration in
+    seconds, mean less the top 5 %; voluntary switches per iteration), or
+    None with one core."""
+    cores = sorted(os.sched_getaffinity(0))
+    if len(cores) < 2:
+        return None
+    a, b = socket.socketpair()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            a.close()
+            _spin_echo(b, cores[1])
+        finally:
+            os._exit(0)
+    b.close()
+    msg = bytes([spin_10us]) + b"x" * 99
+    xs = []
+    try:
+        os.sched_setaffinity(0, {cores[0]})
+        for i in range(K + 50):
+            if i == 50:
+                r0 = resource.getrusage(resource.RUSAGE_THREAD)
+            c0 = time.thread_time()
+            workload(50)
+            a.sendall(msg)
+            a.recv(100)
+            workload(50)
+            if i >= 50:
+                xs.append(time.thread_time() - c0)
+        r1 = resource.getrusage(resource.RUSAGE_THREAD)
+    finally:
+        os.sched_setaffinity(0, set(cores))
+        a.close()
+        os.waitpid(pid, 0)
+    xs.sort()
+    return (statistics.mean(xs[:len(xs) - len(xs) // 20]),
+            (r1.ru_nvcsw - r0.ru_nvcsw) / K)
+
+
 def lock_loop(rounds):
     a = threading.Lock()
     b = threading.Lock()
@@ -441,6 +506,13 @@ def cpu_loop(n=20000):
 
 
 def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "--idle-loop":
+        r = idle_loop()
+        if r is None:
+            sys.exit(1)
+        print("idle_loop_cpu_us", "%.3f" % (r[0] * 1e6))
+        print("idle_loop_vcsw", "%.3f" % r[1])
+        return
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 20000
     pingpong(2000)  # warm-up
     batches = pingpong(rounds)

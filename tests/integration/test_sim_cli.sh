@@ -72,6 +72,11 @@ grep -q '^gil_mutex_signal_us = [0-9.]* \[measured\]' "$TMP/host.txt" ||
     fail "no gil_mutex_signal_us in host facts"
 grep -q '^wake_busy_us = [0-9.]* \[measured\]' "$TMP/host.txt" ||
     fail "no wake_busy_us in host facts"
+# round 11: without --idle-ab (it holds a global PM QoS request) the idle
+# period's cost is not measured, and it is never a host fact (option, off)
+grep -q '^# idle_wake_cpu_us not measured (no --idle-ab)' "$TMP/host.txt" ||
+    fail "no idle_wake_cpu_us comment in host facts"
+! grep -q '^idle_wake_cpu_us' "$TMP/host.txt" || fail "idle_wake_cpu_us applied"
 if [ "$(nproc)" -ge 2 ]; then # the cross-core loop needs two cores
     grep -q '^gil_xcore_cpu_us = [0-9.]* \[measured\]' "$TMP/host.txt" ||
         fail "no gil_xcore_cpu_us in host facts"
