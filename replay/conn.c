@@ -18,7 +18,8 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/mem.h"
-#include "core/rd.h"
+#include "matchkey.h"
+#include "replyenc.h"
 
 /* A request being answered. */
 struct rq {
@@ -127,46 +128,20 @@ replay_reply_free(struct replay_reply *r)
     mt_free(r);
 }
 
-/* ---- building reply messages ---- */
+/* ---- building reply messages (replyenc.c) ---- */
 
 static int32_t
 new_request_id(struct replay_conn *c)
 {
-    int32_t id = c->next_request_id++;
-    if (c->next_request_id <= 0)
-        c->next_request_id = 1;
-    return id;
+    return replyenc_take_id(&c->next_request_id);
 }
 
-/*
- * OP_COMMANDREPLY (opCode 2011, MongoDB 3.2-3.6): header, commandReply,
- * metadata (empty), no outputDocs.
- *   0 int32 messageLength | 4 requestID | 8 responseTo | 12 opCode 2011
- *   16 document commandReply | document metadata {}
- */
-static int
-encode_command_reply(struct mt_buf *out, int32_t rid, int32_t to,
-                     const bson_t *body)
+/* What a reply to q must answer. */
+static struct replyenc_to
+reply_to(struct replay_conn *c, const struct rq *q)
 {
-    static const uint8_t empty_doc[5] = {5, 0, 0, 0, 0};
-    size_t len = WIRE_HEADER_LEN + body->len + sizeof(empty_doc);
-    uint8_t *p;
-    int rc;
-
-    if (len > WIRE_MSG_LEN_MAX)
-        return MT_ETOOBIG;
-    rc = mt_buf_reserve(out, len);
-    if (rc < 0)
-        return rc;
-    p = out->data + out->len;
-    wr_le32(p, (uint32_t)len);
-    wr_le32(p + 4, (uint32_t)rid);
-    wr_le32(p + 8, (uint32_t)to);
-    wr_le32(p + 12, WIRE_OP_COMMANDREPLY);
-    memcpy(p + WIRE_HEADER_LEN, bson_get_data(body), body->len);
-    memcpy(p + WIRE_HEADER_LEN + body->len, empty_doc, sizeof(empty_doc));
-    out->len += len;
-    return 0;
+    return (struct replyenc_to){&q->req, q->m->h.request_id,
+                                &c->next_request_id};
 }
 
 /* Encodes body as the reply to the request: OP_REPLY, OP_COMMANDREPLY or
@@ -175,52 +150,9 @@ static int
 encode_body(struct replay_conn *c, const struct rq *q, const bson_t *body,
             uint32_t flags, struct mt_buf *out, int32_t *rid)
 {
-    const bson_t *docs[1] = {body};
+    struct replyenc_to to = reply_to(c, q);
 
-    *rid = new_request_id(c);
-    if (q->req.op_command)
-        return encode_command_reply(out, *rid, q->m->h.request_id, body);
-    if (q->req.legacy)
-        return wire_encode_reply(out, *rid, q->m->h.request_id,
-                                 8 /* AwaitCapable */, 0, 0, docs, 1);
-    if (q->req.checksum)
-        flags |= WIRE_MSG_CHECKSUM_PRESENT;
-    return wire_encode_msg(out, *rid, q->m->h.request_id, flags, body, NULL, 0);
-}
-
-/*
- * The recorded OP_MSG reply with a new header: only the header (and the
- * checksum, which is dropped, or recomputed when the client sent one)
- * changes; the sections are copied as they are.
- */
-static int
-patch_msg(struct replay_conn *c, const struct rq *q, const struct wire_msg *rec,
-          struct mt_buf *out)
-{
-    size_t len = rec->raw_len - (rec->has_checksum ? 4 : 0);
-    uint32_t flags =
-        rec->flags & ~(WIRE_MSG_CHECKSUM_PRESENT | WIRE_MSG_MORE_TO_COME |
-                       WIRE_MSG_EXHAUST_ALLOWED);
-    uint8_t *p;
-    int rc;
-
-    if (q->req.checksum)
-        flags |= WIRE_MSG_CHECKSUM_PRESENT;
-    rc = mt_buf_reserve(out, len + 4);
-    if (rc < 0)
-        return rc;
-    p = out->data + out->len;
-    memcpy(p, rec->raw, len);
-    wr_le32(p, (uint32_t)(len + (q->req.checksum ? 4 : 0)));
-    wr_le32(p + 4, (uint32_t)new_request_id(c));
-    wr_le32(p + 8, (uint32_t)q->m->h.request_id);
-    wr_le32(p + 16, flags);
-    if (q->req.checksum) {
-        wr_le32(p + len, wire_crc32c(0, p, len));
-        len += 4;
-    }
-    out->len += len;
-    return 0;
+    return replyenc_write_doc(&to, body, flags, out, rid);
 }
 
 /* The recorded reply message rec (whole), answering q; cursor_id >= 0
@@ -229,30 +161,9 @@ static int
 encode_recorded(struct replay_conn *c, const struct rq *q, const uint8_t *rec,
                 size_t rec_len, int64_t cursor_id, struct mt_buf *out)
 {
-    struct wire_msg m;
-    size_t used;
-    bson_t body, rw;
-    int32_t rid;
-    int rc;
+    struct replyenc_to to = reply_to(c, q);
 
-    rc = wire_msg_parse_opts(rec, rec_len,
-                             WIRE_PARSE_SHALLOW | WIRE_PARSE_NO_CHECKSUM, &m,
-                             &used, NULL);
-    if (rc != MT_OK || m.body == NULL)
-        return MT_ECORRUPT;
-    if (cursor_id < 0 && !q->req.legacy && !q->req.op_command &&
-        m.h.op_code == WIRE_OP_MSG)
-        return patch_msg(c, q, &m, out);
-    if (!bson_init_static(&body, m.body, m.body_len))
-        return MT_EBSON;
-    if (cursor_id < 0)
-        return encode_body(c, q, &body, 0, out, &rid);
-    bson_init(&rw);
-    rc = cursor_rewrite_reply(m.body, m.body_len, cursor_id, &rw);
-    if (rc == 0)
-        rc = encode_body(c, q, &rw, 0, out, &rid);
-    bson_destroy(&rw);
-    return rc;
+    return replyenc_write_recorded(&to, rec, rec_len, cursor_id, out);
 }
 
 /* ---- scheduling ---- */
@@ -615,19 +526,12 @@ dispatch(struct replay_conn *c, struct rq *q, struct mt_err *err)
 static int
 legacy_failure(struct replay_conn *c, const struct rq *q, const char *msg)
 {
+    struct replyenc_to to = reply_to(c, q);
     struct mt_buf out;
-    const bson_t *docs[1];
-    bson_t doc;
     int rc;
 
-    bson_init(&doc);
-    BSON_APPEND_UTF8(&doc, "$err", msg);
-    BSON_APPEND_INT32(&doc, "code", 2);
-    docs[0] = &doc;
     mt_buf_init(&out, WIRE_MSG_LEN_MAX);
-    rc = wire_encode_reply(&out, new_request_id(c), q->m->h.request_id,
-                           2 /* QueryFailure */, 0, 0, docs, 1);
-    bson_destroy(&doc);
+    rc = replyenc_write_query_failure(&to, msg, &out);
     if (rc < 0) {
         mt_buf_free(&out);
         return rc;

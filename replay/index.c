@@ -14,6 +14,7 @@
 #include "core/log.h"
 #include "core/mem.h"
 #include "handshake.h"
+#include "matchkey.h"
 
 #define PENDING_MAX 65536
 

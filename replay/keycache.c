@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/mem.h"
+#include "matchkey.h"
 
 int
 keycache_init(struct keycache *kc)

@@ -1,18 +1,12 @@
 /*
- * match.h -- request keys and the index of recorded exchanges.
+ * match.h -- what request keys are made of: the rules that say which
+ * top-level fields a key ignores, the request as matching sees it, and
+ * diagnostics on keys (how two differ, how one is displayed).
  *
- * A request is reduced to a key that keeps what determines the answer and
- * drops what changes from run to run (docs/replay.md, "Matching"):
+ * A key (matchkey.h builds it) is one line of fields separated by
+ * MATCH_SEP:
  *
  *     <db>\x1f<cmd>=<value>\x1f<field>=<value>...
- *
- * The command field comes first, the other top-level fields follow sorted
- * by name, minus the ignored ones (lsid, $clusterTime, txnNumber, ... by
- * default; changeable).  OP_MSG kind-1 sequences count as fields.  Values
- * are written as compact relaxed JSON by walking that one value with
- * libbson's iterator; ObjectId _id fields of inserted documents are masked
- * (drivers generate them).  Only the top level is walked to find fields
- * (seed 004); a value is expanded only when it is part of the key.
  */
 #ifndef MT_REPLAY_MATCH_H
 #define MT_REPLAY_MATCH_H
@@ -21,16 +15,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/buf.h"
 #include "core/err.h"
 #include "core/wire.h"
 
 #define MATCH_IGNORE_MAX 64
-#define MATCH_FIELDS_MAX 128         /* top-level fields per command */
-#define MATCH_KEY_LEN_MAX (4u << 20) /* a longer key is refused */
-/* A top-level value (or kind-1 sequence) whose text is longer is kept in
- * the key as {"$digest":"<128-bit hash of the text>","bytes":N}. */
-#define MATCH_VALUE_INLINE_MAX (16u << 10)
 #define MATCH_SEP '\x1f' /* between key fields; never in a value */
 
 /* Which top-level fields the key ignores. */
@@ -77,18 +65,6 @@ bool match_rules_ignored_n(const struct match_rules *r, const char *field,
  */
 int match_req_from_msg(const struct wire_msg *m, struct match_req *req,
                        struct mt_err *err);
-
-/*
- * Appends req's key to key (reset first).  0, MT_ELIMIT (more than
- * MATCH_FIELDS_MAX fields or nesting deeper than WIRE_BSON_DEPTH_MAX),
- * MT_ETOOBIG (key over key->len_max) or MT_EBSON.  Cost: O(size of the
- * fields that are part of the key).
- */
-int match_key_build(const struct match_rules *r, const struct match_req *req,
-                    struct mt_buf *key, struct mt_err *err);
-
-/* A 64-bit hash of the key bytes (8 bytes per multiply-xorshift step). */
-uint64_t match_key_hash(const void *key, size_t len);
 
 /*
  * Writes a one-line description of how key a differs from key b ("filter

@@ -2,9 +2,9 @@
  * server.h -- the replay server: N event loops, one thread each, each with
  * its own SO_REUSEPORT listener on the same address (DESIGN.md rule 4: the
  * kernel spreads connections; no loop is woken for another's work), and
- * the socket side of connections (read, write, timers).  Each reply is
- * released by its loop's timer heap at its ready time (rule 3); replies
- * that are due when emitted are written at once.
+ * the socket side of connections (read, write, timers: sconn.h).  Each
+ * reply is released by its loop's timer heap at its ready time (rule 3);
+ * replies that are due when emitted are written at once.
  */
 #ifndef MT_REPLAY_SERVER_H
 #define MT_REPLAY_SERVER_H

@@ -1,8 +1,8 @@
 /*
  * fuzz_match.c -- request keys, diffs, cursor rewriting and handshake
  * replies over arbitrary bytes taken as a command document (replay/match.c,
- * replay/cursor.c, replay/handshake.c).  Nothing may crash or over-read;
- * errors are fine.
+ * replay/matchkey.c, replay/cursor.c, replay/handshake.c).  Nothing may
+ * crash or over-read; errors are fine.
  */
 #include <stdint.h>
 #include <string.h>
@@ -11,6 +11,7 @@
 #include "replay/cursor.h"
 #include "replay/handshake.h"
 #include "replay/match.h"
+#include "replay/matchkey.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,5 +1,6 @@
 /*
- * test_match.c -- replay/match.c request keys and replay/index.c.
+ * test_match.c -- replay/match.c and replay/matchkey.c request keys, and
+ * replay/index.c.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,6 +15,7 @@
 #include "core/wire.h"
 #include "replay/index.h"
 #include "replay/match.h"
+#include "replay/matchkey.h"
 
 /* An OP_MSG request for the JSON command (and one kind-1 sequence). */
 static void
