@@ -472,11 +472,11 @@ open_live(struct sniff *s)
      * command line (--buffer-mb was checked above): exit 1. */
     if (rc < 0)
         return mt_err_set(s->err,
-                          rc == PCAP_ERROR_PERM_DENIED   ? -EPERM
+                          rc == PCAP_ERROR_PERM_DENIED    ? -EPERM
                           : rc == PCAP_ERROR_IFACE_NOT_UP ? -ENETDOWN
                                                           : MT_EUNSUPPORTED,
-                          0,
-                          "--iface %s: %s%s", s->o->iface, pcap_statustostr(rc),
+                          0, "--iface %s: %s%s", s->o->iface,
+                          pcap_statustostr(rc),
                           rc == PCAP_ERROR_PERM_DENIED
                               ? " (live capture needs root or CAP_NET_RAW)"
                               : "");
