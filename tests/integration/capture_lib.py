@@ -188,11 +188,22 @@ class Env:
         return recs
 
 
-def op_msg(request_id, doc):
-    """An OP_MSG (flags 0, one body section) of doc, for raw-socket clients."""
+def op_msg(request_id, doc, response_to=0):
+    """An OP_MSG (flags 0, one body section) of doc, for raw-socket clients
+    and (with response_to) raw upstreams."""
     import bson  # python3-bson; imported here: not every test needs it
     body = bson.encode(doc)
-    return struct.pack("<iiiiIB", 16 + 5 + len(body), request_id, 0, 2013, 0, 0) + body
+    return struct.pack("<iiiiIB", 16 + 5 + len(body), request_id, response_to, 2013,
+                       0, 0) + body
+
+
+def op_msg_burst(count, size, first_id, response_to, fill):
+    """count OP_MSG replies to response_to, ids first_id.., each about size
+    bytes: {ok: 1.0, i: <index>, pad: <size - 64 bytes of fill>}."""
+    import bson
+    pad = bson.Binary(fill * (size - 64))
+    return b"".join(op_msg(first_id + i, {"ok": 1.0, "i": i, "pad": pad}, response_to)
+                    for i in range(count))
 
 
 def recv_msg(sock, timeout=None):
@@ -215,6 +226,121 @@ def recv_msg(sock, timeout=None):
             raise
         return None
     return data
+
+
+def recv_request_id(sock):
+    """Reads one whole wire message from sock and returns its request id;
+    raises ConnectionError at EOF before a whole message."""
+    req = recv_msg(sock)
+    if req is None:
+        raise ConnectionError("EOF before a whole request")
+    return struct.unpack("<i", req[4:8])[0]
+
+
+def read_to_end(sock, timeout=10, step=1 << 20, pause=0.0):
+    """(bytes, how it ended: 'eof', 'reset' or 'timeout'): reads sock in
+    recv(step) calls, sleeping pause seconds after each, until EOF, a reset
+    or no byte for timeout seconds."""
+    sock.settimeout(timeout)
+    data = b""
+    try:
+        while True:
+            chunk = sock.recv(step)
+            if not chunk:
+                return data, "eof"
+            data += chunk
+            if pause:
+                time.sleep(pause)
+    except ConnectionResetError:
+        return data, "reset"
+    except socket.timeout:
+        return data, "timeout"
+
+
+SIOCOUTQ = 0x5411  # linux/sockios.h (TIOCOUTQ): bytes not yet acked by the peer
+
+
+def wait_sent(sock, secs=10):
+    """True once sock's send queue is empty (the peer has every byte),
+    False if it is not within secs seconds."""
+    import fcntl
+    deadline = time.time() + secs
+    while time.time() < deadline:
+        buf = bytearray(4)
+        fcntl.ioctl(sock.fileno(), SIOCOUTQ, buf)
+        if struct.unpack("i", buf)[0] == 0:
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def reset_close(sock):
+    """Closes sock with a reset (RST: SO_LINGER on, 0 s)."""
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    sock.close()
+
+
+class RawUpstream:
+    """A plain TCP server on 127.0.0.1 (kernel-chosen self.port) for
+    raw-socket tests.  A thread accepts up to `conns` connections, one
+    after the other (giving up when none comes within accept_timeout
+    seconds: self.error then says so), and calls the subclass's
+    serve_conn(sock) for each: in that thread, or with threaded in a
+    thread of its own.  An OSError from serve_conn is kept in self.error.
+    conn_timeout (seconds), when given, is set on each accepted socket.
+    A subclass sets its own fields, then calls start()."""
+
+    def __init__(self, conns=1, backlog=4, accept_timeout=15, conn_timeout=None,
+                 threaded=False):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(backlog)
+        self.port = self.sock.getsockname()[1]
+        self.conns, self.accept_timeout = conns, accept_timeout
+        self.conn_timeout, self.threaded = conn_timeout, threaded
+        self.error = None
+        self.threads = []
+        self.th = threading.Thread(target=self._accept_loop, daemon=True)
+
+    def start(self):
+        self.th.start()
+
+    def _accept_loop(self):
+        self.sock.settimeout(self.accept_timeout)
+        for i in range(self.conns):
+            try:
+                s, _ = self.sock.accept()
+            except socket.timeout:
+                self.error = "%d of %d connections within %d s" % (i, self.conns,
+                                                                  self.accept_timeout)
+                return
+            if self.conn_timeout is not None:
+                s.settimeout(self.conn_timeout)
+            if not self.threaded:
+                self._serve(s)
+                continue
+            t = threading.Thread(target=self._serve, args=(s,), daemon=True)
+            t.start()
+            self.threads.append(t)
+
+    def _serve(self, s):
+        try:
+            self.serve_conn(s)
+        except OSError as e:
+            self.error = e
+
+    def serve_conn(self, s):
+        raise NotImplementedError
+
+    def join(self, timeout):
+        """Waits up to timeout seconds for the accepting thread and for
+        each connection's thread, closes the listening socket; True when
+        every thread has ended."""
+        self.th.join(timeout)
+        for t in self.threads:
+            t.join(timeout)
+        self.sock.close()
+        return not self.th.is_alive() and not any(t.is_alive() for t in self.threads)
 
 
 def msgs(recs, direction=None):

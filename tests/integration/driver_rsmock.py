@@ -7,15 +7,12 @@ Prints "READY <port>", serves until SIGTERM.  For test_driver_replset.py.
 """
 import datetime
 import os
-import signal
 import sys
-import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import mockmongo  # noqa: E402
 from bson.int64 import Int64  # noqa: E402
 from bson.objectid import ObjectId  # noqa: E402
-from mockupdb import MockupDB  # noqa: E402
 
 
 class ReplSet(mockmongo.Mongo70):
@@ -34,19 +31,8 @@ class ReplSet(mockmongo.Mongo70):
 
 
 def main():
-    server = MockupDB(request_timeout=int(1e6))
     logic = ReplSet("")
-    server.autoresponds(logic.handle)
-    port = server.run()
-    logic.me = "127.0.0.1:%d" % port
-    print("READY %d" % port, flush=True)
-    done = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *a: done.set())
-    signal.signal(signal.SIGINT, lambda *a: done.set())
-    while not done.wait(0.2):
-        pass
-    server.stop()
-    os._exit(0)
+    mockmongo.serve(logic, on_port=lambda port: setattr(logic, "me", "127.0.0.1:%d" % port))
 
 
 if __name__ == "__main__":

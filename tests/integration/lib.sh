@@ -2,6 +2,9 @@
 #   free_port            print a free 127.0.0.1 TCP port
 #   wait_port PORT [S]   wait until something listens on PORT (default 10 s)
 #   start_mock VAR [ARGS]  start mockmongo.py; sets VAR to its port, remembers pid
+#   capture_tv_trace OUT.zst  record a trace whose hellos carry topologyVersion
+#                        (pymongo's replay_monitor.py through `mtrace capture`
+#                        to mockmongo.py --topology-version); needs replay_lib.sh
 #   cleanup              kills everything started with track_pid (trap EXIT)
 #   fail MSG             print MSG and exit 1
 #   expect_refused PORT TEXT... -- CMD...
@@ -59,6 +62,19 @@ start_mock() {
     done
     cat "$out.err" >&2
     fail "mockmongo did not start"
+}
+
+# capture_tv_trace OUT.zst: a trace for the streaming (awaitable / exhaust)
+# hello: MockupDB with topologyVersion, recorded from pymongo (MockupDB
+# rejects the Node.js driver's exhaustAllowed).  Uses start_capture and
+# stop_wait of replay_lib.sh; the mock serves until the test ends.
+capture_tv_trace() {
+    local out=$1 mock cap
+    start_mock mock --topology-version
+    start_capture cap "$mock" "$out"
+    "$PYTHON" "$TOP/tests/integration/replay_monitor.py" "mongodb://127.0.0.1:$cap/" 0.2 >/dev/null ||
+        fail "pymongo through capture failed"
+    stop_wait "$CAPTURE_PID" || fail "capture exited $?"
 }
 
 # expect_refused PORT TEXT... -- CMD...: a server that must refuse to start.

@@ -5,8 +5,8 @@ trace.
 
     /usr/bin/python3 tests/integration/mockmongo.py [--port P] [--topology-version]
 
-Prints "READY <port>" on stdout once listening, serves until SIGTERM/SIGINT
-or stdin closes (when --stdin-lifetime), then exits 0.
+Prints "READY <port>" on stdout once listening, serves until SIGTERM/SIGINT,
+then exits 0.  driver_rsmock.py reuses Mongo70 and serve().
 
 What it answers (everything else: ok 0, code 59 CommandNotFound):
   hello / isMaster / ismaster  (OP_QUERY on admin.$cmd and OP_MSG)
@@ -162,17 +162,15 @@ class Mongo70:
         return request.ok(cursor={"id": Int64(cid), "ns": ns, "nextBatch": now})
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--port", type=int, default=0)
-    ap.add_argument("--topology-version", action="store_true",
-                    help="include topologyVersion in hello (not for the Node.js driver)")
-    args = ap.parse_args()
-
-    logic = Mongo70(args.topology_version)
-    server = MockupDB(port=args.port or None, request_timeout=int(1e6))
+def serve(logic, port=0, on_port=None):
+    """Serves logic.handle (a Mongo70) on 127.0.0.1:port (0: the kernel
+    picks): calls on_port(port) once listening, prints "READY <port>",
+    serves until SIGTERM/SIGINT, then exits the process with status 0."""
+    server = MockupDB(port=port or None, request_timeout=int(1e6))
     server.autoresponds(logic.handle)
     port = server.run()
+    if on_port is not None:
+        on_port(port)
     print("READY %d" % port, flush=True)
 
     done = threading.Event()
@@ -182,6 +180,15 @@ def main():
         pass
     server.stop()
     os._exit(0)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--topology-version", action="store_true",
+                    help="include topologyVersion in hello (not for the Node.js driver)")
+    args = ap.parse_args()
+    serve(Mongo70(args.topology_version), args.port)
 
 
 if __name__ == "__main__":

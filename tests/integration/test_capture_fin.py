@@ -39,7 +39,8 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from capture_lib import Env, check, msgs, op_msg, summary_bytes  # noqa: E402
+from capture_lib import (Env, RawUpstream, check, msgs, op_msg,  # noqa: E402
+                         op_msg_burst, read_to_end, recv_request_id, summary_bytes)
 
 import bson  # noqa: E402
 
@@ -48,47 +49,21 @@ N = 20
 
 def read_all(sock, timeout=10):
     """Bytes until EOF (or a reset); None if no EOF within timeout."""
-    sock.settimeout(timeout)
-    data = b""
-    try:
-        while True:
-            chunk = sock.recv(1 << 20)
-            if not chunk:
-                return data
-            data += chunk
-    except ConnectionResetError:
-        return data
-    except socket.timeout:
-        return None
+    data, end = read_to_end(sock, timeout)
+    return None if end == "timeout" else data
 
 
-class Upstream:
-    """A plain TCP server on 127.0.0.1: reads each connection until EOF
-    (after `delay` seconds) and keeps what it got (None: no EOF)."""
+class Upstream(RawUpstream):
+    """A plain TCP server on 127.0.0.1: reads each of n connections until
+    EOF (after `delay` seconds) and keeps what it got (None: no EOF)."""
 
     def __init__(self, n, delay=0.0):
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(64)
-        self.port = self.sock.getsockname()[1]
-        self.n, self.delay, self.got = n, delay, []
+        super().__init__(conns=n, backlog=64, threaded=True)
+        self.delay, self.got = delay, []
         self.lock = threading.Lock()
-        self.threads = []
-        self.acceptor = threading.Thread(target=self.accept_loop, daemon=True)
-        self.acceptor.start()
+        self.start()
 
-    def accept_loop(self):
-        self.sock.settimeout(15)
-        for _ in range(self.n):
-            try:
-                s, _ = self.sock.accept()
-            except socket.timeout:
-                return
-            t = threading.Thread(target=self.serve, args=(s,), daemon=True)
-            t.start()
-            self.threads.append(t)
-
-    def serve(self, s):
+    def serve_conn(self, s):
         time.sleep(self.delay)
         data = read_all(s)
         s.close()
@@ -96,10 +71,7 @@ class Upstream:
             self.got.append(data)
 
     def wait(self):
-        self.acceptor.join(20)
-        for t in self.threads:
-            t.join(20)
-        self.sock.close()
+        self.join(20)
         return self.got
 
 
@@ -198,48 +170,25 @@ def big_fast(env):
         big_request(env, 0.0)
 
 
-class BurstUpstream:
+class BurstUpstream(RawUpstream):
     """A plain TCP server on 127.0.0.1 for one connection: reads one
     request, sends `count` OP_MSG replies of `size` bytes to it, closes."""
 
     def __init__(self, count, size):
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(4)
-        self.port = self.sock.getsockname()[1]
+        super().__init__(conn_timeout=15)
         self.replies = b""
         self.count, self.size = count, size
-        self.error = None
-        self.th = threading.Thread(target=self.serve, daemon=True)
-        self.th.start()
+        self.start()
 
-    def serve(self):
-        try:
-            self.sock.settimeout(15)
-            s, _ = self.sock.accept()
-            s.settimeout(15)
-            head = b""
-            while len(head) < 16:
-                head += s.recv(16 - len(head))
-            length, rid = struct.unpack("<ii", head[:8])
-            rest = length - 16
-            while rest > 0:
-                rest -= len(s.recv(rest))
-            pad = bson.Binary(b"\x33" * (self.size - 64))
-            for i in range(self.count):
-                body = bson.encode({"ok": 1.0, "i": i, "pad": pad})
-                self.replies += struct.pack("<iiiiIB", 21 + len(body), 1000 + i, rid, 2013,
-                                            0, 0) + body
-            s.sendall(self.replies)
-            s.close()
-        except OSError as e:
-            self.error = e
+    def serve_conn(self, s):
+        rid = recv_request_id(s)
+        self.replies = op_msg_burst(self.count, self.size, 1000, rid, b"\x33")
+        s.sendall(self.replies)
+        s.close()
 
     def wait(self):
-        self.th.join(20)
-        self.sock.close()
-        check(not self.th.is_alive() and self.error is None,
-              "upstream: %s" % (self.error or "still sending"))
+        ended = self.join(20)
+        check(ended and self.error is None, "upstream: %s" % (self.error or "still sending"))
 
 
 def upstream_unread(port):

@@ -14,51 +14,35 @@ Runtime: about 1 s.
 """
 import os
 import socket
-import struct
 import sys
-import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from capture_lib import Env, check, msgs, op_msg, recv_msg  # noqa: E402
+from capture_lib import (Env, RawUpstream, check, msgs, op_msg, recv_msg,  # noqa: E402
+                         recv_request_id)
 
 import bson  # noqa: E402
 
 WARNING = "answered conn"
 
 
-class HelloUpstream:
-    """Answers each hello (one per connection) with reply_doc."""
+class HelloUpstream(RawUpstream):
+    """Answers each hello (one per connection, n of them) with reply_doc."""
 
     def __init__(self, reply_doc, n):
-        self.doc, self.n = reply_doc, n
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(8)
-        self.port = self.sock.getsockname()[1]
-        self.th = threading.Thread(target=self.serve, daemon=True)
-        self.th.start()
+        super().__init__(conns=n, backlog=8, accept_timeout=10, conn_timeout=10)
+        self.doc = reply_doc
+        self.start()
 
-    def serve(self):
-        self.sock.settimeout(10)
-        for _ in range(self.n):
-            try:
-                s, _ = self.sock.accept()
-            except socket.timeout:
-                return
-            s.settimeout(10)
-            req = recv_msg(s)
-            if req is None:
-                s.close()
-                continue
-            rid = struct.unpack("<i", req[4:8])[0]
-            body = bson.encode(self.doc)
-            s.sendall(struct.pack("<iiiiIB", 21 + len(body), 9000 + rid, rid, 2013, 0, 0) + body)
+    def serve_conn(self, s):
+        try:
+            rid = recv_request_id(s)
+            s.sendall(op_msg(9000 + rid, self.doc, rid))
             recv_msg(s, timeout=5)  # until the client closes
+        finally:
             s.close()
 
     def wait(self):
-        self.th.join(15)
-        self.sock.close()
+        self.join(15)
 
 
 def handshake(port, rid):

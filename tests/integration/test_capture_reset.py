@@ -31,97 +31,54 @@ receive queue before the reset.
    must get the whole request, then a reset; close client-reset.
 Runtime: about 11 s.
 """
-import fcntl
 import os
 import re
 import socket
-import struct
 import sys
 import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from capture_lib import Env, check, msgs, op_msg, summary_bytes  # noqa: E402
+from capture_lib import (Env, RawUpstream, check, msgs, op_msg,  # noqa: E402
+                         op_msg_burst, read_to_end, recv_request_id, reset_close,
+                         summary_bytes, wait_sent)
 
 import bson  # noqa: E402
 
-SIOCOUTQ = 0x5411  # linux/sockios.h (TIOCOUTQ)
 COUNT, SIZE = 14, 512 << 10  # 7.3 MB: always taken whole by the proxy (18: not always)
 
 
-class ResetUpstream:
+class ResetUpstream(RawUpstream):
     """One connection: reads a request, sends COUNT replies of SIZE bytes,
     waits for its send queue to empty, resets."""
 
     def __init__(self):
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(4)
-        self.port = self.sock.getsockname()[1]
+        super().__init__(conn_timeout=15)
         self.replies = b""
-        self.error = None
         self.drained = False
         self.reset = threading.Event()
-        self.th = threading.Thread(target=self.serve, daemon=True)
-        self.th.start()
+        self.start()
 
-    def serve(self):
+    def serve_conn(self, s):
         try:
-            self.sock.settimeout(15)
-            s, _ = self.sock.accept()
-            s.settimeout(15)
-            head = b""
-            while len(head) < 16:
-                head += s.recv(16 - len(head))
-            length, rid = struct.unpack("<ii", head[:8])
-            rest = length - 16
-            while rest > 0:
-                rest -= len(s.recv(rest))
-            pad = bson.Binary(b"\x44" * (SIZE - 64))
-            for i in range(COUNT):
-                body = bson.encode({"ok": 1.0, "i": i, "pad": pad})
-                self.replies += struct.pack("<iiiiIB", 21 + len(body), 2000 + i, rid, 2013,
-                                            0, 0) + body
+            rid = recv_request_id(s)
+            self.replies = op_msg_burst(COUNT, SIZE, 2000, rid, b"\x44")
             s.sendall(self.replies)
-            deadline = time.time() + 10
-            while time.time() < deadline:
-                buf = bytearray(4)
-                fcntl.ioctl(s.fileno(), SIOCOUTQ, buf)
-                if struct.unpack("i", buf)[0] == 0:
-                    self.drained = True
-                    break
-                time.sleep(0.01)
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-            s.close()  # RST
-            self.reset.set()
-        except OSError as e:
-            self.error = e
+            self.drained = wait_sent(s)
+            reset_close(s)
+        finally:
             self.reset.set()
 
     def wait(self):
-        self.th.join(20)
-        self.sock.close()
-        check(not self.th.is_alive() and self.error is None,
-              "upstream: %s" % (self.error or "still sending"))
+        ended = self.join(20)
+        check(ended and self.error is None, "upstream: %s" % (self.error or "still sending"))
         check(self.drained, "upstream: its send queue never emptied (the proxy did "
               "not take every byte), the test cannot say what the client should get")
 
 
 def read_slowly(sock, timeout=20):
     """(bytes, how it ended: 'reset', 'eof' or 'timeout')."""
-    sock.settimeout(timeout)
-    data = b""
-    try:
-        while True:
-            chunk = sock.recv(64 << 10)
-            if not chunk:
-                return data, "eof"
-            data += chunk
-            time.sleep(0.002)
-    except ConnectionResetError:
-        return data, "reset"
-    except socket.timeout:
-        return data, "timeout"
+    return read_to_end(sock, timeout, step=64 << 10, pause=0.002)
 
 
 def unsent(text):
@@ -185,34 +142,22 @@ def run(env, extra, second_request, half_close=False):
                                           if late_read else "not read (reset seen first)")))
 
 
-class SlowUpstream:
+class SlowUpstream(RawUpstream):
     """One connection: waits 1 s, then reads slowly until EOF or a reset;
     keeps the bytes and how it ended."""
 
     def __init__(self):
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(4)
-        self.port = self.sock.getsockname()[1]
-        self.got, self.end = b"", None
-        self.th = threading.Thread(target=self.serve, daemon=True)
-        self.th.start()
+        super().__init__()
+        self.got, self.end = b"", "no connection"
+        self.start()
 
-    def serve(self):
-        self.sock.settimeout(15)
-        try:
-            s, _ = self.sock.accept()
-        except socket.timeout:
-            self.end = "no connection"
-            return
+    def serve_conn(self, s):
         time.sleep(1.0)
         self.got, self.end = read_slowly(s)
         s.close()
 
     def wait(self):
-        self.th.join(30)
-        self.sock.close()
-        check(not self.th.is_alive(), "upstream: still reading")
+        check(self.join(30), "upstream: still reading")
 
 
 def client_reset(env):
@@ -224,16 +169,9 @@ def client_reset(env):
     big = op_msg(700, {"insert": "c", "$db": "x", "pad": bson.Binary(b"\x66" * (6 << 20))})
     s = socket.create_connection(("127.0.0.1", cap.port))
     s.sendall(big)
-    drained = False
-    deadline = time.time() + 10
-    while time.time() < deadline and not drained:
-        buf = bytearray(4)
-        fcntl.ioctl(s.fileno(), SIOCOUTQ, buf)
-        drained = struct.unpack("i", buf)[0] == 0
-        time.sleep(0.01)
-    check(drained, "client: its send queue never emptied (the proxy did not take every byte)")
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-    s.close()  # RST
+    check(wait_sent(s), "client: its send queue never emptied (the proxy did not take every "
+          "byte)")
+    reset_close(s)
     up.wait()
     check(up.got == big, "upstream got %d bytes of %d, then %s" % (len(up.got), len(big), up.end))
     check(up.end == "reset", "upstream: %s after the request, want a reset" % up.end)

@@ -12,11 +12,7 @@
 MON=$TOP/${BUILD:-build/release}/helpers/mongoc_monitor
 [ -x "$MON" ] || fail "$MON not built (make helpers)"
 
-start_mock MOCKTV --topology-version
-start_capture CAP "$MOCKTV" "$TMP/tv.zst"
-"$PYTHON" "$TOP/tests/integration/replay_monitor.py" "mongodb://127.0.0.1:$CAP/" 0.2 >/dev/null ||
-    fail "pymongo through capture failed"
-stop_wait $CAPTURE_PID || fail "capture exited $?"
+capture_tv_trace "$TMP/tv.zst"
 
 start_replay REP "$TMP/tv.zst"
 "$MON" "mongodb://127.0.0.1:$REP/?heartbeatFrequencyMS=500&serverSelectionTimeoutMS=5000" 2500 \

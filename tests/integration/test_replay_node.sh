@@ -31,11 +31,7 @@ stop_wait $REPLAY_PID || fail "replay exited $?"
 echo "ok: node workload: $(wc -l <"$TMP/node.capture") calls identical, miss reported"
 
 # streaming hello
-start_mock MOCKTV --topology-version
-start_capture CAP "$MOCKTV" "$TMP/tv.zst"
-"$PYTHON" "$TOP/tests/integration/replay_monitor.py" "mongodb://127.0.0.1:$CAP/" 0.2 >/dev/null ||
-    fail "pymongo through capture failed"
-stop_wait $CAPTURE_PID || fail "capture exited $?"
+capture_tv_trace "$TMP/tv.zst"
 
 start_replay REP "$TMP/tv.zst"
 node "$NODEWL" "mongodb://127.0.0.1:$REP/" --linger-ms 2500 >"$TMP/tv.node" ||
