@@ -10,7 +10,8 @@
 #     sim/validate_bench.py (seed 000's method, pymongo under /usr/bin/python3)
 #     measures sequential 1000 calls (first excluded), the same sequential
 #     client's CPU per call with consecutive calls on alternating cores
-#     (--xcore: gil_xcore_cpu_us), then 2, 4, 10, 20 threads x 100 calls,
+#     (--xcore: gil_xcore_cpu_us; at delay 0 --xcore-ab, round 12: also
+#     with a PM QoS request of 0 held, which validate.scn uses), then 2, 4, 10, 20 threads x 100 calls,
 #     N times (--reps, default 5).  One extra sequential
 #     run is sniffed on lo (`mtrace capture --iface lo`) for the server's
 #     request->reply times; if sniffing fails the model's default server time
@@ -121,7 +122,12 @@ for d in 0 1; do
         echo "d$d $r $(cat /proc/loadavg) $("$PYTHON" sim/validate_load.py)" >>"$OUT/load.txt"
         dumparg=()
         [ "$r" = 1 ] && dumparg=(--dump "$OUT/lat$d.txt")
-        "${NICE[@]}" "$PYTHON" sim/validate_bench.py "$URI" --threads "$THREADS" --label "d$d" --xcore \
+        # delay 0: --xcore-ab, the cross-core figure also with a PM QoS request
+        # of 0 held (~1 s per repetition, GLOBAL: this script runs under the
+        # bench lock; round 12)
+        xab=--xcore
+        [ "$d" = 0 ] && xab=--xcore-ab
+        "${NICE[@]}" "$PYTHON" sim/validate_bench.py "$URI" --threads "$THREADS" --label "d$d" "$xab" \
             "${dumparg[@]}" >>"$OUT/meas$d.jsonl" 2>>"$OUT/bench.err" ||
             fail "benchmark failed (delay $d, rep $r)"
     done

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """validate_bench.py URI [--threads 2,4,10,20] [--calls 100] [--seq 1000]
-[--seq-only] [--xcore] [--dump FILE] [--label L]
+[--seq-only] [--xcore] [--xcore-ab] [--dump FILE] [--label L]
 
 Seed 000's benchmark method (2-benchmark.py): one MongoClient; find_one
 {"_id": "test-doc-1"} timed with time.perf_counter(); sequential SEQ calls,
@@ -30,6 +30,17 @@ the median difference ("xcore_fixed_us": the median one-core CPU).  The
 working set of one call, moved between cores: what a GIL hand-over between
 threads on different cores costs the new holder (mtrace sim's
 gil_xcore_cpu_us).  Affinity is restored before the threaded rows.
+--xcore-ab (round 12; implies --xcore) measures it a second time with a PM
+QoS CPU wake-up latency request of 0 held on /dev/cpu_dma_latency (idle
+vCPUs poll instead of halting; GLOBAL while held, ~1 s: run it under the
+bench lock, as validate.sh is), right after the first, and adds
+"xcore_poll_cpu_us" and "xcore_poll_fixed_us": on this VM a call that
+blocks with its vCPU halted pays the halted vCPU's wake-up in its thread
+CPU, in both phases but more often after a move (round 12: a median of
+~21 us of ~80, 26 of 73 on the quiet machine; docs/sim-history.md);
+validate_report.py uses the poll figure.  "pmqos_before_us" is the kernel's bound before the request
+(0: someone else already held 0, the two figures are the same regime); no
+poll figures when the device cannot be opened.
 --dump appends
 "LABEL-MODE LATENCY_MS" lines (for mtrace sim --plot --measured)."""
 import argparse
@@ -37,6 +48,7 @@ import json
 import os
 import resource
 import statistics
+import struct
 import sys
 import threading
 import time
@@ -78,6 +90,30 @@ def xcore(col, n=200, phases=5):
         return None
     diff, fixed = r
     return statistics.median(diff) * 1e6, statistics.median(fixed) * 1e6
+
+
+def pmqos_read():
+    """The kernel's current CPU wake-up latency bound in us, or None."""
+    try:
+        with open("/dev/cpu_dma_latency", "rb") as f:
+            return struct.unpack("i", f.read(4))[0]
+    except OSError:
+        return None
+
+
+def xcore_poll(col):
+    """--xcore-ab: (xcore, fixed) with a PM QoS request of 0 held, or None
+    when /dev/cpu_dma_latency cannot be opened for writing."""
+    try:
+        fd = os.open("/dev/cpu_dma_latency", os.O_WRONLY)
+    except OSError as e:
+        print("validate_bench: --xcore-ab: %s" % e, file=sys.stderr)
+        return None
+    try:
+        os.write(fd, struct.pack("i", 0))
+        return xcore(col)
+    finally:
+        os.close(fd)
 
 
 def threaded(col, n_threads, calls):
@@ -131,6 +167,7 @@ def main():
     ap.add_argument("--seq", type=int, default=1000)
     ap.add_argument("--seq-only", action="store_true")
     ap.add_argument("--xcore", action="store_true")
+    ap.add_argument("--xcore-ab", action="store_true")
     ap.add_argument("--dump")
     ap.add_argument("--label", default="run")
     a = ap.parse_args()
@@ -139,11 +176,16 @@ def main():
     seq = timings(col, a.seq)[1:]
     cpu = (CPU.us, CPU.vcsw, CPU.ivcsw)
     cpu_cv = CPU.cv
-    x = xcore(col) if a.xcore else None
+    x = xcore(col) if a.xcore or a.xcore_ab else None
+    before = pmqos_read() if a.xcore_ab and x else None
+    xp = xcore_poll(col) if a.xcore_ab and x else None
     CPU.us, CPU.vcsw, CPU.ivcsw = cpu
     extra = {"cpu_cv": round(cpu_cv, 4)}
     if x:
         extra.update({"xcore_cpu_us": round(x[0], 3), "xcore_fixed_us": round(x[1], 3)})
+    if xp:
+        extra.update({"xcore_poll_cpu_us": round(xp[0], 3),
+                      "xcore_poll_fixed_us": round(xp[1], 3), "pmqos_before_us": before})
     row(a.label, "seq", 1, seq, a.dump, extra)
     if not a.seq_only:
         for n in [int(x) for x in a.threads.split(",") if x]:
