@@ -28,7 +28,8 @@
 #      THREADS (mtrace/haproxy threads, default: nproc), REPS (tables 2
 #      and 3: runs per cell, interleaved, medians reported; default 1),
 #      DELAY_CONFIGS (table 3: "RT:SPIN ..." pairs), DELAY_CONNS (table 3's
-#      connection counts, default "1 16"), TABLES (which of
+#      connection counts, default "1 16"), T2_CONNS (table 2's, default
+#      "1 16 256"), TABLES (which of
 #      1 2 3 to run, default "1 2 3"), BUILD, MTRACE,
 #      MTRACE_B (table 2: a second mtrace binary, row "N b", run
 #      interleaved with $MTRACE in the same repetitions: an A/B of two
@@ -145,7 +146,7 @@ if want_table 2; then
         "mtrace CPU" "haproxy CPU"
     printf "|----------|------------|------------|------------|----------------|------------|-------------|\n"
     declare -A PR PF PKINDS
-    for n in 1 16 256; do
+    for n in ${T2_CONNS:-1 16 256}; do
         declare -A T C
         kinds="direct mtrace haproxy"
         [ -n "$MTRACE_B" ] && kinds="direct mtrace mtrace-b haproxy"
@@ -193,7 +194,7 @@ if want_table 2; then
     echo "(won: ratio > 1; first: repetitions where the row ran before HAProxy, and how many of those it won)"
     printf "| %-8s | %8s | %13s | %9s | %11s | %s\n" row median min-max won "won first" ratios
     printf "|----------|----------|---------------|-----------|-------------|--------\n"
-    for n in 1 16 256; do
+    for n in ${T2_CONNS:-1 16 256}; do
         for kind in ${PKINDS[$n]}; do
             case $kind in direct | haproxy) continue ;; esac
             label=$n
