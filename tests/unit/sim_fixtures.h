@@ -1,7 +1,8 @@
 /*
  * sim_fixtures.h -- helpers shared by the simulator's unit tests
- * (test_sim_model.c, test_sim_model_gil.c, test_sim_gil.c).  Include after
- * <cmocka.h>.  static inline: a test file need not use all of them.
+ * (test_sim_model.c, test_sim_model_gil.c, test_sim_model_idle.c,
+ * test_sim_gil.c).  Include after <cmocka.h>.  static inline: a test file
+ * need not use all of them.
  */
 #ifndef MT_TEST_SIM_FIXTURES_H
 #define MT_TEST_SIM_FIXTURES_H
@@ -37,6 +38,30 @@ quiet_params(struct sim_params *p)
     set(p, "wake_us", "10");
     set(p, "gil_handoff_us", "10");
     set(p, "cores", "4");
+}
+
+/* One core shared by 4 free-threaded threads making one call each, all
+ * Python after the reply (server 1000 us without CPU, no syscall or
+ * network cost): the core is a FIFO mutex over the replies.  wake_us and
+ * thread_start_us are the cases' variables. */
+static inline void
+fifo_mutex_params(struct sim_params *p, const char *wake_us,
+                  const char *thread_start_us)
+{
+    quiet_params(p);
+    set(p, "runtime", "free-threaded");
+    set(p, "threads", "4");
+    set(p, "calls", "1");
+    set(p, "pool_initial", "4");
+    set(p, "cores", "1");
+    set(p, "py_pre_frac", "0");
+    set(p, "py_post_frac", "1");
+    set(p, "sys_us", "0");
+    set(p, "net_us", "0");
+    set(p, "wake_us", wake_us);
+    set(p, "thread_start_us", thread_start_us);
+    set(p, "server_us", "1000");
+    set(p, "server_cpu_frac", "0");
 }
 
 /* Runs the model; returns the latency statistics and, if keep is not NULL,

@@ -53,20 +53,7 @@ test_sim_model_one_core_is_a_fifo_mutex(void **state)
 {
     struct sim_params p;
 
-    quiet_params(&p);
-    set(&p, "runtime", "free-threaded");
-    set(&p, "threads", "4");
-    set(&p, "calls", "1");
-    set(&p, "pool_initial", "4");
-    set(&p, "cores", "1");
-    set(&p, "py_pre_frac", "0");
-    set(&p, "py_post_frac", "1");
-    set(&p, "sys_us", "0");
-    set(&p, "net_us", "0");
-    set(&p, "wake_us", "0");
-    set(&p, "thread_start_us", "0");
-    set(&p, "server_us", "1000");
-    set(&p, "server_cpu_frac", "0");
+    fifo_mutex_params(&p, "0", "0");
     /* latencies 1100, 1200, 1300, 1400 */
     assert_float_equal(run(&p, NULL).mean_ms, (1000 + 100 * 5 / 2.0) / 1e3,
                        1e-9);
@@ -84,20 +71,7 @@ test_sim_model_one_core_serves_in_arrival_order(void **state)
     struct sim_params p;
     struct sim_result r;
 
-    quiet_params(&p);
-    set(&p, "runtime", "free-threaded");
-    set(&p, "threads", "4");
-    set(&p, "calls", "1");
-    set(&p, "pool_initial", "4");
-    set(&p, "cores", "1");
-    set(&p, "py_pre_frac", "0");
-    set(&p, "py_post_frac", "1");
-    set(&p, "sys_us", "0");
-    set(&p, "net_us", "0");
-    set(&p, "wake_us", "0");
-    set(&p, "thread_start_us", "10");
-    set(&p, "server_us", "1000");
-    set(&p, "server_cpu_frac", "0");
+    fifo_mutex_params(&p, "0", "10");
     run(&p, &r);
     assert_int_equal(r.n, 4);
     for (size_t i = 0; i < 4; i++)

@@ -53,20 +53,7 @@ test_sim_model_idle_wake(void **state)
     assert_int_equal(r.idle_wakes, 52);
     sim_result_free(&r);
 
-    quiet_params(&p);
-    set(&p, "runtime", "free-threaded");
-    set(&p, "threads", "4");
-    set(&p, "calls", "1");
-    set(&p, "pool_initial", "4");
-    set(&p, "cores", "1");
-    set(&p, "py_pre_frac", "0");
-    set(&p, "py_post_frac", "1");
-    set(&p, "sys_us", "0");
-    set(&p, "net_us", "0");
-    set(&p, "wake_us", "1");
-    set(&p, "thread_start_us", "0");
-    set(&p, "server_us", "1000");
-    set(&p, "server_cpu_frac", "0");
+    fifo_mutex_params(&p, "1", "0");
     set(&p, "idle_wake_cpu_us", "20");
     assert_float_equal(run(&p, &r).mean_ms, 1.266, 1e-9);
     assert_int_equal(r.idle_wakes, 2);
