@@ -48,20 +48,9 @@ while [ $# -gt 0 ]; do
     esac
     shift
 done
-TMP=$(mktemp -d /tmp/bench-replay.XXXXXX)
-PIDS=()
-cleanup() {
-    for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null; done
-    for p in "${PIDS[@]:-}"; do [ -n "$p" ] && wait "$p" 2>/dev/null; done
-    rm -rf "$TMP"
-}
-trap cleanup EXIT
-die() { echo "bench_replay: $*" >&2; exit 1; }
-free_port() { $PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_port() {
-    for _ in $(seq 200); do (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.05; done
-    die "nothing on port $1"
-}
+BENCH_NAME=bench_replay
+WAIT_PORT_TRIES=500 # 10 s
+. "$TOP/bench/common.sh"
 for b in "$BUILD/helpers/fixedsrv" "$BUILD/bench/replay_load" "$BUILD/bench/timer_wake" "$MT"; do
     [ -x "$b" ] || die "$b missing (make all $BUILD/helpers/fixedsrv $BUILD/bench/replay_load $BUILD/bench/timer_wake)"
 done

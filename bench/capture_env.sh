@@ -1,9 +1,9 @@
 # capture_env.sh -- sourced by bench/bench_capture.sh and
 # bench/capture_cpu_split.sh (not run on its own; not named bench_* so that
-# bench/run.sh does not run it): the temp dir and the cleanup trap, the
-# fixed-reply upstream, and starting and stopping the proxy under test
-# (mtrace capture, a second mtrace binary, HAProxy in TCP mode, socat, or
-# none).  The caller sets TOP, BUILD, MTRACE, MTRACE_B, THREADS and
+# bench/run.sh does not run it): bench/common.sh (the temp dir and the
+# cleanup trap, free_port, wait_port), the fixed-reply upstream, and
+# starting and stopping the proxy under test (mtrace capture, a second
+# mtrace binary, HAProxy in TCP mode, socat, or none).  The caller sets TOP, BUILD, MTRACE, MTRACE_B, THREADS and
 # BENCH_NAME (for messages) before sourcing it.  PIN=1 pins each proxy's
 # threads one per CPU, the same way for both: mtrace capture --pin-loops
 # (loop i on CPU i) and HAProxy's cpu-map auto:1/1-THREADS 0-(THREADS-1)
@@ -11,27 +11,7 @@
 PIN=${PIN:-0}
 LOADGEN=$BUILD/helpers/loadgen
 FIXEDSRV=$BUILD/helpers/fixedsrv
-TMP=$(mktemp -d /tmp/mtrace-bench.XXXXXX)
-PIDS=()
-
-cleanup() {
-    for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null; done
-    for p in "${PIDS[@]:-}"; do [ -n "$p" ] && wait "$p" 2>/dev/null; done
-    rm -rf "$TMP"
-}
-trap cleanup EXIT
-die() { echo "$BENCH_NAME: $*" >&2; exit 1; }
-
-free_port() {
-    /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
-}
-wait_port() {
-    for ((i = 0; i < 200; i++)); do
-        (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0
-        sleep 0.02
-    done
-    die "nothing listening on $1"
-}
+. "$TOP/bench/common.sh"
 
 # start_fixedsrv: the upstream, one thread; sets UP (its port) and FS (pid)
 start_fixedsrv() {
