@@ -60,7 +60,7 @@ sim__wake_ns(struct sim_model *m, double mean_us)
 static void
 core_freed(struct sim_model *m)
 {
-    if (m->free_at == NULL) /* a hand-built model (unit tests) */
+    if (m->free_at == NULL) /* idle_wake off, or a hand-built model */
         return;
     MT_ASSERT(m->nfree < (size_t)m->p.cores);
     m->free_at[m->nfree++] = m->eng.now_ns; /* times only grow: sorted */
@@ -514,10 +514,14 @@ model_alloc(struct sim_model *m)
         m->ent[e].core = m->ent[e].last_core = m->ent[e].rq_core = -1;
     }
     m->hold_core = -1;
-    m->free_at = mt_calloc((size_t)m->p.cores, sizeof(*m->free_at));
-    if (m->free_at == NULL)
-        return -ENOMEM;
-    m->nfree = (size_t)m->p.cores; /* all free since 0 */
+    /* Only idle_wake reads when cores freed: without it the bookkeeping
+     * (core_freed / core_taken on every job) is skipped. */
+    if (m->p.idle_wake_cpu_us > 0) {
+        m->free_at = mt_calloc((size_t)m->p.cores, sizeof(*m->free_at));
+        if (m->free_at == NULL)
+            return -ENOMEM;
+        m->nfree = (size_t)m->p.cores; /* all free since 0 */
+    }
     if (m->p.cpu_pick) {
         m->core_busy = mt_calloc((size_t)m->p.cores, 1);
         if (m->core_busy == NULL)

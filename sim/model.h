@@ -257,8 +257,9 @@ struct sim_model {
     int32_t holding;    /* entity whose job just ended, still on its core */
     int32_t hold_core;  /* cpu_pick: that core */
     uint8_t *core_busy; /* owned (cpu_pick): per core, held by a job */
-    uint64_t *free_at;  /* owned: when each free core freed, oldest first
-                           (cores - busy of them; round 11 idle_wake) */
+    uint64_t *free_at;  /* owned, only with idle_wake_cpu_us > 0: when each
+                           free core freed, oldest first (cores - busy of
+                           them; round 11) */
     size_t nfree;
     uint64_t balance_ns; /* cpu_pick 2: a SIM_EV_BALANCE is due then, 0 */
     uint64_t busy_ns;    /* core-time used */
