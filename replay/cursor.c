@@ -201,14 +201,56 @@ rewrite_cursor_doc(bson_iter_t *it, int64_t id, bson_t *out)
     return bson_append_document_end(out, &sub) && ok;
 }
 
+/*
+ * Every Int64 cursor.id of doc overwritten in place with id: 1; 0 when a
+ * cursor.id holds another type (the caller then rebuilds the reply, which
+ * makes it an Int64); MT_EBSON when a cursor document cannot be walked.
+ */
+static int
+overwrite_cursor_ids(bson_t *doc, int64_t id)
+{
+    bson_iter_t it, c;
+
+    if (!bson_iter_init(&it, doc))
+        return MT_EBSON;
+    while (bson_iter_next(&it)) {
+        if (strcmp(bson_iter_key(&it), "cursor") != 0 ||
+            !BSON_ITER_HOLDS_DOCUMENT(&it))
+            continue;
+        if (!bson_iter_recurse(&it, &c))
+            return MT_EBSON;
+        while (bson_iter_next(&c)) {
+            if (strcmp(bson_iter_key(&c), "id") != 0)
+                continue;
+            if (!BSON_ITER_HOLDS_INT64(&c))
+                return 0;
+            bson_iter_overwrite_int64(&c, id);
+        }
+    }
+    return 1;
+}
+
+/*
+ * The reply copied as it is (one memcpy: no element is re-appended, so a
+ * recorded array whose keys are not "0", "1", ... reaches the client as
+ * recorded, and libbson has nothing to warn about) and its cursor.id
+ * overwritten; element by element only when an id must change type.
+ */
 int
 cursor_rewrite_reply(const uint8_t *body, size_t len, int64_t id, bson_t *out)
 {
     bson_t b;
     bson_iter_t it;
+    int rc;
 
     if (!bson_init_static(&b, body, len) || !bson_iter_init(&it, &b))
         return MT_EBSON;
+    if (bson_concat(out, &b)) {
+        rc = overwrite_cursor_ids(out, id);
+        if (rc != 0)
+            return rc < 0 ? rc : 0;
+        bson_reinit(out);
+    }
     while (bson_iter_next(&it)) {
         bool ok;
         if (strcmp(bson_iter_key(&it), "cursor") == 0 &&
