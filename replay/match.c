@@ -21,6 +21,10 @@ static const char *const default_ignore[] = {
     "autocommit",
     "startTransaction",
     "$db",
+    /* a causally consistent session's token: the operationTime of the
+     * session's previous reply, which depends on the order operations ran
+     * in; it makes the server wait, never changes the answer */
+    "readConcern.afterClusterTime",
 };
 
 void
@@ -37,8 +41,13 @@ int
 match_rules_ignore(struct match_rules *r, const char *field)
 {
     size_t n = strlen(field);
+    const char *dot = memchr(field, '.', n);
 
     if (n == 0 || n >= sizeof(r->ignore[0]))
+        return MT_EUSAGE;
+    /* TOP or TOP.SUB: one level down at most, no empty part */
+    if (dot != NULL && (dot == field || dot == field + n - 1 ||
+                        memchr(dot + 1, '.', n - (size_t)(dot - field) - 1)))
         return MT_EUSAGE;
     if (match_rules_ignored(r, field))
         return 0;
@@ -70,6 +79,17 @@ match_rules_ignored_n(const struct match_rules *r, const char *field, size_t n)
 {
     for (size_t i = 0; i < r->nignore; i++)
         if (r->ignore_len[i] == n && r->ignore[i][0] == field[0] &&
+            memcmp(r->ignore[i], field, n) == 0)
+            return true;
+    return false;
+}
+
+bool
+match_rules_ignores_sub(const struct match_rules *r, const char *field,
+                        size_t n)
+{
+    for (size_t i = 0; i < r->nignore; i++)
+        if (r->ignore_len[i] > n + 1 && r->ignore[i][n] == '.' &&
             memcmp(r->ignore[i], field, n) == 0)
             return true;
     return false;

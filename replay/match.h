@@ -48,7 +48,11 @@ struct match_req {
  * apiVersion, apiStrict, apiDeprecationErrors, client, autocommit,
  * startTransaction, $db (the db is part of the key by itself). */
 void match_rules_default(struct match_rules *r);
-/* Adds a field to ignore. 0 or MT_ELIMIT / MT_EUSAGE (name too long). */
+/*
+ * Adds a field to ignore: a top-level field, or TOP.SUB for a key of a
+ * top-level document (one level down).  0 or MT_ELIMIT / MT_EUSAGE (name
+ * too long, empty part, deeper path).
+ */
 int match_rules_ignore(struct match_rules *r, const char *field);
 /* Stops ignoring a field (so it becomes part of the key). 0 or MT_ENOMATCH. */
 int match_rules_keep(struct match_rules *r, const char *field);
@@ -56,6 +60,9 @@ bool match_rules_ignored(const struct match_rules *r, const char *field);
 /* The same for a name of n bytes (not NUL-terminated); the hot path. */
 bool match_rules_ignored_n(const struct match_rules *r, const char *field,
                            size_t n);
+/* True when some FIELD.SUB rule names a key of top-level field (n bytes). */
+bool match_rules_ignores_sub(const struct match_rules *r, const char *field,
+                             size_t n);
 
 /*
  * Fills req from a parsed request: OP_MSG, OP_QUERY on "<db>.$cmd", or

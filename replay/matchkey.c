@@ -409,6 +409,7 @@ struct field {
     const char *key; /* borrowed from the document */
     uint32_t off;    /* bson_iter_offset() of the element */
     uint32_t keylen;
+    bool sub; /* a document with keys that FIELD.SUB rules ignore */
 };
 
 static int
@@ -424,6 +425,60 @@ masks_oids(const struct match_rules *r, const struct match_req *req,
 {
     return r->mask_insert_oids && strcmp(req->name, "insert") == 0 &&
            strcmp(field, "documents") == 0;
+}
+
+/* Whether key of top-level field f (fl bytes) is ignored by an F.KEY rule. */
+static bool
+sub_ignored(const struct match_rules *r, const char *f, size_t fl,
+            const char *key)
+{
+    char path[sizeof(r->ignore[0])];
+    size_t kl = strlen(key);
+
+    if (fl + 1 + kl >= sizeof(path))
+        return false;
+    memcpy(path, f, fl);
+    path[fl] = '.';
+    memcpy(path + fl + 1, key, kl);
+    return match_rules_ignored_n(r, path, fl + 1 + kl);
+}
+
+/*
+ * The keys of top-level document field it (named f, fl bytes) that no
+ * F.KEY rule ignores: written as a document when w is set, else only
+ * counted (a document that cannot be walked counts 1, so that writing it
+ * reports the error).
+ */
+static size_t
+kw_doc_kept(struct kw *w, const bson_iter_t *it, const struct match_rules *r,
+            const char *f, size_t fl)
+{
+    bson_iter_t c;
+    size_t n = 0;
+
+    if (!bson_iter_recurse(it, &c)) {
+        if (w != NULL && w->rc == 0)
+            w->rc = MT_EBSON;
+        return 1;
+    }
+    if (w != NULL)
+        kw_put(w, "{", 1);
+    while ((w == NULL || w->rc == 0) && bson_iter_next(&c)) {
+        const char *k = bson_iter_key(&c);
+        if (sub_ignored(r, f, fl, k))
+            continue;
+        if (w != NULL) {
+            if (n > 0)
+                kw_put(w, ",", 1);
+            kw_quoted(w, k, strlen(k));
+            kw_put(w, ":", 1);
+            kw_value(w, &c, 2, false);
+        }
+        n++;
+    }
+    if (w != NULL)
+        kw_put(w, "}", 1);
+    return n;
 }
 
 /* The kind-1 sequences, as "id=[doc,doc,...]" fields. */
@@ -480,16 +535,23 @@ match_key_build(const struct match_rules *r, const struct match_req *req,
         !bson_iter_init(&it, &b))
         return mt_err_set(err, MT_EBSON, 0, "command document is not BSON");
     while (bson_iter_next(&it)) {
-        if (nf > 0 && match_rules_ignored_n(r, bson_iter_key(&it),
-                                            bson_iter_key_len(&it)))
+        const char *k = bson_iter_key(&it);
+        uint32_t kl = bson_iter_key_len(&it);
+        bool sub = nf > 0 && BSON_ITER_HOLDS_DOCUMENT(&it) &&
+                   match_rules_ignores_sub(r, k, kl);
+        if (nf > 0 && match_rules_ignored_n(r, k, kl))
+            continue;
+        /* a document left empty by its F.KEY rules is as if absent */
+        if (sub && kw_doc_kept(NULL, &it, r, k, kl) == 0)
             continue;
         if (nf == MATCH_FIELDS_MAX)
             return mt_err_set(err, MT_ELIMIT, 0,
                               "more than %d fields in a '%s' command",
                               MATCH_FIELDS_MAX, req->name);
-        f[nf].key = bson_iter_key(&it);
+        f[nf].key = k;
         f[nf].off = bson_iter_offset(&it);
-        f[nf].keylen = bson_iter_key_len(&it);
+        f[nf].keylen = kl;
+        f[nf].sub = sub;
         nf++;
     }
     if (nf > 2)
@@ -504,7 +566,10 @@ match_key_build(const struct match_rules *r, const struct match_req *req,
         kw_str(&w, f[i].key);
         kw_put(&w, "=", 1);
         kw_value_begin(&w);
-        kw_value(&w, &it, 1, masks_oids(r, req, f[i].key));
+        if (f[i].sub)
+            (void)kw_doc_kept(&w, &it, r, f[i].key, f[i].keylen);
+        else
+            kw_value(&w, &it, 1, masks_oids(r, req, f[i].key));
         kw_value_end(&w);
     }
     kw_sequences(&w, r, req);

@@ -79,7 +79,9 @@ usage(FILE *out)
         "  --strict               exit 1 if any request had no recorded reply\n"
         "  --threads N            event loops (default: one per core)\n"
         "  --max-conns N          open connections limit (16384)\n"
-        "  --ignore-field F       leave top-level field F out of request keys\n"
+        "  --ignore-field F       leave field F out of request keys: a top-\n"
+        "                         level field, or TOP.SUB (a key of a top-\n"
+        "                         level document)\n"
         "  --keep-field F         keep F in keys even if ignored by default\n"
         "  --idle-timeout-s S     close a connection with no traffic and no\n"
         "                         pending reply for S seconds (0: never; 0)\n"
@@ -293,7 +295,9 @@ parse_opt(struct cli *c, int opt, const char *a)
         return 0;
     case OPT_IGNORE:
         return match_rules_ignore(&c->rules, a) < 0
-                   ? bad("cannot ignore field '%s'", a)
+                   ? bad("cannot ignore field '%s' (TOP or TOP.SUB, under "
+                         "64 bytes, at most 64 rules)",
+                         a)
                    : 0;
     case OPT_KEEP:
         (void)match_rules_keep(&c->rules, a);

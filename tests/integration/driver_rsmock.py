@@ -3,7 +3,11 @@
 primary of a 3-member replica set "rs0" whose other members
 (127.0.0.1:1 and :2, nothing listens there) and arbiter are only names, as
 a capture through a proxy to one member of a real set records them.
-Prints "READY <port>", serves until SIGTERM.  For test_driver_replset.py.
+Every command reply carries operationTime, as a member's does, so a
+causally consistent session (pymongo's explicit sessions) sends
+readConcern.afterClusterTime with its next read.
+Prints "READY <port>", serves until SIGTERM.  For test_driver_replset.py
+and test_replay_causal.py.
 """
 import datetime
 import os
@@ -13,12 +17,25 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import mockmongo  # noqa: E402
 from bson.int64 import Int64  # noqa: E402
 from bson.objectid import ObjectId  # noqa: E402
+from bson.timestamp import Timestamp  # noqa: E402
 
 
 class ReplSet(mockmongo.Mongo70):
     def __init__(self, me):
         super().__init__(topology_version=False)
         self.me = me
+        self.optime = 0
+
+    def handle(self, request):
+        ok = request.ok
+
+        def ok_at_optime(*args, **kw):
+            with self.lock:
+                self.optime += 1
+                kw.setdefault("operationTime", Timestamp(1700000000, self.optime))
+            return ok(*args, **kw)
+        request.ok = ok_at_optime
+        return super().handle(request)
 
     def hello_doc(self, request):
         d = super().hello_doc(request)

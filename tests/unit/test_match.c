@@ -152,6 +152,60 @@ test_match_key_rules_are_changeable(void **state)
     assert_int_equal(match_rules_ignore(&r, ""), MT_EUSAGE);
 }
 
+/* A causally consistent session's afterClusterTime is not part of a key:
+ * a read served first in a replayed session (no readConcern) matches one
+ * recorded later in its session (readConcern {afterClusterTime: T}); the
+ * read concern's level stays. */
+static void
+test_match_key_ignores_after_cluster_time(void **state)
+{
+    struct match_rules r;
+    struct mt_buf k;
+    char a[4096];
+
+    match_rules_default(&r);
+    assert_string_equal(key_of(&r,
+                               "{\"find\": \"c\", \"readConcern\": "
+                               "{\"afterClusterTime\": {\"$timestamp\": "
+                               "{\"t\": 5, \"i\": 1}}}, \"$db\": \"d\"}",
+                               &k),
+                        "d find=\"c\"");
+    snprintf(a, sizeof(a), "%s",
+             key_of(&r,
+                    "{\"find\": \"c\", \"readConcern\": {\"level\": "
+                    "\"majority\", \"afterClusterTime\": {\"$timestamp\": "
+                    "{\"t\": 7, \"i\": 2}}}, \"$db\": \"d\"}",
+                    &k));
+    assert_string_equal(a, "d find=\"c\" readConcern={\"level\":\"majority\"}");
+    assert_string_equal(key_of(&r,
+                               "{\"find\": \"c\", \"readConcern\": "
+                               "{\"level\": \"majority\"}, \"$db\": \"d\"}",
+                               &k),
+                        a);
+    /* put back, and the same rule form for another field */
+    assert_int_equal(match_rules_keep(&r, "readConcern.afterClusterTime"), 0);
+    assert_string_equal(key_of(&r,
+                               "{\"find\": \"c\", \"readConcern\": "
+                               "{\"afterClusterTime\": 3}, \"$db\": \"d\"}",
+                               &k),
+                        "d find=\"c\" readConcern={\"afterClusterTime\":3}");
+    assert_int_equal(match_rules_ignore(&r, "writeConcern.wtimeout"), 0);
+    assert_string_equal(key_of(&r,
+                               "{\"insert\": \"c\", \"writeConcern\": {\"w\": "
+                               "1, \"wtimeout\": 50}, \"$db\": \"d\"}",
+                               &k),
+                        "d insert=\"c\" writeConcern={\"w\":1}");
+    /* a non-document value of that name is kept whole */
+    assert_string_equal(key_of(&r,
+                               "{\"insert\": \"c\", \"writeConcern\": 1, "
+                               "\"$db\": \"d\"}",
+                               &k),
+                        "d insert=\"c\" writeConcern=1");
+    assert_int_equal(match_rules_ignore(&r, "a.b.c"), MT_EUSAGE);
+    assert_int_equal(match_rules_ignore(&r, ".b"), MT_EUSAGE);
+    assert_int_equal(match_rules_ignore(&r, "a."), MT_EUSAGE);
+}
+
 static void
 test_match_key_masks_inserted_oids(void **state)
 {
@@ -529,6 +583,7 @@ main(void)
         cmocka_unit_test(test_match_key_numbers_by_value),
         cmocka_unit_test(test_match_key_diff_names_fields),
         cmocka_unit_test(test_match_req_legacy_query),
+        cmocka_unit_test(test_match_key_ignores_after_cluster_time),
         cmocka_unit_test(test_match_key_depth_limited),
         cmocka_unit_test(test_index_cycles_and_chains),
     };
