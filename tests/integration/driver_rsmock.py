@@ -5,9 +5,10 @@ primary of a 3-member replica set "rs0" whose other members
 a capture through a proxy to one member of a real set records them.
 Every command reply carries operationTime, as a member's does, so a
 causally consistent session (pymongo's explicit sessions) sends
-readConcern.afterClusterTime with its next read.
+readConcern.afterClusterTime with its next read; commitTransaction and
+abortTransaction succeed, so pymongo's transactions run.
 Prints "READY <port>", serves until SIGTERM.  For test_driver_replset.py
-and test_replay_causal.py.
+and test_replay_sessions.py.
 """
 import datetime
 import os
@@ -35,6 +36,8 @@ class ReplSet(mockmongo.Mongo70):
                 kw.setdefault("operationTime", Timestamp(1700000000, self.optime))
             return ok(*args, **kw)
         request.ok = ok_at_optime
+        if request.command_name in ("commitTransaction", "abortTransaction"):
+            return request.ok()
         return super().handle(request)
 
     def hello_doc(self, request):

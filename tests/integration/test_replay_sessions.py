@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""test_replay_causal.py -- causally consistent sessions replayed in
-another order than recorded.
+"""test_replay_sessions.py -- pymongo's explicit sessions replayed:
+causally consistent reads in another order than recorded, and transactions.
 
 pymongo's explicit sessions are causally consistent: every read after the
 session's first sends readConcern {afterClusterTime: T}, T the
@@ -12,6 +12,9 @@ with a T of B's.  Replay's default rules ignore readConcern.afterClusterTime
 (keeping the rest of the read concern), so both reads match; with
 `--keep-field readConcern.afterClusterTime` the first read misses, and the
 miss names readConcern.
+A transaction (with_transaction: insert and find with startTransaction,
+autocommit, txnNumber, then commitTransaction) recorded once is replayed
+twice in one session: the second has txnNumber 2 where the trace has 1.
 """
 import json
 import os
@@ -31,10 +34,18 @@ from pymongo import MongoClient
 c = MongoClient(sys.argv[1], serverSelectionTimeoutMS=5000)
 col = c.benchmark_db.test_col
 out = []
+
+
+def txn(s):
+    col.insert_one({"a": 1}, session=s)
+    return col.find_one({"_id": "test-doc-1"}, session=s)
+
+
 with c.start_session() as s:
     for f in sys.argv[2:]:
         try:
-            out.append(col.find_one({"_id": f}, session=s))
+            out.append(s.with_transaction(txn) if f == "TXN" else
+                       col.find_one({"_id": f}, session=s))
         except Exception as e:
             out.append("error: %s" % str(e)[:300])
 print(json.dumps(out, sort_keys=True))
@@ -73,21 +84,28 @@ def main():
         m = re.match(r"READY (\d+)", mock.stdout.readline())
         check(m is not None, "driver_rsmock.py did not start")
         cap = env.start_capture(int(m.group(1)))
-        rec = pymongo("mongodb://127.0.0.1:%d/?directConnection=true" % cap.port,
-                      "test-doc-1", "other")
+        uri = "mongodb://127.0.0.1:%d/?directConnection=true" % cap.port
+        rec = pymongo(uri, "test-doc-1", "other")
+        doc = {"_id": "test-doc-1", "value": 42}
+        check(rec == [doc, None], "recorded answers: %r" % rec)
+        rec_txn = pymongo(uri, "TXN")
+        check(rec_txn == [doc], "recorded transaction: %r" % rec_txn)
         cap.stop()
-        check(rec[0] == {"_id": "test-doc-1", "value": 42} and rec[1] is None,
-              "recorded answers: %r" % rec)
-        finds = [r for r in env.dump(cap.out) if r.get("type") == "msg" and r.get("cmd") == "find"
-                 and r["dir"] == "c2s"]
-        rcs = [json.dumps(f["body"].get("readConcern")) for f in finds]
-        check(len(finds) == 2 and rcs[0] == "null" and "afterClusterTime" in rcs[1],
+        reqs = [r for r in env.dump(cap.out) if r.get("type") == "msg" and r["dir"] == "c2s"]
+        rcs = [json.dumps(r["body"].get("readConcern")) for r in reqs if r.get("cmd") == "find"]
+        check(len(rcs) == 3 and rcs[0] == "null" and "afterClusterTime" in rcs[1],
               "recorded finds' readConcern: %r" % rcs)
+        txn = [r for r in reqs if "txnNumber" in r["body"]]
+        check([r.get("cmd") for r in txn] == ["insert", "find", "commitTransaction"] and
+              txn[0]["body"].get("startTransaction") is True,
+              "recorded transaction: %r" % [(r.get("cmd"), sorted(r["body"])) for r in txn])
 
         got, summ, log = replay(env, cap.out, "default", [], "other", "test-doc-1")
-        check(got == [None, {"_id": "test-doc-1", "value": 42}],
-              "reads in the other order: %r (log: %s)" % (got, log[-1500:]))
+        check(got == [None, doc], "reads in the other order: %r (log: %s)" % (got, log[-1500:]))
         check(summ["missed"] == 0 and summ["matched"] >= 2, "default rules: %r" % summ)
+        got, summ, log = replay(env, cap.out, "txn", [], "TXN", "TXN")
+        check(got == [doc, doc] and summ["missed"] == 0,
+              "two transactions in one session: %r %r (log: %s)" % (got, summ, log[-1500:]))
 
         got, summ, log = replay(env, cap.out, "keep", ["--keep-field", "readConcern.afterClusterTime"],
                                 "other", "test-doc-1")
@@ -97,7 +115,8 @@ def main():
               "with afterClusterTime kept, the first read should miss naming readConcern: %r %r"
               % (summ, got))
         print("ok: a causally consistent session replayed in another order matched 2 of 2 reads "
-              "(a miss with --keep-field readConcern.afterClusterTime)")
+              "(a miss with --keep-field readConcern.afterClusterTime); a recorded transaction "
+              "replayed twice in one session")
 
 
 if __name__ == "__main__":
