@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""test_replay_sessions.py -- pymongo's explicit sessions replayed:
+"""test_replay_sessions.py -- explicit sessions replayed (pymongo; the
+Node.js driver for the causal reads):
 causally consistent reads in another order than recorded, and transactions.
 
 pymongo's explicit sessions are causally consistent: every read after the
@@ -52,6 +53,31 @@ print(json.dumps(out, sort_keys=True))
 """
 
 
+NODE = r"""
+const { MongoClient } = require('./node_modules/mongodb');
+(async () => {
+  const c = new MongoClient(process.argv[1], { serverSelectionTimeoutMS: 4000, directConnection: true });
+  const col = c.db('benchmark_db').collection('test_col');
+  const out = [];
+  const s = c.startSession();  // causally consistent by default
+  for (const id of process.argv.slice(2)) {
+    try { out.push(await col.findOne({ _id: id }, { session: s })); }
+    catch (e) { out.push('error: ' + String(e.message).slice(0, 300)); }
+  }
+  await s.endSession();
+  await c.close();
+  console.log(JSON.stringify(out));
+})();
+"""
+
+
+def node(uri, *ids):
+    r = subprocess.run(["node", "-e", NODE, uri] + list(ids), cwd=HERE, capture_output=True,
+                       text=True, timeout=60)
+    check(r.returncode == 0, "node %s: %s" % (uri, r.stderr[-1500:]))
+    return json.loads(r.stdout)
+
+
 def pymongo(uri, *ids):
     r = subprocess.run([PYTHON, "-c", WORKLOAD, uri] + list(ids), capture_output=True,
                        text=True, timeout=60)
@@ -59,8 +85,9 @@ def pymongo(uri, *ids):
     return json.loads(r.stdout)
 
 
-def replay(env, trace, name, extra, *ids):
-    """Replays trace to pymongo reading ids; returns (answers, summary, log)."""
+def replay(env, trace, name, extra, *ids, client=None):
+    """Replays trace to client (pymongo) reading ids; returns (answers,
+    summary, log)."""
     port = free_port()
     log, summ = env.path(name + ".log"), env.path(name + ".json")
     with open(log, "w") as errf:
@@ -70,7 +97,7 @@ def replay(env, trace, name, extra, *ids):
     while "listening on" not in open(log).read():
         check(time.time() < deadline and rep.poll() is None, "replay did not start: " + open(log).read())
         time.sleep(0.02)
-    got = pymongo("mongodb://127.0.0.1:%d/?directConnection=true" % port, *ids)
+    got = (client or pymongo)("mongodb://127.0.0.1:%d/?directConnection=true" % port, *ids)
     rep.terminate()
     check(rep.wait(10) == 0, "replay exit: " + open(log).read())
     with open(summ) as f:
@@ -88,12 +115,15 @@ def main():
         rec = pymongo(uri, "test-doc-1", "other")
         doc = {"_id": "test-doc-1", "value": 42}
         check(rec == [doc, None], "recorded answers: %r" % rec)
+        rec_node = node("mongodb://127.0.0.1:%d/" % cap.port, "test-doc-1", "other")
+        check(rec_node == [doc, None], "recorded answers (node): %r" % rec_node)
         rec_txn = pymongo(uri, "TXN")
         check(rec_txn == [doc], "recorded transaction: %r" % rec_txn)
         cap.stop()
         reqs = [r for r in env.dump(cap.out) if r.get("type") == "msg" and r["dir"] == "c2s"]
         rcs = [json.dumps(r["body"].get("readConcern")) for r in reqs if r.get("cmd") == "find"]
-        check(len(rcs) == 3 and rcs[0] == "null" and "afterClusterTime" in rcs[1],
+        check(len(rcs) == 5 and rcs[0] == rcs[2] == "null" and "afterClusterTime" in rcs[1] and
+              "afterClusterTime" in rcs[3],
               "recorded finds' readConcern: %r" % rcs)
         txn = [r for r in reqs if "txnNumber" in r["body"]]
         check([r.get("cmd") for r in txn] == ["insert", "find", "commitTransaction"] and
@@ -103,6 +133,9 @@ def main():
         got, summ, log = replay(env, cap.out, "default", [], "other", "test-doc-1")
         check(got == [None, doc], "reads in the other order: %r (log: %s)" % (got, log[-1500:]))
         check(summ["missed"] == 0 and summ["matched"] >= 2, "default rules: %r" % summ)
+        got, summ, log = replay(env, cap.out, "node", [], "other", "test-doc-1", client=node)
+        check(got == [None, doc] and summ["missed"] == 0,
+              "node, reads in the other order: %r %r (log: %s)" % (got, summ, log[-1500:]))
         got, summ, log = replay(env, cap.out, "txn", [], "TXN", "TXN")
         check(got == [doc, doc] and summ["missed"] == 0,
               "two transactions in one session: %r %r (log: %s)" % (got, summ, log[-1500:]))
@@ -114,7 +147,8 @@ def main():
         check(summ["missed"] == 1 and isinstance(got[0], str) and "readConcern" in got[0],
               "with afterClusterTime kept, the first read should miss naming readConcern: %r %r"
               % (summ, got))
-        print("ok: a causally consistent session replayed in another order matched 2 of 2 reads "
+        print("ok: causally consistent sessions (pymongo, Node.js) replayed in another order matched "
+              "2 of 2 reads each "
               "(a miss with --keep-field readConcern.afterClusterTime); a recorded transaction "
               "replayed twice in one session")
 
