@@ -46,7 +46,8 @@ struct match_req {
 
 /* Default rules: ignore lsid, $clusterTime, txnNumber, $readPreference,
  * apiVersion, apiStrict, apiDeprecationErrors, client, autocommit,
- * startTransaction, $db (the db is part of the key by itself). */
+ * startTransaction, $db (the db is part of the key by itself) and
+ * readConcern.afterClusterTime. */
 void match_rules_default(struct match_rules *r);
 /*
  * Adds a field to ignore: a top-level field, or TOP.SUB for a key of a

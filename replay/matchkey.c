@@ -537,10 +537,11 @@ match_key_build(const struct match_rules *r, const struct match_req *req,
     while (bson_iter_next(&it)) {
         const char *k = bson_iter_key(&it);
         uint32_t kl = bson_iter_key_len(&it);
-        bool sub = nf > 0 && BSON_ITER_HOLDS_DOCUMENT(&it) &&
-                   match_rules_ignores_sub(r, k, kl);
+        bool sub;
         if (nf > 0 && match_rules_ignored_n(r, k, kl))
             continue;
+        sub = nf > 0 && BSON_ITER_HOLDS_DOCUMENT(&it) &&
+              match_rules_ignores_sub(r, k, kl);
         /* a document left empty by its F.KEY rules is as if absent */
         if (sub && kw_doc_kept(NULL, &it, r, k, kl) == 0)
             continue;
