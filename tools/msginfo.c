@@ -9,6 +9,7 @@
 #include "msginfo.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "core/mem.h"
@@ -315,4 +316,79 @@ pending_foreach(const struct pending *p,
     for (size_t i = 0; i < p->cap; i++)
         if (p->slots[i].used)
             fn(&p->slots[i].v, ctx);
+}
+
+/* The code and codeName of an error document (a write error, a write
+ * concern error, or the reply itself). */
+static void
+error_fields(bson_iter_t *it, struct reply_status *st)
+{
+    while (bson_iter_next(it)) {
+        const char *k = bson_iter_key(it);
+        if (strcmp(k, "code") == 0 && BSON_ITER_HOLDS_NUMBER(it))
+            st->code = (int32_t)bson_iter_as_int64(it);
+        else if (strcmp(k, "codeName") == 0 && BSON_ITER_HOLDS_UTF8(it))
+            snprintf(st->code_name, sizeof(st->code_name), "%s",
+                     bson_iter_utf8(it, NULL));
+    }
+}
+
+/* The first element of a writeErrors array, or a writeConcernError. */
+static void
+write_error_fields(bson_iter_t *it, struct reply_status *st)
+{
+    bson_iter_t c, e;
+
+    if (!bson_iter_recurse(it, &c))
+        return;
+    if (BSON_ITER_HOLDS_DOCUMENT(it)) {
+        st->write_error = true;
+        error_fields(&c, st);
+    } else if (bson_iter_next(&c) && BSON_ITER_HOLDS_DOCUMENT(&c) &&
+               bson_iter_recurse(&c, &e)) {
+        st->write_error = true;
+        error_fields(&e, st);
+    }
+}
+
+void
+msginfo_reply_status(const struct msginfo *mi, struct reply_status *st)
+{
+    struct reply_status we;
+    bson_iter_t it;
+    bool has_ok = false;
+    double ok = 0;
+
+    memset(st, 0, sizeof(*st));
+    memset(&we, 0, sizeof(we));
+    if (!mi->parsed)
+        return;
+    if (mi->msg.h.op_code == WIRE_OP_REPLY && (mi->msg.response_flags & 3))
+        st->error = true; /* CursorNotFound (1), QueryFailure (2) */
+    if (mi->msg.body == NULL ||
+        !bson_iter_init_from_data(&it, mi->msg.body, mi->msg.body_len))
+        return;
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (strcmp(k, "ok") == 0) {
+            has_ok = true;
+            ok = bson_iter_as_double(&it);
+        } else if (strcmp(k, "$err") == 0) {
+            st->error = true;
+        } else if (strcmp(k, "code") == 0 && BSON_ITER_HOLDS_NUMBER(&it)) {
+            st->code = (int32_t)bson_iter_as_int64(&it);
+        } else if (strcmp(k, "codeName") == 0 && BSON_ITER_HOLDS_UTF8(&it)) {
+            snprintf(st->code_name, sizeof(st->code_name), "%s",
+                     bson_iter_utf8(&it, NULL));
+        } else if ((strcmp(k, "writeErrors") == 0 &&
+                    BSON_ITER_HOLDS_ARRAY(&it)) ||
+                   (strcmp(k, "writeConcernError") == 0 &&
+                    BSON_ITER_HOLDS_DOCUMENT(&it) && !we.write_error)) {
+            write_error_fields(&it, &we);
+        }
+    }
+    if (has_ok && ok != 1.0)
+        st->error = true;
+    if (!st->error) /* a code on a success is not an error's */
+        *st = we;
 }

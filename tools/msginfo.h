@@ -47,6 +47,22 @@ struct msginfo {
 void msginfo_decode(const struct trace_msg *m, struct mt_buf *scratch,
                     struct msginfo *mi);
 
+/* What a reply says of its command's outcome. */
+struct reply_status {
+    bool error;         /* ok != 1, a $err field, or an OP_REPLY flagged
+                           QueryFailure / CursorNotFound */
+    bool write_error;   /* ok: 1, but writeErrors or a writeConcernError */
+    int32_t code;       /* the error's code (a write error: the first's) */
+    char code_name[48]; /* its codeName; "" when the reply gives none */
+};
+
+/*
+ * Fills st from a decoded reply (mi from msginfo_decode): walks the top
+ * level of the reply document and the first write error only.  A reply
+ * that did not parse, or has no document, is neither error.
+ */
+void msginfo_reply_status(const struct msginfo *mi, struct reply_status *st);
+
 /* Writes s as a JSON string (quotes, escapes, invalid UTF-8 bytes as
  * \u00XX so that output is always valid JSON). */
 void msginfo_json_str(FILE *out, const char *s);
@@ -61,8 +77,10 @@ const char *msginfo_printable(char *dst, size_t cap, const char *s);
 struct pending_val {
     uint64_t t_ns; /* when the request (or the previous reply) was seen */
     char cmd[64];  /* command name */
-    bool auth;     /* part of an authentication conversation */
-    bool exhaust;  /* a moreToCome reply continuing an exhaust stream */
+    char ns[64];   /* db.collection (truncated), or the db */
+    int32_t request_id;
+    bool auth;    /* part of an authentication conversation */
+    bool exhaust; /* a moreToCome reply continuing an exhaust stream */
 };
 
 struct pending_slot;

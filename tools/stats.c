@@ -38,6 +38,7 @@ stats_free(struct stats *s)
         for (size_t i = 0; i < s->ncmds; i++)
             mt_free(s->cmds[i].lat_ns);
     mt_free(s->cmds);
+    mt_free(s->slow);
     pending_free(&s->pend);
     mt_buf_free(&s->scratch);
     memset(s, 0, sizeof(*s));
@@ -116,6 +117,121 @@ lat_add(struct stats *s, struct stats_cmd *c, uint64_t ns)
     return 0;
 }
 
+int
+stats_set_top(struct stats *s, size_t n)
+{
+    if (n > STATS_TOP_MAX)
+        n = STATS_TOP_MAX;
+    mt_free(s->slow);
+    s->slow = NULL;
+    s->nslow = s->top = 0;
+    if (n == 0)
+        return 0;
+    s->slow = mt_calloc(n, sizeof(*s->slow));
+    if (s->slow == NULL)
+        return -ENOMEM;
+    s->top = n;
+    return 0;
+}
+
+static bool
+slow_less(const struct stats_slow *a, const struct stats_slow *b)
+{
+    return a->lat_ns < b->lat_ns ||
+           (a->lat_ns == b->lat_ns && a->t_ns > b->t_ns); /* earlier wins */
+}
+
+static void
+slow_sift_down(struct stats_slow *h, size_t n, size_t i)
+{
+    for (;;) {
+        size_t l = 2 * i + 1, m = i;
+        struct stats_slow t;
+        if (l < n && slow_less(&h[l], &h[m]))
+            m = l;
+        if (l + 1 < n && slow_less(&h[l + 1], &h[m]))
+            m = l + 1;
+        if (m == i)
+            return;
+        t = h[i];
+        h[i] = h[m];
+        h[m] = t;
+        i = m;
+    }
+}
+
+/* Keeps x if it is among the top slowest: a min-heap, its root the
+ * fastest kept. */
+static void
+slow_offer(struct stats *s, const struct stats_slow *x)
+{
+    size_t i;
+
+    if (s->top == 0)
+        return;
+    if (s->nslow == s->top) {
+        if (!slow_less(&s->slow[0], x))
+            return;
+        s->slow[0] = *x;
+        slow_sift_down(s->slow, s->nslow, 0);
+        return;
+    }
+    i = s->nslow++;
+    s->slow[i] = *x;
+    while (i > 0 && slow_less(&s->slow[i], &s->slow[(i - 1) / 2])) {
+        struct stats_slow t = s->slow[i];
+        s->slow[i] = s->slow[(i - 1) / 2];
+        s->slow[(i - 1) / 2] = t;
+        i = (i - 1) / 2;
+    }
+}
+
+static int
+cmp_slow(const void *a, const void *b)
+{
+    const struct stats_slow *x = a, *y = b;
+    return slow_less(y, x) ? -1 : slow_less(x, y) ? 1 : 0;
+}
+
+void
+stats_sort_slow(struct stats *s)
+{
+    if (s->nslow > 1)
+        qsort(s->slow, s->nslow, sizeof(*s->slow), cmp_slow);
+}
+
+/* Counts a failed reply of command c by (command, code). */
+static void
+err_count(struct stats *s, struct stats_cmd *c, const struct reply_status *st)
+{
+    char name[sizeof(s->errs[0].code_name)];
+    size_t i;
+
+    msginfo_printable(name, sizeof(name), st->code_name);
+    if (st->error)
+        c->errors++;
+    else
+        c->write_errors++;
+    for (i = 0; i < s->nerrs; i++) {
+        struct stats_err *e = &s->errs[i];
+        if (e->code == st->code && e->write == st->write_error &&
+            strcmp(e->cmd, c->name) == 0 && strcmp(e->code_name, name) == 0)
+            break;
+    }
+    if (i == s->nerrs) {
+        if (s->nerrs == STATS_ERR_MAX) {
+            s->errs_other++;
+            return;
+        }
+        snprintf(s->errs[i].cmd, sizeof(s->errs[i].cmd), "%s", c->name);
+        snprintf(s->errs[i].code_name, sizeof(name), "%s", name);
+        s->errs[i].code = st->code;
+        s->errs[i].write = st->write_error;
+        s->nerrs++;
+    }
+    s->errs[i].n++;
+}
+
 static int
 on_request(struct stats *s, const struct trace_msg *m, const struct msginfo *mi)
 {
@@ -130,6 +246,11 @@ on_request(struct stats *s, const struct trace_msg *m, const struct msginfo *mi)
     memset(&v, 0, sizeof(v));
     v.t_ns = m->t_ns;
     snprintf(v.cmd, sizeof(v.cmd), "%s", c->name);
+    if (mi->parsed && snprintf(v.ns, sizeof(v.ns), "%s%s%s", mi->cmd.db,
+                               mi->cmd.coll[0] != '\0' ? "." : "",
+                               mi->cmd.coll) >= (int)sizeof(v.ns))
+        memcpy(v.ns + sizeof(v.ns) - 4, "...", 4); /* cut: say so */
+    v.request_id = mi->request_id;
     v.auth = mi->auth;
     if (pending_put(&s->pend, m->conn_id, mi->request_id, &v) < 0)
         s->pending_overflow++;
@@ -141,6 +262,8 @@ on_reply(struct stats *s, const struct trace_msg *m, struct msginfo *mi)
 {
     struct pending_val v;
     struct stats_cmd *c;
+    struct reply_status st;
+    struct stats_slow x;
     bool exhaust;
 
     if (!pending_take(&s->pend, m->conn_id, mi->response_to, &v)) {
@@ -165,11 +288,22 @@ on_reply(struct stats *s, const struct trace_msg *m, struct msginfo *mi)
     }
     c = cmd_get(s, v.cmd);
     c->replies++;
-    if (m->t_ns < v.t_ns) {
+    msginfo_reply_status(mi, &st);
+    if (st.error || st.write_error)
+        err_count(s, c, &st);
+    memset(&x, 0, sizeof(x));
+    x.t_ns = v.t_ns;
+    x.conn_id = m->conn_id;
+    x.request_id = v.request_id;
+    x.error = st.error || st.write_error;
+    memcpy(x.cmd, c->name, sizeof(x.cmd));
+    msginfo_printable(x.ns, sizeof(x.ns), v.ns);
+    if (m->t_ns < v.t_ns)
         s->clock_backwards++;
-        return lat_add(s, c, 0);
-    }
-    return lat_add(s, c, m->t_ns - v.t_ns);
+    else
+        x.lat_ns = m->t_ns - v.t_ns;
+    slow_offer(s, &x);
+    return lat_add(s, c, x.lat_ns);
 }
 
 static int

@@ -21,13 +21,17 @@
 #define STATS_SAMPLES_TOTAL_MAX (1u << 25) /* ... and over all commands */
 #define STATS_PENDING_MAX (1u << 20)       /* requests awaiting a reply */
 #define STATS_CLOSE_REASONS 8
+#define STATS_ERR_MAX 64   /* distinct (command, code) pairs; more: counted */
+#define STATS_TOP_MAX 1000 /* --top N at most */
 
 struct stats_cmd {
     char name[64];
-    uint64_t requests;  /* requests seen */
-    uint64_t replies;   /* replies paired with one of them */
-    uint64_t unmatched; /* requests that never got a reply */
-    uint64_t *lat_ns;   /* owned: latency samples (lat_n of them) */
+    uint64_t requests;     /* requests seen */
+    uint64_t replies;      /* replies paired with one of them */
+    uint64_t unmatched;    /* requests that never got a reply */
+    uint64_t errors;       /* replies saying the command failed */
+    uint64_t write_errors; /* ok: 1 with writeErrors / writeConcernError */
+    uint64_t *lat_ns;      /* owned: latency samples (lat_n of them) */
     size_t lat_n, lat_cap;
     uint64_t lat_dropped;  /* samples beyond STATS_SAMPLES_MAX */
     uint64_t lat_count;    /* every sample, kept or not */
@@ -38,6 +42,25 @@ struct stats_cmd {
 struct stats_op {
     int32_t op_code;
     uint64_t n;
+};
+
+/* Failed replies (errors and write errors) of one command with one code. */
+struct stats_err {
+    char cmd[64];
+    char code_name[48];
+    int32_t code;
+    bool write; /* a write error (the command itself succeeded) */
+    uint64_t n;
+};
+
+/* One of the slowest exchanges (--top). */
+struct stats_slow {
+    uint64_t lat_ns, t_ns; /* latency; the request's time */
+    uint64_t conn_id;
+    int32_t request_id;
+    bool error;
+    char cmd[64];
+    char ns[64];
 };
 
 /* A latency summary in milliseconds. */
@@ -68,6 +91,11 @@ struct stats {
     uint64_t samples;           /* latency samples kept, all commands */
     uint64_t samples_dropped;   /* beyond the limits: percentiles then
                                    come from the kept ones */
+    struct stats_err errs[STATS_ERR_MAX];
+    size_t nerrs;
+    uint64_t errs_other;     /* failed replies beyond STATS_ERR_MAX pairs */
+    struct stats_slow *slow; /* owned: a min-heap of the top slowest */
+    size_t nslow, top;
     struct trace_stats capture; /* last value of each capture statistic */
     uint64_t records;
     bool ended;            /* the end record was read */
@@ -78,6 +106,12 @@ struct stats {
 /* 0 or -ENOMEM. */
 int stats_init(struct stats *s);
 void stats_free(struct stats *s);
+
+/* Keeps the n (<= STATS_TOP_MAX) slowest exchanges.  0 or -ENOMEM. */
+int stats_set_top(struct stats *s, size_t n);
+
+/* Sorts the kept slowest exchanges, slowest first (after the last add). */
+void stats_sort_slow(struct stats *s);
 
 /* Accounts for one record.  0 or -ENOMEM. */
 int stats_add(struct stats *s, const struct trace_rec *rec);

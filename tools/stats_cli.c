@@ -1,8 +1,10 @@
 /*
- * stats_cli.c -- `mtrace stats [--json] TRACE`: connections, messages by
- * opcode and by command, request->reply latency per command (count, mean,
- * stdev%, p50, p90, p99, max in ms; nearest-rank percentiles), unmatched
- * requests and replies, and the capture statistics recorded in the trace.
+ * stats_cli.c -- `mtrace stats [--json] [--top N] TRACE`: connections,
+ * messages by opcode and by command, request->reply latency per command
+ * (count, mean, stdev%, p50, p90, p99, max in ms; nearest-rank
+ * percentiles), failed replies by command and code, the N slowest
+ * exchanges, unmatched requests and replies, and the capture statistics
+ * recorded in the trace.
  *
  * Exit status: 0 success; 1 the trace could not be opened or is truncated
  * or damaged (the statistics of every complete record are printed, then
@@ -12,6 +14,7 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/trace.h"
@@ -23,16 +26,20 @@ static void
 usage(FILE *f)
 {
     fprintf(f,
-            "usage: mtrace stats [--json] TRACE.zst\n"
+            "usage: mtrace stats [--json] [--top N] TRACE.zst\n"
             "\n"
             "Summarise a trace: connections, messages by opcode and by\n"
             "command, request->reply latency per command in ms (count, mean,\n"
             "stdev as %% of the mean, p50, p90, p99, max; a reply is paired\n"
             "with the request on its connection whose requestID is its\n"
-            "responseTo), unmatched requests and replies, and the capture\n"
-            "statistics recorded in the trace.\n"
+            "responseTo), failed replies by command and error code (ok: 0,\n"
+            "$err, QueryFailure; and write errors: writeErrors or a\n"
+            "writeConcernError with ok: 1), unmatched requests and replies,\n"
+            "and the capture statistics recorded in the trace.\n"
             "\n"
             "  --json     one JSON object instead of text\n"
+            "  --top N    also list the N slowest exchanges (1..1000): time,\n"
+            "             connection and requestID, to find them with dump\n"
             "  -h, --help this text\n"
             "\n"
             "TRACE may be '-' for standard input.  Exit status: 0 success,\n"
@@ -50,6 +57,44 @@ static double
 duration_s(const struct stats *s)
 {
     return s->msgs ? (double)(s->t_last - s->t_first) / 1e9 : 0.0;
+}
+
+static void
+print_errors(FILE *out, const struct stats *s)
+{
+    if (s->nerrs == 0) {
+        fprintf(out, "\nfailed replies: none\n");
+        return;
+    }
+    fprintf(out, "\nfailed replies by command and code\n");
+    fprintf(out, "  %-20s %-6s %8s  %-28s %9s\n", "command", "kind", "code",
+            "codeName", "replies");
+    for (size_t i = 0; i < s->nerrs; i++) {
+        const struct stats_err *e = &s->errs[i];
+        fprintf(out, "  %-20s %-6s %8" PRId32 "  %-28s %9" PRIu64 "\n", e->cmd,
+                e->write ? "write" : "error", e->code,
+                e->code_name[0] ? e->code_name : "-", e->n);
+    }
+    if (s->errs_other > 0)
+        fprintf(out, "  %-20s %-6s %8s  %-28s %9" PRIu64 "\n", "(other)", "",
+                "", "", s->errs_other);
+}
+
+static void
+print_slowest(FILE *out, const struct stats *s)
+{
+    if (s->top == 0)
+        return;
+    fprintf(out, "\nslowest %zu exchanges (request->reply)\n", s->nslow);
+    fprintf(out, "  %10s %11s %8s %10s  %-20s %-5s %s\n", "latency ms", "at s",
+            "conn", "requestID", "command", "error", "namespace");
+    for (size_t i = 0; i < s->nslow; i++) {
+        const struct stats_slow *x = &s->slow[i];
+        fprintf(
+            out, "  %10.3f %11.6f %8" PRIu64 " %10" PRId32 "  %-20s %-5s %s\n",
+            (double)x->lat_ns / 1e6, (double)(x->t_ns - s->t_first) / 1e9,
+            x->conn_id, x->request_id, x->cmd, x->error ? "yes" : "", x->ns);
+    }
 }
 
 static void
@@ -96,6 +141,8 @@ print_text(FILE *out, struct stats *s, const char *path)
             fprintf(out, " %7s %9s %9s %9s %9s %9s\n", "-", "-", "-", "-", "-",
                     "-");
     }
+    print_errors(out, s);
+    print_slowest(out, s);
     fprintf(out,
             "\nunmatched   %" PRIu64 " requests without a reply, %" PRIu64
             " replies without a request\n",
@@ -141,8 +188,10 @@ print_json_cmds(FILE *out, struct stats *s)
         msginfo_json_str(out, c->name);
         fprintf(out,
                 ":{\"requests\":%" PRIu64 ",\"replies\":%" PRIu64
-                ",\"unmatched\":%" PRIu64 "}",
-                c->requests, c->replies, c->unmatched);
+                ",\"unmatched\":%" PRIu64 ",\"errors\":%" PRIu64
+                ",\"write_errors\":%" PRIu64 "}",
+                c->requests, c->replies, c->unmatched, c->errors,
+                c->write_errors);
     }
     fputs("},\"latency_ms\":{", out);
     for (size_t i = 0, k = 0; i < s->ncmds; i++) {
@@ -162,6 +211,40 @@ print_json_cmds(FILE *out, struct stats *s)
         fputc('}', out);
     }
     fputc('}', out);
+}
+
+static void
+print_json_failed(FILE *out, const struct stats *s)
+{
+    fputs(",\"failed_replies\":[", out);
+    for (size_t i = 0; i < s->nerrs; i++) {
+        const struct stats_err *e = &s->errs[i];
+        fprintf(out, "%s{\"command\":", i ? "," : "");
+        msginfo_json_str(out, e->cmd);
+        fprintf(out, ",\"kind\":\"%s\",\"code\":%" PRId32 ",\"codeName\":",
+                e->write ? "write" : "error", e->code);
+        msginfo_json_str(out, e->code_name);
+        fprintf(out, ",\"replies\":%" PRIu64 "}", e->n);
+    }
+    fprintf(out, "],\"failed_replies_other\":%" PRIu64, s->errs_other);
+    if (s->top == 0)
+        return;
+    fputs(",\"slowest\":[", out);
+    for (size_t i = 0; i < s->nslow; i++) {
+        const struct stats_slow *x = &s->slow[i];
+        fputs(i ? ",{" : "{", out);
+        json_num(out, "latency_ms", (double)x->lat_ns / 1e6, false);
+        json_num(out, "t_s", (double)(x->t_ns - s->t_first) / 1e9, true);
+        fprintf(out,
+                ",\"conn\":%" PRIu64 ",\"request_id\":%" PRId32
+                ",\"error\":%s,\"command\":",
+                x->conn_id, x->request_id, x->error ? "true" : "false");
+        msginfo_json_str(out, x->cmd);
+        fputs(",\"ns\":", out);
+        msginfo_json_str(out, x->ns);
+        fputc('}', out);
+    }
+    fputc(']', out);
 }
 
 static void
@@ -192,6 +275,7 @@ print_json(FILE *out, struct stats *s, const char *path, const char *error)
                 op_name(s->ops[i].op_code), s->ops[i].n);
     fputc('}', out);
     print_json_cmds(out, s);
+    print_json_failed(out, s);
     fprintf(out,
             ",\"unmatched\":{\"requests\":%" PRIu64 ",\"replies\":%" PRIu64
             "},\"no_reply_expected\":%" PRIu64 ",\"exhaust_replies\":%" PRIu64
@@ -256,6 +340,7 @@ stats_cli_main(int argc, char **argv)
     struct mt_err err;
     const char *path = NULL;
     bool json = false;
+    size_t top = 0;
     char err_msg[sizeof(err.msg)] = "";
     int status;
 
@@ -265,6 +350,19 @@ stats_cli_main(int argc, char **argv)
             return 0;
         } else if (strcmp(argv[i], "--json") == 0) {
             json = true;
+        } else if (strcmp(argv[i], "--top") == 0) {
+            char *end;
+            long n = i + 1 < argc ? strtol(argv[i + 1], &end, 10) : 0;
+            if (i + 1 >= argc || *argv[i + 1] == '\0' || *end != '\0' ||
+                n < 1 || n > STATS_TOP_MAX) {
+                fprintf(stderr,
+                        "mtrace stats: --top takes a number of exchanges "
+                        "from 1 to %d; run 'mtrace stats --help'\n",
+                        STATS_TOP_MAX);
+                return 2;
+            }
+            top = (size_t)n;
+            i++;
         } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
             fprintf(stderr,
                     "mtrace stats: unknown option '%s'; run 'mtrace stats "
@@ -283,7 +381,7 @@ stats_cli_main(int argc, char **argv)
     }
     if (path == NULL) {
         fprintf(stderr, "mtrace stats: no trace given; usage: mtrace stats "
-                        "[--json] TRACE.zst\n");
+                        "[--json] [--top N] TRACE.zst\n");
         return 2;
     }
     r = strcmp(path, "-") == 0 ? trace_reader_open_fp(stdin, &err)
@@ -292,7 +390,7 @@ stats_cli_main(int argc, char **argv)
         fprintf(stderr, "mtrace stats: %s: %s\n", path, err.msg);
         return 1;
     }
-    if (stats_init(&s) < 0) {
+    if (stats_init(&s) < 0 || stats_set_top(&s, top) < 0) {
         fprintf(stderr, "mtrace stats: out of memory\n");
         trace_reader_free(r);
         return 1;
@@ -302,6 +400,7 @@ stats_cli_main(int argc, char **argv)
     s.hdr = *trace_reader_header(r);
     status = stats_read(&s, r, path, err_msg, sizeof(err_msg));
     stats_finish(&s);
+    stats_sort_slow(&s);
     if (json)
         print_json(stdout, &s, path, status ? err_msg : NULL);
     else

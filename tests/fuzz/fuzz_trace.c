@@ -117,7 +117,7 @@ read_all(const uint8_t *data, size_t size)
     }
     trace_reader_set_frame_max(r, FRAME_MAX);
     mt_buf_init(&b, TRACE_FRAME_LEN_MAX);
-    check(stats_init(&st) == 0);
+    check(stats_init(&st) == 0 && stats_set_top(&st, 4) == 0);
     for (;;) {
         rc = trace_reader_next(r, &rec, &err);
         if (rc == MT_END)
@@ -141,7 +141,13 @@ read_all(const uint8_t *data, size_t size)
         struct stats_sum sum;
         stats_summarize(&st.cmds[i], &sum);
         check(sum.p50_ms <= sum.p99_ms && sum.p99_ms <= sum.max_ms);
+        check(st.cmds[i].errors + st.cmds[i].write_errors <=
+              st.cmds[i].replies);
     }
+    stats_sort_slow(&st); /* slowest first, at most 4 */
+    check(st.nslow <= 4);
+    for (size_t i = 1; i < st.nslow; i++)
+        check(st.slow[i - 1].lat_ns >= st.slow[i].lat_ns);
     stats_free(&st);
     mt_buf_free(&b);
     trace_reader_free(r);

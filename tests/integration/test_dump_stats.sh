@@ -122,6 +122,20 @@ G=$TOP/tests/data/traces
 if [ -f "$TOP/traces/sample.zst" ]; then
     "$MTRACE" dump --json "$TOP/traces/sample.zst" | jq -e . >/dev/null || fail "sample.zst dump"
     "$MTRACE" stats --json "$TOP/traces/sample.zst" | jq -e '.complete' >/dev/null || fail "sample.zst stats"
+    # pymongo's recorded calls: one failed command (MockupDB's BadValue), and
+    # --top's slowest exchanges, slowest first, each findable with dump
+    "$MTRACE" stats --json --top 3 "$TOP/traces/sample.zst" >"$TMP/top.json" || fail "stats --top exit $?"
+    jq -e '.failed_replies == [{"command":"fail_me","kind":"error","code":2,"codeName":"BadValue","replies":1}]
+           and .by_command.fail_me.errors == 1 and .by_command.find.errors == 0
+           and (.slowest | length) == 3 and .slowest[0].latency_ms >= .slowest[1].latency_ms
+           and .slowest[1].latency_ms >= .slowest[2].latency_ms
+           and .slowest[0].latency_ms == ([.latency_ms[].max] | max)' "$TMP/top.json" >/dev/null ||
+        fail "stats --top / failed replies of sample.zst: $(jq -c '.failed_replies, .slowest' "$TMP/top.json")"
+    c=$(jq '.slowest[0].conn' "$TMP/top.json"); r=$(jq '.slowest[0].request_id' "$TMP/top.json")
+    "$MTRACE" dump --json "$TOP/traces/sample.zst" |
+        jq -e -s --argjson c "$c" --argjson r "$r" 'any(.[]; .conn == $c and .request_id == $r and .dir == "c2s")' >/dev/null ||
+        fail "the slowest exchange (conn $c, requestID $r) is not in dump"
+    "$MTRACE" stats --top 0 "$T" 2>/dev/null; [ $? = 2 ] || fail "stats --top 0: want exit 2"
 fi
 # a damaged header frame (byte 8, inside the first zstd frame) loses the
 # header record only: every record of the later frames is still dumped, exit 1,

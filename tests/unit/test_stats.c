@@ -244,6 +244,128 @@ test_stats_msginfo_decode(void **state)
     mt_buf_free(&scratch);
 }
 
+/* A request and its reply (ids req / 1000 + req) on conn 1. */
+static void
+exchange(struct fixture *fx, int32_t req, uint64_t t, uint64_t lat, bson_t *cmd,
+         bson_t *reply)
+{
+    enc(fx, req, 0, 0, cmd);
+    add_msg(fx, 1, t, TRACE_DIR_C2S);
+    enc(fx, 1000 + req, req, 0, reply);
+    add_msg(fx, 1, t + lat, TRACE_DIR_S2C);
+}
+
+static const struct stats_err *
+err_of(const struct stats *s, const char *cmd, int32_t code)
+{
+    for (size_t i = 0; i < s->nerrs; i++)
+        if (strcmp(s->errs[i].cmd, cmd) == 0 && s->errs[i].code == code)
+            return &s->errs[i];
+    return NULL;
+}
+
+/* Failed replies by command and code: ok 0 (as a double, an int, false),
+ * writeErrors and writeConcernError with ok 1, a legacy QueryFailure; a
+ * success carrying a code field is not an error. */
+static void
+test_stats_failed_replies(void **state)
+{
+    struct fixture fx;
+    const struct stats_err *e;
+    int32_t flags_query_failure = 2;
+    bson_t *doc;
+
+    mt_buf_init(&fx.b, 1 << 20);
+    assert_int_equal(stats_init(&fx.st), 0);
+    exchange(&fx, 1, 0, MS, BCON_NEW("find", "c", "$db", "d"),
+             BCON_NEW("ok", BCON_DOUBLE(0), "errmsg", "x", "code",
+                      BCON_INT32(13), "codeName", "Unauthorized"));
+    exchange(&fx, 2, 0, MS, BCON_NEW("find", "c", "$db", "d"),
+             BCON_NEW("ok", BCON_INT32(0), "code", BCON_INT32(13), "codeName",
+                      "Unauthorized"));
+    exchange(&fx, 3, 0, MS, BCON_NEW("insert", "c", "$db", "d"),
+             BCON_NEW("n", BCON_INT32(0), "writeErrors", "[", "{", "index",
+                      BCON_INT32(0), "code", BCON_INT32(11000), "codeName",
+                      "DuplicateKey", "}", "{", "index", BCON_INT32(1), "code",
+                      BCON_INT32(2), "}", "]", "ok", BCON_DOUBLE(1)));
+    exchange(&fx, 4, 0, MS, BCON_NEW("update", "c", "$db", "d"),
+             BCON_NEW("n", BCON_INT32(1), "writeConcernError", "{", "code",
+                      BCON_INT32(64), "codeName", "WriteConcernFailed", "}",
+                      "ok", BCON_DOUBLE(1)));
+    exchange(&fx, 5, 0, MS, BCON_NEW("ping", BCON_INT32(1), "$db", "d"),
+             BCON_NEW("ok", BCON_BOOL(false)));
+    exchange(&fx, 6, 0, MS, BCON_NEW("ping", BCON_INT32(1), "$db", "d"),
+             BCON_NEW("ok", BCON_DOUBLE(1), "code", BCON_INT32(7)));
+    /* legacy: OP_QUERY answered by an OP_REPLY flagged QueryFailure */
+    doc = BCON_NEW("count", "c");
+    assert_int_equal(wire_encode_query(&fx.b, 7, 0, "d.$cmd", 0, -1, doc), 0);
+    bson_destroy(doc);
+    add_msg(&fx, 1, 0, TRACE_DIR_C2S);
+    doc = BCON_NEW("$err", "bad", "code", BCON_INT32(2));
+    assert_int_equal(wire_encode_reply(&fx.b, 1007, 7, flags_query_failure, 0,
+                                       0, (const bson_t *[]){doc}, 1),
+                     0);
+    add_msg(&fx, 1, MS, TRACE_DIR_S2C);
+    bson_destroy(doc);
+
+    assert_int_equal(fx.st.nerrs, 5);
+    assert_non_null(e = err_of(&fx.st, "find", 13));
+    assert_int_equal(e->n, 2);
+    assert_false(e->write);
+    assert_string_equal(e->code_name, "Unauthorized");
+    assert_non_null(e = err_of(&fx.st, "insert", 11000)); /* the first */
+    assert_true(e->write);
+    assert_string_equal(e->code_name, "DuplicateKey");
+    assert_non_null(e = err_of(&fx.st, "update", 64));
+    assert_true(e->write);
+    assert_non_null(e = err_of(&fx.st, "ping", 0)); /* ok: false, no code */
+    assert_int_equal(e->n, 1);
+    assert_null(err_of(&fx.st, "ping", 7)); /* ok: 1 with a code */
+    assert_non_null(e = err_of(&fx.st, "count", 2));
+    assert_false(e->write);
+    for (size_t i = 0; i < fx.st.ncmds; i++) {
+        const struct stats_cmd *c = &fx.st.cmds[i];
+        if (strcmp(c->name, "find") == 0)
+            assert_int_equal(c->errors, 2);
+        if (strcmp(c->name, "insert") == 0)
+            assert_true(c->errors == 0 && c->write_errors == 1);
+        if (strcmp(c->name, "ping") == 0)
+            assert_true(c->errors == 1 && c->write_errors == 0);
+    }
+    stats_free(&fx.st);
+    mt_buf_free(&fx.b);
+}
+
+/* --top: the N slowest of many exchanges, slowest first, with the
+ * request's connection, requestID and namespace. */
+static void
+test_stats_top_slowest(void **state)
+{
+    struct fixture fx;
+
+    mt_buf_init(&fx.b, 1 << 20);
+    assert_int_equal(stats_init(&fx.st), 0);
+    assert_int_equal(stats_set_top(&fx.st, 3), 0);
+    for (int i = 1; i <= 50; i++) /* latency (i * 37) % 50 + 1 ms */
+        exchange(&fx, i, (uint64_t)i * 100 * MS,
+                 (uint64_t)((i * 37) % 50 + 1) * MS,
+                 BCON_NEW("find", "coll", "$db", "db"),
+                 BCON_NEW("ok", BCON_DOUBLE(1)));
+    stats_sort_slow(&fx.st);
+    assert_int_equal(fx.st.nslow, 3);
+    for (int k = 0; k < 3; k++) {
+        const struct stats_slow *x = &fx.st.slow[k];
+        assert_int_equal(x->lat_ns, (uint64_t)(50 - k) * MS);
+        assert_int_equal((x->request_id * 37) % 50 + 1, 50 - k);
+        assert_int_equal(x->t_ns, (uint64_t)x->request_id * 100 * MS);
+        assert_int_equal(x->conn_id, 1);
+        assert_string_equal(x->ns, "db.coll");
+        assert_string_equal(x->cmd, "find");
+    }
+    stats_free(&fx.st);
+    mt_buf_free(&fx.b);
+}
+
 int
 main(void)
 {
@@ -253,6 +375,8 @@ main(void)
         cmocka_unit_test(test_stats_json_str_escapes),
         cmocka_unit_test(test_stats_printable),
         cmocka_unit_test(test_stats_pairing),
+        cmocka_unit_test(test_stats_failed_replies),
+        cmocka_unit_test(test_stats_top_slowest),
         cmocka_unit_test(test_stats_msginfo_decode),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
