@@ -85,6 +85,10 @@ print_slowest(FILE *out, const struct stats *s)
 {
     if (s->top == 0)
         return;
+    if (s->nslow == 0) {
+        fprintf(out, "\nslowest exchanges: none (no request->reply pair)\n");
+        return;
+    }
     fprintf(out, "\nslowest %zu exchanges (request->reply)\n", s->nslow);
     fprintf(out, "  %10s %11s %8s %10s  %-20s %-5s %s\n", "latency ms", "at s",
             "conn", "requestID", "command", "error", "namespace");
