@@ -642,11 +642,13 @@ serve(const struct cli *c, struct index *idx, struct replay_stats *st)
     }
     sched_warn_rt_cores("replay", c->so.rt_prio, server_threads(s),
                         "docs/replay.md");
-    mt_info("replay: listening on %s:%u with %d loops%s; %llu exchanges "
+    /* an IPv6 address in brackets, as a URI wants it */
+    mt_info("replay: listening on %s%s%s:%u with %d loops%s; %llu exchanges "
             "under %llu keys from %s (%llu getMore batches, hello %s, "
             "%llu skipped)",
-            c->so.host, server_port(s), server_threads(s),
-            c->so.rt_prio > 0 ? " (SCHED_FIFO)" : "",
+            strchr(c->so.host, ':') ? "[" : "", c->so.host,
+            strchr(c->so.host, ':') ? "]" : "", server_port(s),
+            server_threads(s), c->so.rt_prio > 0 ? " (SCHED_FIFO)" : "",
             (unsigned long long)(idx->st.exchanges - idx->st.getmores),
             (unsigned long long)idx->st.groups, c->trace,
             (unsigned long long)idx->st.getmores,

@@ -56,9 +56,10 @@ for _ in range(20):
     assert doc == {"_id": "test-doc-1", "value": 42}, doc
 c.close()
 PY
+grep -qF "listening on [::1]:$PORT " "$TMP/replay.log" ||
+    fail "the listening line should bracket the IPv6 address: $(grep listening "$TMP/replay.log")"
 kill -TERM $RPID
 wait $RPID || fail "replay exited $?: $(cat "$TMP/replay.log")"
-grep -q 'listening on ::1:' "$TMP/replay.log" || fail "no listening line: $(cat "$TMP/replay.log")"
 grep -q 'timer wake-ups [0-9]* (lateness p50' "$TMP/replay.log" || fail "no wake-up line"
 "$PYTHON" - "$TMP/sum.json" <<'PY' || fail "summary: $(cat "$TMP/sum.json")"
 import json, sys
