@@ -71,6 +71,16 @@ struct trace_reader {
 
 /* ---- input ---- */
 
+/* The first four bytes of a pcap or pcapng file (read little-endian), a
+ * common thing to hand to dump, stats or replay by mistake. */
+static bool
+is_pcap_magic(uint32_t magic)
+{
+    return magic == 0xa1b2c3d4u || magic == 0xd4c3b2a1u || /* pcap, us */
+           magic == 0xa1b23c4du || magic == 0x4d3cb2a1u || /* pcap, ns */
+           magic == 0x0a0d0d0au; /* pcapng section header block */
+}
+
 static uint64_t
 in_offset(const struct trace_reader *r)
 {
@@ -476,6 +486,11 @@ frame_next(struct trace_reader *r, struct mt_err *err)
                 return rc;
             continue;
         }
+        if (off == 0 && is_pcap_magic(magic))
+            return mt_err_set(err, MT_ECORRUPT, 0,
+                              "a pcap/pcapng capture, not an mtrace trace: "
+                              "convert it with 'mtrace capture --pcap FILE "
+                              "-o OUT.zst'");
         if (off == 0)
             return mt_err_set(err, MT_ECORRUPT, 0,
                               "not an mtrace trace: no zstd frame magic at "

@@ -110,6 +110,14 @@ printf 'hello, not a trace\n' >"$TMP/text.zst"
 "$MTRACE" stats "$TMP/text.zst" 2>"$TMP/e.err"; [ $? = 1 ] || fail "text file: want exit 1"
 grep -q 'not an mtrace trace' "$TMP/e.err" || fail "text file message: $(cat "$TMP/e.err")"
 [ "$(wc -l <"$TMP/e.err")" = 1 ] || fail "error is not one line"
+# a capture handed over instead of a trace says how to convert it: a real
+# pcap (../shared/captures), and the first bytes of a pcapng file
+printf '\x0a\x0d\x0d\x0a\x1c\x00\x00\x00\x4d\x3c\x2b\x1a' >"$TMP/x.pcapng"
+for f in "$TOP/../shared/captures/deeptrace-mongo-msg.pcap" "$TMP/x.pcapng"; do
+    [ -f "$f" ] || continue
+    "$MTRACE" dump "$f" >/dev/null 2>"$TMP/e.err"; [ $? = 1 ] || fail "$f: want exit 1"
+    grep -q "pcap/pcapng capture.*mtrace capture --pcap" "$TMP/e.err" || fail "$f: no advice: $(cat "$TMP/e.err")"
+done
 
 # ---- golden output of a frozen version-1 trace (tests/data/traces/README.md) ----
 G=$TOP/tests/data/traces
