@@ -433,7 +433,16 @@ open_offline(struct sniff *s)
     s->p = pcap_fopen_offline_with_tstamp_precision(
         f, PCAP_TSTAMP_PRECISION_NANO, eb);
     if (s->p == NULL) {
+        static const uint8_t zstd_magic[4] = {0x28, 0xb5, 0x2f, 0xfd};
+        uint8_t m[4];
+        bool zst = S_ISREG(st.st_mode) && pread(fileno(f), m, 4, 0) == 4 &&
+                   memcmp(m, zstd_magic, 4) == 0;
         fclose(f);
+        if (zst) /* a trace handed over instead of a capture */
+            return mt_err_set(s->err, MT_ECORRUPT, 0,
+                              "%s is zstd data (an mtrace trace?), not a "
+                              "capture: use mtrace dump, stats or replay",
+                              s->o->pcap_path);
         return mt_err_set(s->err, MT_ECORRUPT, 0,
                           "%s is not a pcap or pcapng file libpcap can read: "
                           "%s",

@@ -54,6 +54,11 @@ printf 'not a capture' >"$TMP/junk.pcap"
 [ $? -eq 1 ] || fail "junk: want exit 1"
 grep -q "not a pcap or pcapng file" "$TMP/err" || fail "junk: $(cat "$TMP/err")"
 [ ! -e "$TMP/junk.zst" ] || fail "junk: a trace was left"
+# A trace handed over instead of a capture is named as one.
+"$MTRACE" capture --pcap "$TOP/traces/sample.zst" -o "$TMP/junk.zst" 2>"$TMP/err"
+[ $? -eq 1 ] || fail "trace as --pcap: want exit 1"
+grep -q "zstd data (an mtrace trace?), not a capture" "$TMP/err" || fail "trace as --pcap: $(cat "$TMP/err")"
+[ ! -e "$TMP/junk.zst" ] || fail "trace as --pcap: a trace was left"
 # A capture cut in the middle of a packet (tcpdump killed): a warning, and
 # every complete packet before the cut is still used.
 head -c 1500 "$TMP/basic.pcap" >"$TMP/cut.pcap"
