@@ -56,7 +56,7 @@ refuse "$TMP/nonexistent.zst" "No such file"
 refuse "$TMP/empty.zst" "empty file"
 refuse "$TMP/dir.zst" "Is a directory"
 refuse "$TMP/text.zst" "not an mtrace trace"
-refuse "$TMP/app.pcap" "not an mtrace trace" "0xa1b2c3d4"
+refuse "$TMP/app.pcap" "not an mtrace trace" "mtrace capture --pcap"
 refuse "$TMP/v2.zst" "version 2"
 refuse "$TMP/hdrflip.zst" "corrupt zstd frame"
 
