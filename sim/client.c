@@ -388,6 +388,8 @@ advance(struct sim_model *m, uint32_t t)
                 th->after_switch = AT_DO_OP;
                 return;
             }
+            if (th->drop_quiesce) /* gil.c submits W_DROP_SIGNAL */
+                return;
             if (th->drop_cpu_ns > 0) { /* the signal under gil->mutex */
                 uint64_t ns = th->drop_cpu_ns;
 

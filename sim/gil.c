@@ -40,6 +40,13 @@
  * run has no waiters and pays nothing.  mtrace calibrate measures the
  * cycle's CPU (docs/sim-model.md).
  *
+ * gil->mutex (gil_mutex_signal_us > 0): held by drop_gil's signal, by
+ * take_gil's own sections with gil_mutex_cs_us (round 13, off), and, with
+ * gil_cond_quiesce (round 13, on), by a dropper whose signal must switch
+ * glibc's condvar groups while a woken waiter has not run yet
+ * (quiesce_start / quiesce_end).  The mutex is a window with an owner:
+ * mutex_until_ns, mutex_owner.
+ *
  * The working set's move between cores (gil_xcore_cpu_us) is charged on
  * the Python segments themselves: client.c py_ns.
  *
@@ -61,17 +68,43 @@ sim__gil_init(struct sim_model *m)
     m->gil.last_holder = -1;
     m->gil.last_signalled = -1;
     m->gil.switch_waiter = -1;
+    m->gil.mutex_owner = -1;
+    m->gil.quiescing = -1;
     m->gil.q = mt_calloc(m->nth, sizeof(*m->gil.q));
     m->gil.mq = mt_calloc(m->nth, sizeof(*m->gil.mq));
     return m->gil.q && m->gil.mq ? 0 : -ENOMEM;
 }
 
-/* gil->mutex held by a drop_gil's signal right now. */
+/* gil->mutex held right now by a thread other than t (-1: by anyone): a
+ * drop_gil's signal, or with gil_mutex_cs_us a take_gil section. */
 static bool
-mutex_busy(const struct sim_model *m)
+mutex_busy(const struct sim_model *m, int32_t t)
 {
     return m->p.gil_mutex_signal_us > 0 &&
-           m->eng.now_ns < m->gil.mutex_until_ns;
+           m->eng.now_ns < m->gil.mutex_until_ns && m->gil.mutex_owner != t;
+}
+
+/* t holds gil->mutex for ns from now (a window; SIM_EV_GIL_MUTEX at its
+ * end wakes the first thread blocked on it).  A window already reaching
+ * further is kept. */
+static void
+mutex_hold(struct sim_model *m, uint32_t t, uint64_t ns)
+{
+    struct sim__gil *g = &m->gil;
+
+    if (ns == 0 || m->eng.now_ns + ns <= g->mutex_until_ns)
+        return;
+    g->mutex_until_ns = m->eng.now_ns + ns;
+    g->mutex_owner = (int32_t)t;
+    sim__push(m, ns, SIM_EV_GIL_MUTEX, 0, 0);
+}
+
+/* gil_mutex_cs_us: t's take_gil section (round 13). */
+static void
+mutex_section(struct sim_model *m, uint32_t t)
+{
+    if (m->p.gil_mutex_signal_us > 0 && m->p.gil_mutex_cs_us > 0)
+        mutex_hold(m, t, sim__us(m->p.gil_mutex_cs_us));
 }
 
 /* t finds gil->mutex held: futex wait (__lll_lock_wait) at the back. */
@@ -111,7 +144,7 @@ mutex_wake_next(struct sim_model *m)
     struct sim__gil *g = &m->gil;
     uint32_t w;
 
-    if (g->mqn == 0 || g->mq_waking || mutex_busy(m))
+    if (g->mqn == 0 || g->mq_waking || mutex_busy(m, -1))
         return;
     w = (uint32_t)g->mq[0];
     memmove(&g->mq[0], &g->mq[1], (g->mqn - 1) * sizeof(*g->mq));
@@ -133,7 +166,7 @@ sim__gil_mutex_woken(struct sim_model *m, uint32_t t)
     bool took;
 
     m->gil.mq_waking = false;
-    if (mutex_busy(m)) { /* a new signal holds it: wait again */
+    if (mutex_busy(m, (int32_t)t)) { /* held again meanwhile: wait again */
         mutex_block(m, t, kind);
         return false;
     }
@@ -143,14 +176,42 @@ sim__gil_mutex_woken(struct sim_model *m, uint32_t t)
     return took;
 }
 
-/* Waiter w leaves gil->cond and becomes runnable after wake_us_mean. */
+/* gil_cond_quiesce: w leaves gil->cond woken and holds a reference on
+ * its group (__g_refs) until it runs (refs_drop). */
 static void
-gil_wake(struct sim_model *m, uint32_t w, double wake_us_mean)
+refs_take(struct sim_model *m, uint32_t w)
+{
+    if (!m->p.gil_cond_quiesce || m->th[w].cond_refs)
+        return;
+    m->th[w].cond_refs = true;
+    m->gil.refs_n++;
+}
+
+static void quiesce_end(struct sim_model *m);
+
+/* w, woken from gil->cond, runs (its futex wait returned): it drops its
+ * reference; the last one wakes a dropper blocked in the group switch. */
+static void
+refs_drop(struct sim_model *m, uint32_t w)
+{
+    if (!m->th[w].cond_refs)
+        return;
+    m->th[w].cond_refs = false;
+    MT_ASSERT(m->gil.refs_n > 0);
+    if (--m->gil.refs_n == 0 && m->gil.quiescing >= 0)
+        quiesce_end(m);
+}
+
+/* Waiter w leaves gil->cond and becomes runnable delay + a draw of mean
+ * wake_us_mean from now. */
+static void
+gil_wake(struct sim_model *m, uint32_t w, double wake_us_mean, uint64_t delay)
 {
     m->res->gil_wakes++;
     if (!m->p.gil_wake_cpu_waiter)
         m->gil.wake_debt++;
-    sim__cpu_submit(m, w, 0, W_GIL_CHECK, gil_wake_ns(m, wake_us_mean));
+    refs_take(m, w);
+    sim__cpu_submit(m, w, 0, W_GIL_CHECK, delay + gil_wake_ns(m, wake_us_mean));
 }
 
 /*
@@ -163,13 +224,13 @@ gil_wake(struct sim_model *m, uint32_t w, double wake_us_mean)
  * mutex is still held (sim__gil_recheck).
  */
 static void
-signal_wake(struct sim_model *m, uint32_t w, uint64_t hold)
+signal_wake(struct sim_model *m, uint32_t w, uint64_t hold, uint64_t delay)
 {
     double p = m->p.gil_mutex_relock_p;
     uint64_t ns;
 
     if (p <= 0) {
-        gil_wake(m, w, m->p.wake_us);
+        gil_wake(m, w, m->p.wake_us, delay);
         return;
     }
     m->res->gil_wakes++;
@@ -180,7 +241,7 @@ signal_wake(struct sim_model *m, uint32_t w, uint64_t hold)
         return;
     }
     ns = gil_wake_ns(m, m->p.wake_us);
-    sim__cpu_submit(m, w, 0, W_GIL_CHECK, ns > hold ? ns : hold);
+    sim__cpu_submit(m, w, 0, W_GIL_CHECK, delay + (ns > hold ? ns : hold));
 }
 
 static void
@@ -196,6 +257,11 @@ cond_remove(struct sim_model *m, uint32_t t)
         }
     }
     m->th[t].in_cond = false;
+    if (m->th[t].cond_g1) {
+        m->th[t].cond_g1 = false;
+        MT_ASSERT(g->g1_left > 0);
+        g->g1_left--;
+    }
 }
 
 static void
@@ -221,10 +287,11 @@ sim__gil_take(struct sim_model *m, uint32_t t)
 
     if (m->p.runtime == SIM_RT_FREE)
         return true;
-    if (mutex_busy(m)) { /* take_gil's MUTEX_LOCK(gil->mutex) */
+    if (mutex_busy(m, (int32_t)t)) { /* take_gil's MUTEX_LOCK(gil->mutex) */
         mutex_block(m, t, MQ_TAKE);
         return false;
     }
+    mutex_section(m, t);
     if (g->locked) {
         cond_wait(m, t);
         return false;
@@ -248,12 +315,14 @@ sim__gil_take(struct sim_model *m, uint32_t t)
 bool
 sim__gil_recheck(struct sim_model *m, uint32_t t)
 {
-    if (mutex_busy(m)) { /* pthread_cond_timedwait's re-lock of gil->mutex */
+    refs_drop(m, t);
+    if (mutex_busy(m, (int32_t)t)) { /* pthread_cond_timedwait's re-lock */
         mutex_block(m, t, MQ_RECHECK);
         return false;
     }
     if (!m->gil.locked)
         return sim__gil_take(m, t);
+    mutex_section(m, t);
     m->res->gil_futile++;
     if (m->p.gil_wake_cpu_waiter && m->p.gil_wake_cpu_us > 0) {
         sim__cpu_submit(m, t, sim__us(m->p.gil_wake_cpu_us), W_GIL_REWAIT, 0);
@@ -283,10 +352,82 @@ sim__gil_take_cost(struct sim_model *m)
     return sim__us(m->p.gil_wake_cpu_us * (double)n);
 }
 
+/*
+ * COND_SIGNAL(gil->cond) by dropper t under gil->mutex: the first waiter
+ * w leaves the queue and wakes delay + its latency from now; t holds the
+ * mutex for gil_mutex_signal_us from delay on (the FUTEX_WAKE syscall) and
+ * runs that long (drop_cpu_ns, or W_DROP_SIGNAL after a quiesce).
+ */
+static void
+cond_signal(struct sim_model *m, uint32_t t, uint64_t delay)
+{
+    struct sim__gil *g = &m->gil;
+    uint64_t hold = sim__us(m->p.gil_mutex_signal_us);
+    uint32_t w;
+
+    mutex_hold(m, t, delay + hold);
+    if (g->qn == 0)
+        return;
+    w = (uint32_t)g->q[0];
+    cond_remove(m, w);
+    m->th[w].gil_gen++;
+    g->last_signalled = (int32_t)w;
+    signal_wake(m, w, hold, delay);
+}
+
+/*
+ * gil_cond_quiesce (round 13; glibc 2.36 nptl/pthread_cond_signal.c and
+ * pthread_cond_common.c __condvar_quiesce_and_switch_g1): a signal finds
+ * no unsignalled waiter left in group G1, so it makes the waiters since
+ * the last switch (G2: here every waiter queued now) the new G1; before
+ * that it waits (futex wait on __g_refs) until every waiter of the old
+ * group that was woken has returned from its futex wait, i.e. has run.
+ * The dropper blocks meanwhile with gil->mutex held.  True when it
+ * blocked (quiesce_end resumes it).
+ */
+static bool
+quiesce_start(struct sim_model *m, uint32_t t)
+{
+    struct sim__gil *g = &m->gil;
+
+    if (g->g1_left > 0)
+        return false;
+    for (size_t i = 0; i < g->qn; i++)
+        m->th[g->q[i]].cond_g1 = true;
+    g->g1_left = g->qn;
+    if (g->refs_n == 0)
+        return false;
+    g->quiescing = (int32_t)t;
+    g->mutex_until_ns = UINT64_MAX; /* until quiesce_end */
+    g->mutex_owner = (int32_t)t;
+    m->th[t].drop_quiesce = true;
+    m->res->gil_quiesce++;
+    m->res->client_blocks++;
+    return true;
+}
+
+/* The last woken waiter ran: its FUTEX_WAKE wakes the dropper, which
+ * signals and goes on to its syscall (W_DROP_SIGNAL). */
+static void
+quiesce_end(struct sim_model *m)
+{
+    struct sim__gil *g = &m->gil;
+    uint32_t d = (uint32_t)g->quiescing;
+    uint64_t wake = gil_wake_ns(m, m->p.wake_us);
+    uint64_t hold = sim__us(m->p.gil_mutex_signal_us);
+
+    g->quiescing = -1;
+    g->mutex_until_ns = m->eng.now_ns;
+    m->th[d].drop_quiesce = false;
+    cond_signal(m, d, wake);
+    sim__cpu_submit(m, d, hold, W_DROP_SIGNAL, wake);
+}
+
 bool
 sim__gil_drop(struct sim_model *m, uint32_t t, bool final)
 {
     struct sim__gil *g = &m->gil;
+    bool forced;
 
     if (m->p.runtime == SIM_RT_FREE)
         return true;
@@ -295,26 +436,25 @@ sim__gil_drop(struct sim_model *m, uint32_t t, bool final)
     g->locked = false;
     g->holder = -1;
     g->last_signalled = -1;
-    if (g->qn > 0) { /* COND_SIGNAL: wake one waiter */
+    forced = !final && g->drop_req && g->last_holder == (int32_t)t;
+    if (g->qn > 0 && m->p.gil_mutex_signal_us > 0) {
+        /* COND_SIGNAL under gil->mutex: the FUTEX_WAKE syscall holds it;
+         * the waiter's latency is built from wake_us and the mutex
+         * (gil_handoff_us, measured through CPython, has both) */
+        if (m->p.gil_cond_quiesce && !final && !forced && quiesce_start(m, t))
+            return true;
+        cond_signal(m, t, 0);
+        m->th[t].drop_cpu_ns = sim__us(m->p.gil_mutex_signal_us);
+    } else if (g->qn > 0) { /* COND_SIGNAL: wake one waiter */
         uint32_t w = (uint32_t)g->q[0];
         cond_remove(m, w);
         m->th[w].gil_gen++;
         g->last_signalled = (int32_t)w;
-        if (m->p.gil_mutex_signal_us > 0) {
-            /* COND_SIGNAL under gil->mutex: the FUTEX_WAKE syscall holds
-             * it; the waiter's latency is built from wake_us and the
-             * mutex (gil_handoff_us, measured through CPython, has both) */
-            uint64_t hold = sim__us(m->p.gil_mutex_signal_us);
-
-            g->mutex_until_ns = m->eng.now_ns + hold;
-            sim__push(m, hold, SIM_EV_GIL_MUTEX, 0, 0);
-            m->th[t].drop_cpu_ns = hold;
-            signal_wake(m, w, hold);
-        } else {
-            gil_wake(m, w, m->p.gil_handoff_us);
-        }
+        gil_wake(m, w, m->p.gil_handoff_us, 0);
+    } else {
+        mutex_section(m, t); /* lock, locked = 0, no waiter, unlock */
     }
-    if (!final && g->drop_req && g->last_holder == (int32_t)t) {
+    if (forced) {
         g->drop_req = false;
         g->switch_waiter = (int32_t)t;
         m->res->gil_forced++;
@@ -360,7 +500,7 @@ sim__gil_timeout(struct sim_model *m, uint32_t t, uint64_t gen)
     if (!g->locked) { /* timed out with the GIL free: wake and take it */
         cond_remove(m, t);
         th->gil_gen++;
-        gil_wake(m, t, m->p.wake_us);
+        gil_wake(m, t, m->p.wake_us, 0);
         return;
     }
     if (g->switch_number == th->saved_switch)

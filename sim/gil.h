@@ -36,7 +36,10 @@ bool sim__gil_rewait_done(struct sim_model *m, uint32_t t);
 uint64_t sim__gil_take_cost(struct sim_model *m);
 
 /* drop_gil by holder t: signals one waiter.  Returns false when t must wait
- * on switch_cond first (a drop request was pending); final: thread exit. */
+ * on switch_cond first (a drop request was pending); final: thread exit.
+ * With gil_cond_quiesce the signal may have to wait for woken waiters to
+ * run: then m->th[t].drop_quiesce is set, and gil.c later submits t's
+ * W_DROP_SIGNAL itself. */
 bool sim__gil_drop(struct sim_model *m, uint32_t t, bool final);
 
 /* gil->mutex (gil_mutex_signal_us > 0): the hold of a drop_gil's signal

@@ -38,8 +38,10 @@ struct sim_result {
                                 wake-ups since the previous take) */
     uint64_t gil_futile;     /* woken waiters that found the GIL taken again */
     uint64_t gil_mutex_blocks; /* blocks on gil->mutex (gil_mutex_signal_us) */
-    uint64_t py_cold; /* Python segments whose cold charge (py_cold_cpu_us)
-                         was larger than the xcore one */
+    uint64_t gil_quiesce; /* gil_cond_quiesce: signals whose dropper blocked
+                             for the old group's woken waiters */
+    uint64_t py_cold;     /* Python segments whose cold charge (py_cold_cpu_us)
+                             was larger than the xcore one */
     /* [r]: segments after release r that found another GIL holder had run
      * since the thread released it (a hand-over) */
     uint64_t handover[SIM_HANDOVER_MAX];
@@ -189,6 +191,11 @@ struct sim__thread {
     uint8_t mq_kind;       /* blocked on gil->mutex in: enum sim__mq */
     uint64_t drop_cpu_ns;  /* its last drop_gil's signal, to run before its
                               syscall (gil_mutex_signal_us) */
+    bool drop_quiesce;     /* that drop blocked in the condvar's group
+                              switch: gil.c resumes it (gil_cond_quiesce) */
+    bool cond_g1;          /* in gil->cond's group G1 (gil_cond_quiesce) */
+    bool cond_refs;        /* woken from gil->cond, not yet run: holds a
+                              __g_refs reference (gil_cond_quiesce) */
 };
 
 /* Where a thread blocked on gil->mutex was (gil.c, gil_mutex_signal_us). */
@@ -229,7 +236,11 @@ struct sim__gil {
     uint64_t mutex_until_ns; /* gil->mutex held by a drop_gil's signal */
     int32_t *mq;             /* owned: threads blocked on gil->mutex, FIFO */
     size_t mqn;
-    bool mq_waking; /* one of them was woken and is on its way */
+    bool mq_waking;      /* one of them was woken and is on its way */
+    int32_t mutex_owner; /* thread whose section the window is, -1 */
+    size_t g1_left;      /* gil_cond_quiesce: G1 waiters not signalled */
+    size_t refs_n;       /* threads with cond_refs */
+    int32_t quiescing;   /* dropper blocked in the group switch, -1 */
 };
 
 struct sim_model {

@@ -117,6 +117,16 @@ const struct sim_param_desc sim_param_table[] = {
       "with gil_mutex_signal_us: share of signalled GIL waiters that block "
       "re-locking gil->mutex (woken wake_us after the signal's hold); 0: "
       "they block when their wake_us draw ends inside the hold"),
+    P("gil_mutex_cs_us", SIM_P_DBL, gil_mutex_cs_us, 0, 1e6, "us",
+      "with gil_mutex_signal_us: take_gil's first section (check, _ready or "
+      "the cond wait's entry) and a woken waiter's re-check hold gil->mutex "
+      "this long (a window); others block on it meanwhile; 0: off"),
+    P("gil_cond_quiesce", SIM_P_INT, gil_cond_quiesce, 0, 1, "",
+      "with gil_mutex_signal_us: 1: a signal that finds the condvar's group "
+      "G1 exhausted switches groups (glibc "
+      "__condvar_quiesce_and_switch_g1) and, while a waiter signalled "
+      "earlier has not run yet, the dropper blocks with gil->mutex held "
+      "until it has, then signals; 0: off"),
     P("send_affine_waiter", SIM_P_INT, send_affine_waiter, 0, 1, "",
       "1: a send is not preempted while the GIL waiter its drop_gil woke "
       "is still waking or queued and has the sender's home core (fair.c "
@@ -308,6 +318,14 @@ sim_params_default(struct sim_params *p)
                 "an idle vCPU at once)");
     set_default(p, "gil_mutex_relock_p", "0", SIM_OR_ASSUMPTION,
                 "0: by timing; mtrace calibrate measures it");
+    set_default(p, "gil_mutex_cs_us", "0", SIM_OR_ASSUMPTION,
+                "off (round 13's option, docs/sim-model.md): the sections "
+                "are user-space only (ceval_gil.c take_gil)");
+    set_default(p, "gil_cond_quiesce", "1", SIM_OR_CONSTANT,
+                "glibc 2.36 pthread_cond_signal: a signal that finds G1 "
+                "exhausted waits for the old group's woken waiters "
+                "(__condvar_quiesce_and_switch_g1), gil->mutex held "
+                "(round 13)");
     set_default(p, "send_affine_waiter", "0", SIM_OR_ASSUMPTION,
                 "off: kernel/sched/fair.c wake_affine_idle's nr_running == 1 "
                 "rule, experimental (docs/sim-model.md, round 8)");

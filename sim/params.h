@@ -77,6 +77,13 @@ struct sim_params {
                                        long; -1: since before the wake */
     double gil_mutex_relock_p;      /* share of signalled waiters that block on
                                        gil->mutex's re-lock; 0: by timing */
+    double gil_mutex_cs_us;         /* round 13: take_gil's and a woken
+                                       waiter's sections hold gil->mutex this
+                                       long; 0: off */
+    int64_t gil_cond_quiesce;       /* round 13: a drop_gil signal that
+                                       switches glibc's condvar groups waits,
+                                       mutex held, for the old group's woken
+                                       waiters; 0: off */
     double gil_switch_stretch;      /* extra share of a Python segment run after
                                        another thread held the GIL */
     double gil_xcore_cpu_us;        /* extra CPU of a Python segment after a

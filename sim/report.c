@@ -205,6 +205,10 @@ sim_report_row(FILE *out, int fmt, const struct sim_row *r)
                  (double)r->res.gil_mutex_blocks /
                      ((double)p->threads * (double)p->calls),
                  3);
+        json_num(out, "gil_quiesce_per_call",
+                 (double)r->res.gil_quiesce /
+                     ((double)p->threads * (double)p->calls),
+                 3);
         json_num(out, "send_affine_kept_per_call",
                  (double)r->res.send_affine_kept /
                      ((double)p->threads * (double)p->calls),

@@ -18,6 +18,11 @@
  *                       switch_cond until another thread takes the GIL
  *   wake CPU placement  gil_wake_cpu_waiter: the taker pays (0) or the
  *                       futile waiter does, on its own core (1)
+ *   mutex sections      gil_mutex_cs_us: take_gil's section holds
+ *                       gil->mutex; a taker meanwhile blocks on it
+ *   condvar quiesce     gil_cond_quiesce: a signal that switches glibc's
+ *                       condvar groups waits, gil->mutex held, until the
+ *                       old group's woken waiters have run
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -302,6 +307,99 @@ test_sim_gil_wake_cpu_placement(void **state)
     bare_free(&b);
 }
 
+/* gil_mutex_cs_us 2 (gil_mutex_signal_us 4 turns gil->mutex on): thread 0
+ * takes the GIL at 0 and holds the mutex until 2 us; thread 1 reaches
+ * take_gil at 0: blocks on the mutex (not on the cond), is woken at the
+ * window's end + wake_us = 12 us, finds the GIL locked and waits on the
+ * cond.  With the sections off it waits on the cond at once. */
+static void
+test_sim_gil_mutex_sections(void **state)
+{
+    struct bare b;
+
+    bare_init(&b, "0", "0");
+    set(&b.m.p, "gil_mutex_signal_us", "4");
+    set(&b.m.p, "gil_mutex_cs_us", "2");
+    assert_true(sim__gil_take(&b.m, 0));
+    assert_false(sim__gil_take(&b.m, 1));
+    assert_int_equal(b.res.gil_mutex_blocks, 1);
+    assert_int_equal(b.m.gil.qn, 0);
+    assert_int_equal(next_event(&b, SIM_EV_GIL_MUTEX, 0, NULL), 2000);
+    sim__gil_mutex_free(&b.m);
+    assert_int_equal(b.m.ent[1].state, ES_WAKING);
+    assert_int_equal(next_event(&b, SIM_EV_WAKE, 1, NULL), 12000);
+    b.m.ent[1].state = ES_IDLE;
+    assert_false(sim__gil_mutex_woken(&b.m, 1));
+    assert_queue(&b, (const int32_t[]){1}, 1);
+    assert_int_equal(b.res.gil_mutex_blocks, 1);
+    bare_free(&b);
+
+    bare_init(&b, "0", "0");
+    set(&b.m.p, "gil_mutex_signal_us", "4");
+    assert_true(sim__gil_take(&b.m, 0));
+    assert_false(sim__gil_take(&b.m, 1));
+    assert_int_equal(b.res.gil_mutex_blocks, 0);
+    assert_queue(&b, (const int32_t[]){1}, 1);
+    bare_free(&b);
+}
+
+/*
+ * gil_cond_quiesce, hold 4 us, wake_us 10, all at time 0.  Threads 1, 2
+ * wait; thread 0 drops: the first signal switches groups (G1 = {1, 2}, no
+ * woken waiter yet: no wait) and wakes 1; it retakes the GIL (take-if-free)
+ * and drops again: 2 is signalled (G1 now exhausted).  Thread 3 waits (in
+ * G2).  The third drop must switch groups while 1 and 2 have not run: the
+ * dropper blocks, gil->mutex held.  1 runs: blocks on the mutex; 2 runs,
+ * the last reference: the dropper is woken (10 us), signals 3 (which wakes
+ * 10 us after that) and holds the mutex 4 us past its wake-up; 2 blocks on
+ * the mutex too.  Thread 3 comes after the first window (4 us), so the
+ * times are 4 us later: 14, 18, 24.
+ */
+static void
+test_sim_gil_cond_quiesce(void **state)
+{
+    struct bare b;
+
+    bare_init(&b, "0", "0");
+    set(&b.m.p, "gil_mutex_signal_us", "4");
+    set(&b.m.p, "gil_cond_quiesce", "1");
+    assert_true(sim__gil_take(&b.m, 0));
+    assert_false(sim__gil_take(&b.m, 1));
+    assert_false(sim__gil_take(&b.m, 2));
+    assert_true(sim__gil_drop(&b.m, 0, false));
+    assert_false(b.m.th[0].drop_quiesce);
+    assert_int_equal(b.m.th[0].drop_cpu_ns, 4000);
+    assert_int_equal(b.m.gil.g1_left, 1);
+    assert_true(sim__gil_take(&b.m, 0)); /* its own window: not blocked */
+    assert_true(sim__gil_drop(&b.m, 0, false));
+    assert_int_equal(b.m.gil.g1_left, 0);
+    assert_int_equal(b.m.gil.refs_n, 2);
+    assert_int_equal(b.res.gil_quiesce, 0);
+    assert_true(sim__gil_take(&b.m, 0));
+    /* the signals' window ends at 4 us; 3 arrives after it */
+    assert_int_equal(next_event(&b, SIM_EV_GIL_MUTEX, 0, NULL), 4000);
+    assert_false(sim__gil_take(&b.m, 3));
+    assert_int_equal(b.res.gil_mutex_blocks, 0);
+    assert_true(sim__gil_drop(&b.m, 0, false));
+    assert_true(b.m.th[0].drop_quiesce);
+    assert_int_equal(b.res.gil_quiesce, 1);
+    assert_queue(&b, (const int32_t[]){3}, 1); /* not signalled yet */
+    b.m.ent[1].state = ES_IDLE;
+    b.m.ent[2].state = ES_IDLE;
+    assert_false(sim__gil_recheck(&b.m, 1)); /* re-lock: mutex held */
+    assert_int_equal(b.res.gil_mutex_blocks, 1);
+    assert_true(b.m.th[0].drop_quiesce);
+    assert_false(sim__gil_recheck(&b.m, 2)); /* ends the quiesce */
+    assert_false(b.m.th[0].drop_quiesce);
+    assert_int_equal(b.res.gil_mutex_blocks, 2);
+    assert_queue(&b, NULL, 0);
+    assert_int_equal(b.m.ent[3].state, ES_WAKING);
+    assert_int_equal(next_event(&b, SIM_EV_WAKE, 0, NULL), 14000);
+    assert_int_equal(next_event(&b, SIM_EV_GIL_MUTEX, 0, NULL), 18000);
+    assert_int_equal(next_event(&b, SIM_EV_WAKE, 3, NULL), 24000);
+    bare_free(&b);
+}
+
 int
 main(void)
 {
@@ -311,6 +409,8 @@ main(void)
         cmocka_unit_test(test_sim_gil_drop_request_needs_no_switch),
         cmocka_unit_test(test_sim_gil_timeout_with_gil_free),
         cmocka_unit_test(test_sim_gil_wake_cpu_placement),
+        cmocka_unit_test(test_sim_gil_mutex_sections),
+        cmocka_unit_test(test_sim_gil_cond_quiesce),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
