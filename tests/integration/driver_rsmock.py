@@ -50,6 +50,19 @@ class ReplSet(mockmongo.Mongo70):
         return d
 
 
+def start(env):
+    """Runs this mock as a process of env (capture_lib.Env); returns its
+    port once it listens."""
+    import re
+    import subprocess
+    from capture_lib import PYTHON, check
+    p = env.spawn([PYTHON, os.path.abspath(__file__)], stdout=subprocess.PIPE,
+                  stderr=subprocess.DEVNULL, text=True)
+    m = re.match(r"READY (\d+)", p.stdout.readline())
+    check(m is not None, "driver_rsmock.py did not start")
+    return int(m.group(1))
+
+
 def main():
     logic = ReplSet("")
     mockmongo.serve(logic, on_port=lambda port: setattr(logic, "me", "127.0.0.1:%d" % port))

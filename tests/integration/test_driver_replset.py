@@ -15,12 +15,12 @@ are served by replay; replay's hello names only itself.
 """
 import json
 import os
-import re
 import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import driver_rsmock  # noqa: E402
 from capture_lib import MTRACE, PYTHON, TOP, Env, check, free_port  # noqa: E402
 
 HERE = os.path.join(TOP, "tests", "integration")
@@ -59,11 +59,7 @@ def pymongo(uri):
 
 def main():
     with Env() as env:
-        mock = env.spawn([PYTHON, os.path.join(HERE, "driver_rsmock.py")],
-                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        m = re.match(r"READY (\d+)", mock.stdout.readline())
-        check(m is not None, "driver_rsmock.py did not start")
-        cap = env.start_capture(int(m.group(1)))
+        cap = env.start_capture(driver_rsmock.start(env))
         rec = pymongo("mongodb://127.0.0.1:%d/?directConnection=true" % cap.port)
         cap.stop()
         check(rec[3]["setName"] == "rs0" and len(rec[3]["hosts"]) == 3, "recorded hello: %r" % rec[3])

@@ -19,12 +19,12 @@ twice in one session: the second has txnNumber 2 where the trace has 1.
 """
 import json
 import os
-import re
 import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import driver_rsmock  # noqa: E402
 from capture_lib import MTRACE, PYTHON, TOP, Env, check, free_port  # noqa: E402
 
 HERE = os.path.join(TOP, "tests", "integration")
@@ -106,11 +106,7 @@ def replay(env, trace, name, extra, *ids, client=None):
 
 def main():
     with Env() as env:
-        mock = env.spawn([PYTHON, os.path.join(HERE, "driver_rsmock.py")],
-                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        m = re.match(r"READY (\d+)", mock.stdout.readline())
-        check(m is not None, "driver_rsmock.py did not start")
-        cap = env.start_capture(int(m.group(1)))
+        cap = env.start_capture(driver_rsmock.start(env))
         uri = "mongodb://127.0.0.1:%d/?directConnection=true" % cap.port
         rec = pymongo(uri, "test-doc-1", "other")
         doc = {"_id": "test-doc-1", "value": 42}
