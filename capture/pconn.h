@@ -109,6 +109,7 @@ struct proxy {
     uint32_t msg_max;                 /* largest client message */
     int rt_prio;                      /* loop threads' SCHED_FIFO prio, 0 */
     bool pin_loops;                   /* --pin-loops */
+    bool batch_loops;                 /* --batch-loops: SCHED_BATCH */
     struct recq *q;                   /* owned */
     atomic_uint_fast64_t next_id;
     atomic_uint nconns;

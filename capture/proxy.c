@@ -343,6 +343,11 @@ proxy_thread(void *arg)
         proxy_take_hand_offs(pl);
         return NULL;
     }
+    /* --batch-loops (excludes --rt-prio): no wake-up preemption (sched.h) */
+    if (pl->p->batch_loops && sched_set_batch() < 0)
+        mt_warn("capture: event loop %d: SCHED_BATCH refused; it stays "
+                "normal",
+                pl->idx);
     rc = loop_run(pl->l);
     if (rc < 0)
         mt_error("capture: event loop %d failed: %s", pl->idx, mt_strerror(rc));
@@ -714,6 +719,7 @@ proxy_init(struct proxy *p, const struct proxy_opts *o, struct mt_err *err)
     p->msg_max = o->msg_max ? o->msg_max : WIRE_MSG_LEN_MAX;
     p->rt_prio = o->rt_prio;
     p->pin_loops = o->pin_loops;
+    p->batch_loops = o->batch_loops;
     atomic_init(&p->next_id, 1);
     atomic_init(&p->nconns, 0);
     atomic_init(&p->stopping, false);
@@ -767,7 +773,9 @@ proxy_run(const struct proxy_opts *o, struct mt_err *err)
     mt_info("capture: proxy listening on %s -> %s with %d loop%s%s%s, "
             "recording to %s",
             ldesc, o->target_desc, p.nloops, p.nloops > 1 ? "s" : "",
-            o->rt_prio ? " (SCHED_FIFO)" : "",
+            o->rt_prio       ? " (SCHED_FIFO)"
+            : o->batch_loops ? " (SCHED_BATCH)"
+                             : "",
             o->delay_ns ? ", replies delayed" : "", o->out_path);
     t0 = mt_now_ns();
     rc = proxy_threads_run(&p, th, err);

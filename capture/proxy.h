@@ -48,9 +48,10 @@ struct proxy_opts {
     uint32_t msg_max;        /* --max-msg-bytes from a client; 0: 48e6 */
     const struct redact_cfg *redact; /* --redact; borrowed, NULL: none */
     int zstd_level;                  /* --zstd-level; 0: PROXY_ZSTD_LEVEL */
-    int rt_prio;    /* --rt-prio: SCHED_FIFO priority of the loop threads;
-                       0: they stay SCHED_OTHER */
-    bool pin_loops; /* --pin-loops: loop i on the i-th allowed CPU */
+    int rt_prio;      /* --rt-prio: SCHED_FIFO priority of the loop threads;
+                         0: they stay SCHED_OTHER */
+    bool pin_loops;   /* --pin-loops: loop i on the i-th allowed CPU */
+    bool batch_loops; /* --batch-loops: loop threads under SCHED_BATCH */
 };
 
 #define PROXY_MSG_TIMEOUT_DEFAULT_NS (60ull * 1000000000ull)

@@ -56,6 +56,34 @@ sched_set_normal(void)
 }
 
 /*
+ * Puts the calling thread under SCHED_BATCH; see sched.h.
+ */
+int
+sched_set_batch(void)
+{
+    struct sched_param sp;
+    int rc;
+
+    memset(&sp, 0, sizeof(sp));
+    rc = pthread_setschedparam(pthread_self(), SCHED_BATCH, &sp);
+    return rc == 0 ? MT_OK : -rc;
+}
+
+/*
+ * Reports the calling thread's scheduling policy; see sched.h.
+ */
+int
+sched_policy(void)
+{
+    struct sched_param sp;
+    int policy;
+
+    if (pthread_getschedparam(pthread_self(), &policy, &sp) != 0)
+        return -1;
+    return policy;
+}
+
+/*
  * Reports whether the calling thread runs under a real-time policy.
  */
 int

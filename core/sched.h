@@ -32,6 +32,19 @@ int sched_set_realtime(int prio, struct mt_err *err);
  */
 int sched_set_normal(void);
 
+/*
+ * Puts the calling thread under SCHED_BATCH (nice unchanged): it weighs as
+ * much as a SCHED_OTHER thread of the same nice, but its wake-ups never
+ * preempt the task running on its CPU (the scheduler tick does).  For
+ * forwarding loops on a host that runs nothing else (capture
+ * --batch-loops).  No privilege is needed.  Returns MT_OK or -errno.
+ */
+int sched_set_batch(void);
+
+/* The calling thread's policy (SCHED_OTHER, SCHED_BATCH, SCHED_FIFO, ...),
+ * -1 if it cannot be read. */
+int sched_policy(void);
+
 /* The calling thread's policy is SCHED_FIFO or SCHED_RR: 1, else 0. */
 int sched_is_realtime(void);
 

@@ -7,7 +7,9 @@ reply per command in the trace, recorded = forwarded bytes, nothing
 dropped, and no reply released before its delay (achieved p50 >= the
 requested 1.000 ms; a direction check, not a timing one).  While it runs:
 its loop threads are SCHED_FIFO at priority 1 and its writer thread
-SCHED_OTHER (/proc/PID/task/*/stat).  Then the refusals: --rt-prio 100
+SCHED_OTHER (/proc/PID/task/*/stat).  `--batch-loops`: the loops
+SCHED_BATCH, the rest SCHED_OTHER, a pymongo call answered; without it
+(the default) every thread SCHED_OTHER.  Then the refusals: --rt-prio 100
 exits 2 (usage); without CAP_SYS_NICE (setpriv) it exits 1 with a clear
 message, before creating the trace file.
 """
@@ -25,7 +27,7 @@ from capture_lib import MTRACE, Env, Recorder, check, check_pairs, msgs, summary
 from pymongo import MongoClient  # noqa: E402
 
 DOC = {"_id": "test-doc-1", "value": 42}
-SCHED_OTHER, SCHED_FIFO = 0, 1
+SCHED_OTHER, SCHED_FIFO, SCHED_BATCH = 0, 1, 3
 
 
 def thread_policies(pid):
@@ -64,6 +66,41 @@ def check_policies(pid):
     print("ok: thread policies %r" % sorted(pol))
 
 
+def check_batch_loops(env, mock):
+    """--batch-loops: 2 SCHED_BATCH loops, main and writer SCHED_OTHER;
+    the default: no SCHED_BATCH thread."""
+    cap = env.start_capture(mock, extra=("--threads", "2", "--batch-loops"))
+    check("(SCHED_BATCH)" in cap.stderr(), "no SCHED_BATCH in the start line:\n"
+          + cap.stderr())
+    deadline = time.time() + 5
+    while True:
+        pol = thread_policies(cap.proc.pid)
+        if sum(p[0] == SCHED_BATCH for p in pol) >= 2 or time.time() > deadline:
+            break
+        time.sleep(0.02)
+    client = MongoClient("mongodb://127.0.0.1:%d/?directConnection=true" % cap.port,
+                         serverSelectionTimeoutMS=5000)
+    check(client.benchmark_db.test_col.find_one({"_id": DOC["_id"]}) == DOC,
+          "find_one through --batch-loops: wrong document")
+    client.close()
+    cap.stop()
+    check(sum(p[0] == SCHED_BATCH for p in pol) == 2 and pol[0][0] == SCHED_OTHER
+          and all(p[0] in (SCHED_BATCH, SCHED_OTHER) for p in pol),
+          "--batch-loops: want 2 SCHED_BATCH loops, main and writer SCHED_OTHER, got %r" % pol)
+    print("ok: --batch-loops thread policies %r" % sorted(pol))
+    cap = env.start_capture(mock, extra=("--threads", "2"))
+    client = MongoClient("mongodb://127.0.0.1:%d/?directConnection=true" % cap.port,
+                         serverSelectionTimeoutMS=5000)
+    check(client.benchmark_db.test_col.find_one({"_id": DOC["_id"]}) == DOC,
+          "find_one through the default proxy: wrong document")
+    pol = thread_policies(cap.proc.pid)  # the loops have served a call
+    client.close()
+    cap.stop()
+    check(all(p[0] == SCHED_OTHER for p in pol),
+          "default: want every thread SCHED_OTHER, got %r" % pol)
+    print("ok: default thread policies %r" % sorted(pol))
+
+
 def run_clients(port, rec):
     client = MongoClient("mongodb://127.0.0.1:%d/?directConnection=true" % port,
                          serverSelectionTimeoutMS=5000, event_listeners=[rec])
@@ -99,6 +136,13 @@ def check_refusals(env, mock):
           "--rt-prio 100: exit %d, %r" % (r.returncode, r.stderr))
     check(not os.path.exists(out), "--rt-prio 100 created the trace")
     print("ok: --rt-prio 100 refused (exit 2)")
+    r = subprocess.run([MTRACE, "capture", "--listen", "127.0.0.1:0", "--target",
+                        "127.0.0.1:%d" % mock, "-o", out, "--rt-prio", "1", "--batch-loops"],
+                       capture_output=True, text=True, timeout=20)
+    check(r.returncode == 2 and "--batch-loops" in r.stderr,
+          "--rt-prio 1 --batch-loops: exit %d, %r" % (r.returncode, r.stderr))
+    check(not os.path.exists(out), "--rt-prio with --batch-loops created the trace")
+    print("ok: --batch-loops with --rt-prio refused (exit 2)")
     setpriv = shutil.which("setpriv")
     if setpriv is None:
         print("SKIP: no setpriv(1); the EPERM case is not checked")
@@ -141,6 +185,7 @@ def main():
         print("ok: %d commands under --rt-prio 1 --delay-ms 1; achieved p50 %s, p99 %s ms"
               % (len(rec.ids), m.group(1), m.group(2)))
         check_refusals(env, mock)
+        check_batch_loops(env, mock)
 
 
 if __name__ == "__main__":

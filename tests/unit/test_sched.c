@@ -1,5 +1,6 @@
 /*
- * test_sched.c -- core/sched.c: SCHED_FIFO for loop threads, and back.
+ * test_sched.c -- core/sched.c: SCHED_FIFO for loop threads, and back;
+ * SCHED_BATCH (capture --batch-loops).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -9,6 +10,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <string.h>
 
 #include "core/err.h"
@@ -73,6 +75,36 @@ test_sched_round_trip_or_eperm(void **state)
     assert_int_equal(sched_is_realtime(), 0);
 }
 
+static void *
+batch_thread(void *arg)
+{
+    int *out = arg;
+
+    out[0] = sched_policy();
+    out[1] = sched_set_batch();
+    out[2] = sched_policy();
+    out[3] = sched_is_realtime();
+    return NULL;
+}
+
+/* SCHED_BATCH needs no privilege: a normal thread always gets it, it is
+ * not a real-time policy, and the creating thread keeps its own. */
+static void
+test_sched_batch(void **state)
+{
+    pthread_t t;
+    int out[4] = {-2, -2, -2, -2};
+
+    (void)state;
+    assert_int_equal(pthread_create(&t, NULL, batch_thread, out), 0);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    assert_int_equal(out[0], SCHED_OTHER);
+    assert_int_equal(out[1], MT_OK);
+    assert_int_equal(out[2], SCHED_BATCH);
+    assert_int_equal(out[3], 0);
+    assert_int_equal(sched_policy(), SCHED_OTHER);
+}
+
 int
 main(void)
 {
@@ -80,6 +112,7 @@ main(void)
         cmocka_unit_test(test_sched_rejects_out_of_range),
         cmocka_unit_test(test_sched_zero_leaves_policy),
         cmocka_unit_test(test_sched_round_trip_or_eperm),
+        cmocka_unit_test(test_sched_batch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
