@@ -318,19 +318,29 @@ pending_foreach(const struct pending *p,
             fn(&p->slots[i].v, ctx);
 }
 
-/* The code and codeName of an error document (a write error, a write
- * concern error, or the reply itself). */
+/* Takes it into st when it is an error's code or codeName (in a write
+ * error, a write concern error, or the reply itself); false otherwise. */
+static bool
+code_field(const bson_iter_t *it, struct reply_status *st)
+{
+    const char *k = bson_iter_key(it);
+
+    if (strcmp(k, "code") == 0 && BSON_ITER_HOLDS_NUMBER(it))
+        st->code = (int32_t)bson_iter_as_int64(it);
+    else if (strcmp(k, "codeName") == 0 && BSON_ITER_HOLDS_UTF8(it))
+        snprintf(st->code_name, sizeof(st->code_name), "%s",
+                 bson_iter_utf8(it, NULL));
+    else
+        return false;
+    return true;
+}
+
+/* The code and codeName of an error document. */
 static void
 error_fields(bson_iter_t *it, struct reply_status *st)
 {
-    while (bson_iter_next(it)) {
-        const char *k = bson_iter_key(it);
-        if (strcmp(k, "code") == 0 && BSON_ITER_HOLDS_NUMBER(it))
-            st->code = (int32_t)bson_iter_as_int64(it);
-        else if (strcmp(k, "codeName") == 0 && BSON_ITER_HOLDS_UTF8(it))
-            snprintf(st->code_name, sizeof(st->code_name), "%s",
-                     bson_iter_utf8(it, NULL));
-    }
+    while (bson_iter_next(it))
+        (void)code_field(it, st);
 }
 
 /* The first element of a writeErrors array, or a writeConcernError. */
@@ -375,11 +385,8 @@ msginfo_reply_status(const struct msginfo *mi, struct reply_status *st)
             ok = bson_iter_as_double(&it);
         } else if (strcmp(k, "$err") == 0) {
             st->error = true;
-        } else if (strcmp(k, "code") == 0 && BSON_ITER_HOLDS_NUMBER(&it)) {
-            st->code = (int32_t)bson_iter_as_int64(&it);
-        } else if (strcmp(k, "codeName") == 0 && BSON_ITER_HOLDS_UTF8(&it)) {
-            snprintf(st->code_name, sizeof(st->code_name), "%s",
-                     bson_iter_utf8(&it, NULL));
+        } else if (code_field(&it, st)) {
+            continue;
         } else if ((strcmp(k, "writeErrors") == 0 &&
                     BSON_ITER_HOLDS_ARRAY(&it)) ||
                    (strcmp(k, "writeConcernError") == 0 &&
