@@ -115,6 +115,23 @@ class Capture:
         return text
 
 
+def wait_listening(p, log, what):
+    """The port in the 'listening on 127.0.0.1:PORT' line that process p
+    (mtrace capture or replay) writes to log; fails after 10 s or if p
+    exits first."""
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        with open(log) as f:
+            m = re.search(r"listening on 127\.0\.0\.1:(\d+)", f.read())
+        if m:
+            return int(m.group(1))
+        if p.poll() is not None:
+            break
+        time.sleep(0.02)
+    with open(log) as f:
+        fail("%s did not start (exit %s):\n%s" % (what, p.poll(), f.read()))
+
+
 class Env:
     def __init__(self):
         self.tmp = tempfile.mkdtemp(prefix="mtrace-cap.")
@@ -166,17 +183,17 @@ class Env:
                         "--target", tgt, "-o", out] + list(extra),
                        stdout=subprocess.DEVNULL, stderr=errf)
         errf.close()
-        deadline = time.time() + 10
-        while time.time() < deadline:
-            with open(errpath) as f:
-                m = re.search(r"listening on 127\.0\.0\.1:(\d+)", f.read())
-            if m:
-                return Capture(self, p, int(m.group(1)), out, errpath)
-            if p.poll() is not None:
-                break
-            time.sleep(0.02)
-        with open(errpath) as f:
-            fail("capture did not start (exit %s):\n%s" % (p.poll(), f.read()))
+        return Capture(self, p, wait_listening(p, errpath, "capture"), out, errpath)
+
+    def start_replay(self, trace, extra=(), log=None):
+        """Starts `mtrace replay` of trace on 127.0.0.1:0 (extra: more
+        options); waits for its 'listening on' line; returns (process,
+        port, path of its stderr log)."""
+        log = log or self.path("replay.%d.log" % len(self.procs))
+        with open(log, "w") as errf:
+            p = self.spawn([MTRACE, "replay", "--listen", "127.0.0.1:0"] + list(extra) + [trace],
+                           stderr=errf)
+        return p, wait_listening(p, log, "replay"), log
 
     def dump(self, trace, allow_error=False):
         """Runs `mtrace dump --json TRACE` and returns the parsed records."""

@@ -17,11 +17,10 @@ import json
 import os
 import subprocess
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import driver_rsmock  # noqa: E402
-from capture_lib import MTRACE, PYTHON, TOP, Env, check, free_port  # noqa: E402
+from capture_lib import PYTHON, TOP, Env, check  # noqa: E402
 
 HERE = os.path.join(TOP, "tests", "integration")
 
@@ -67,15 +66,7 @@ def main():
                    and r["dir"] == "c2s"]
         check(inserts and "txnNumber" in inserts[0]["body"], "no retryable insert recorded: %r" % inserts)
 
-        port = free_port()
-        log = env.path("replay.log")
-        with open(log, "w") as errf:
-            rep = env.spawn([MTRACE, "replay", "--listen", "127.0.0.1:%d" % port, cap.out],
-                            stderr=errf)
-        deadline = time.time() + 10
-        while "listening on" not in open(log).read():
-            check(time.time() < deadline and rep.poll() is None, "replay did not start: " + open(log).read())
-            time.sleep(0.02)
+        rep, port, log = env.start_replay(cap.out)
         me = "127.0.0.1:%d" % port
         got = pymongo("mongodb://%s/?directConnection=true" % me)
         check(got[:3] == rec[:3], "replayed answers differ: %r vs %r" % (got[:3], rec[:3]))

@@ -21,11 +21,10 @@ import json
 import os
 import subprocess
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import driver_rsmock  # noqa: E402
-from capture_lib import MTRACE, PYTHON, TOP, Env, check, free_port  # noqa: E402
+from capture_lib import PYTHON, TOP, Env, check  # noqa: E402
 
 HERE = os.path.join(TOP, "tests", "integration")
 
@@ -88,15 +87,9 @@ def pymongo(uri, *ids):
 def replay(env, trace, name, extra, *ids, client=None):
     """Replays trace to client (pymongo) reading ids; returns (answers,
     summary, log)."""
-    port = free_port()
-    log, summ = env.path(name + ".log"), env.path(name + ".json")
-    with open(log, "w") as errf:
-        rep = env.spawn([MTRACE, "replay", "--listen", "127.0.0.1:%d" % port,
-                         "--summary-json", summ] + extra + [trace], stderr=errf)
-    deadline = time.time() + 10
-    while "listening on" not in open(log).read():
-        check(time.time() < deadline and rep.poll() is None, "replay did not start: " + open(log).read())
-        time.sleep(0.02)
+    summ = env.path(name + ".json")
+    rep, port, log = env.start_replay(trace, ["--summary-json", summ] + extra,
+                                      log=env.path(name + ".log"))
     got = (client or pymongo)("mongodb://127.0.0.1:%d/?directConnection=true" % port, *ids)
     rep.terminate()
     check(rep.wait(10) == 0, "replay exit: " + open(log).read())
