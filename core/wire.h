@@ -274,6 +274,17 @@ int wire_encode_reply(struct mt_buf *out, int32_t request_id,
                       int64_t cursor_id, int32_t starting_from,
                       const bson_t *const *docs, size_t ndocs);
 
+/*
+ * bson_append_iter(dst, key, key_len, it) for values read from a trace: an
+ * array whose keys are not "0", "1", ... (a damaged trace, a server's quirk)
+ * is appended with its keys renumbered, its elements through this function
+ * again, instead of as it is, where libbson prints "invalid array detected"
+ * on stderr for every copy.  A well-formed array is copied as it is, and
+ * so is anything nested deeper than WIRE_BSON_DEPTH_MAX.  false when dst cannot grow (as bson_append_iter).
+ */
+bool wire_bson_append_iter(bson_t *dst, const char *key, int key_len,
+                           const bson_iter_t *it);
+
 /* Wraps the complete message msg (header included) in OP_COMPRESSED. */
 int wire_encode_compressed(struct mt_buf *out, const uint8_t *msg,
                            size_t msg_len, uint8_t compressor_id,

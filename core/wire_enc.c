@@ -458,3 +458,57 @@ wire_decompress(const struct wire_msg *msg, struct mt_buf *out,
     out->len += total;
     return 0;
 }
+
+/* Keys "0", "1", ... in order: what libbson expects of an array. */
+static bool
+array_keys_in_order(const bson_iter_t *it)
+{
+    bson_iter_t el;
+    char want[16];
+    const char *k;
+    uint32_t i = 0;
+
+    if (!bson_iter_recurse(it, &el))
+        return false;
+    while (bson_iter_next(&el)) {
+        bson_uint32_to_string(i++, &k, want, sizeof(want));
+        if (strcmp(bson_iter_key(&el), k) != 0)
+            return false;
+    }
+    return true;
+}
+
+static bool
+append_iter_depth(bson_t *dst, const char *key, int key_len,
+                  const bson_iter_t *it, int depth)
+{
+    bson_iter_t el;
+    bson_t arr;
+    char buf[16];
+    const char *k;
+    uint32_t i = 0;
+    bool ok = true;
+
+    if (!BSON_ITER_HOLDS_ARRAY(it) || depth >= WIRE_BSON_DEPTH_MAX ||
+        array_keys_in_order(it))
+        return bson_append_iter(dst, key, key_len, it);
+    if (key == NULL) {
+        key = bson_iter_key(it);
+        key_len = -1;
+    }
+    if (!bson_iter_recurse(it, &el) ||
+        !bson_append_array_begin(dst, key, key_len, &arr))
+        return false;
+    while (ok && bson_iter_next(&el)) {
+        bson_uint32_to_string(i++, &k, buf, sizeof(buf));
+        ok = append_iter_depth(&arr, k, -1, &el, depth + 1);
+    }
+    return bson_append_array_end(dst, &arr) && ok;
+}
+
+bool
+wire_bson_append_iter(bson_t *dst, const char *key, int key_len,
+                      const bson_iter_t *it)
+{
+    return append_iter_depth(dst, key, key_len, it, 0);
+}

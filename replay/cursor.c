@@ -196,7 +196,7 @@ rewrite_cursor_doc(bson_iter_t *it, int64_t id, bson_t *out)
         if (strcmp(bson_iter_key(&c), "id") == 0)
             ok = BSON_APPEND_INT64(&sub, "id", id);
         else
-            ok = bson_append_iter(&sub, NULL, 0, &c);
+            ok = wire_bson_append_iter(&sub, NULL, 0, &c);
     }
     return bson_append_document_end(out, &sub) && ok;
 }
@@ -257,7 +257,7 @@ cursor_rewrite_reply(const uint8_t *body, size_t len, int64_t id, bson_t *out)
             BSON_ITER_HOLDS_DOCUMENT(&it))
             ok = rewrite_cursor_doc(&it, id, out);
         else
-            ok = bson_append_iter(out, NULL, 0, &it);
+            ok = wire_bson_append_iter(out, NULL, 0, &it);
         if (!ok)
             return MT_EBSON;
     }

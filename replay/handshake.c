@@ -273,7 +273,7 @@ handshake_hello_reply(const struct handshake *hs, const struct match_req *req,
         bson_iter_init(&it, &b)) {
         while (ok && bson_iter_next(&it))
             if (!dropped(bson_iter_key(&it), members))
-                ok = bson_append_iter(out, NULL, 0, &it);
+                ok = wire_bson_append_iter(out, NULL, 0, &it);
         ok = ok && (!members || append_members(hs, self, out));
     } else {
         ok = ok && default_fields(out);

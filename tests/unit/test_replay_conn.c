@@ -10,6 +10,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/rd.h"
 #include "replay/conn.h"
@@ -732,6 +733,50 @@ test_conn_replset_hello_names_replay(void **state)
     bson_destroy(q);
 }
 
+/* A recorded hello whose array has keys other than "0", "1", ... (a damaged
+ * trace): the reply carries it renumbered, and libbson prints nothing (it
+ * warned on every hello reply before). */
+static void
+test_conn_hello_damaged_array(void **state)
+{
+    bson_t *rec = bson_new(), arr, out = BSON_INITIALIZER;
+    bson_t *q = json("{\"hello\": 1}");
+    struct match_req req;
+    struct handshake hs;
+    bson_iter_t it, el;
+    FILE *tmp = tmpfile();
+    int saved = dup(2);
+
+    (void)state;
+    BSON_APPEND_BOOL(rec, "ismaster", true);
+    bson_append_array_begin(rec, "hosts", -1, &arr);
+    BSON_APPEND_UTF8(&arr, "x", "a:1");
+    bson_append_array_end(rec, &arr);
+    BSON_APPEND_DOUBLE(rec, "ok", 1);
+    memset(&req, 0, sizeof(req));
+    snprintf(req.name, sizeof(req.name), "hello");
+    req.cmd = bson_get_data(q);
+    req.cmd_len = q->len;
+    handshake_init(&hs, bson_get_data(rec), rec->len);
+    assert_non_null(tmp);
+    assert_true(saved >= 0 && dup2(fileno(tmp), 2) == 2);
+    assert_int_equal(handshake_hello_reply(&hs, &req, 1, 0, NULL, &out), 0);
+    fflush(stderr);
+    assert_true(dup2(saved, 2) == 2);
+    close(saved);
+    assert_int_equal(fseek(tmp, 0, SEEK_END), 0);
+    assert_int_equal(ftell(tmp), 0);
+    fclose(tmp);
+    assert_true(bson_iter_init_find(&it, &out, "hosts"));
+    assert_true(BSON_ITER_HOLDS_ARRAY(&it) && bson_iter_recurse(&it, &el));
+    assert_true(bson_iter_next(&el));
+    assert_string_equal(bson_iter_key(&el), "0");
+    assert_string_equal(bson_iter_utf8(&el, NULL), "a:1");
+    bson_destroy(&out);
+    bson_destroy(q);
+    bson_destroy(rec);
+}
+
 int
 main(void)
 {
@@ -763,6 +808,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_conn_compression_negotiated, setup,
                                         teardown),
         cmocka_unit_test(test_conn_replset_hello_names_replay),
+        cmocka_unit_test(test_conn_hello_damaged_array),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -10,7 +10,9 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include <zlib.h>
 #include <zstd.h>
 
@@ -502,6 +504,100 @@ test_wire_encode_limits(void **state)
     mt_buf_free(&b);
 }
 
+/* Bytes libbson printed on stderr while fn(arg) ran. */
+static long
+stderr_bytes(void (*fn)(void *), void *arg)
+{
+    FILE *tmp = tmpfile();
+    int saved = dup(2);
+    long n;
+
+    assert_non_null(tmp);
+    assert_true(saved >= 0 && dup2(fileno(tmp), 2) == 2);
+    fn(arg);
+    fflush(stderr);
+    assert_true(dup2(saved, 2) == 2);
+    close(saved);
+    assert_int_equal(fseek(tmp, 0, SEEK_END), 0);
+    n = ftell(tmp);
+    fclose(tmp);
+    return n;
+}
+
+struct append_case {
+    const bson_t *in;
+    bson_t *out;
+};
+
+static void
+append_all(void *arg)
+{
+    struct append_case *c = arg;
+    bson_iter_t it;
+
+    assert_true(bson_iter_init(&it, c->in));
+    while (bson_iter_next(&it))
+        assert_true(wire_bson_append_iter(c->out, NULL, 0, &it));
+}
+
+/* An array whose keys are not "0", "1", ... (nested ones too) comes out
+ * renumbered, without libbson's "invalid array detected" on stderr; a
+ * well-formed one and everything else come out as they were. */
+static void
+test_wire_bson_append_iter_renumbers(void **state)
+{
+    bson_t *in = bson_new(), bad, inner, good, *want;
+    bson_t out = BSON_INITIALIZER;
+    struct append_case c = {in, &out};
+
+    (void)state;
+    bson_append_array_begin(in, "bad", -1, &bad);
+    BSON_APPEND_INT32(&bad, "x", 1);
+    bson_append_array_begin(&bad, "y", -1, &inner);
+    BSON_APPEND_UTF8(&inner, "7", "q");
+    bson_append_array_end(&bad, &inner);
+    bson_append_array_end(in, &bad);
+    bson_append_array_begin(in, "good", -1, &good);
+    BSON_APPEND_INT32(&good, "0", 1);
+    BSON_APPEND_INT32(&good, "1", 2);
+    bson_append_array_end(in, &good);
+    BSON_APPEND_UTF8(in, "s", "t");
+    assert_int_equal(stderr_bytes(append_all, &c), 0);
+    want = BCON_NEW("bad", "[", BCON_INT32(1), "[", BCON_UTF8("q"), "]", "]",
+                    "good", "[", BCON_INT32(1), BCON_INT32(2), "]", "s",
+                    BCON_UTF8("t"));
+    assert_int_equal(out.len, want->len);
+    assert_memory_equal(bson_get_data(&out), bson_get_data(want), want->len);
+    bson_destroy(want);
+    bson_destroy(&out);
+    bson_destroy(in);
+}
+
+/* Damaged arrays nested deeper than WIRE_BSON_DEPTH_MAX: no recursion past
+ * the bound (the rest is copied as it is), nothing lost. */
+static void
+test_wire_bson_append_iter_depth(void **state)
+{
+    enum { DEPTH = WIRE_BSON_DEPTH_MAX + 50 };
+    bson_t *lv = mt_calloc(DEPTH + 1, sizeof(bson_t));
+    bson_t out = BSON_INITIALIZER;
+    struct append_case c = {NULL, &out};
+
+    (void)state;
+    bson_init(&lv[0]);
+    for (int i = 0; i < DEPTH; i++)
+        bson_append_array_begin(&lv[i], "k", -1, &lv[i + 1]);
+    for (int i = DEPTH; i > 0; i--)
+        bson_append_array_end(&lv[i - 1], &lv[i]);
+    c.in = &lv[0];
+    /* libbson's one warning: the array at the bound, copied as it is */
+    assert_true(stderr_bytes(append_all, &c) > 0);
+    assert_int_equal(out.len, lv[0].len); /* same size: keys "k" -> "0" */
+    bson_destroy(&out);
+    bson_destroy(&lv[0]);
+    mt_free(lv);
+}
+
 int
 main(void)
 {
@@ -512,6 +608,8 @@ main(void)
         cmocka_unit_test(test_wire_encode_compressed_round_trip),
         cmocka_unit_test(test_wire_encode_compressed_legacy),
         cmocka_unit_test(test_wire_decompress_threads),
+        cmocka_unit_test(test_wire_bson_append_iter_renumbers),
+        cmocka_unit_test(test_wire_bson_append_iter_depth),
     };
     const struct CMUnitTest invalid_tests[] = {
         cmocka_unit_test(test_wire_decompress_size_lies_high),
