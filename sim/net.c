@@ -56,12 +56,27 @@ start_ctx_ns(struct sim_model *m, int how)
     return how == START_SYNC ? sim__us(m->p.ctx_cpu_us) : 0;
 }
 
+/* Round 14: a request->reply sample taken on the wire (a sniffed or
+ * proxied trace) runs from the request's packet to the reply's, so it
+ * already holds the server's wake-up latency and the CPU of its switch-in;
+ * with server_wake_in_trace the job adds neither (a woken server starts
+ * its sample at once, as one that continues does). */
+static int
+server_how(const struct sim_model *m, int how)
+{
+    if (m->p.server_wake_in_trace && m->p.server_samples_n > 0)
+        return START_CONT;
+    return how;
+}
+
 static void
 server_start(struct sim_model *m, uint32_t c, int how)
 {
     struct sim__conn *cn = &m->conn[c];
     uint64_t s = server_sample_ns(m);
     uint64_t cpu = (uint64_t)((double)s * m->p.server_cpu_frac);
+
+    how = server_how(m, how);
 
     if (m->p.server_cpu_us > 0) /* a fixed CPU cost; the rest is waiting */
         cpu = s < sim__us(m->p.server_cpu_us) ? s : sim__us(m->p.server_cpu_us);

@@ -162,6 +162,9 @@ const struct sim_param_desc sim_param_table[] = {
       "share of the service time that uses a core"),
     P("server_cpu_us", SIM_P_DBL, server_cpu_us, 0, 1e7, "us",
       "if > 0: server CPU per request = min(service, this), the rest waits"),
+    P("server_wake_in_trace", SIM_P_INT, server_wake_in_trace, 0, 1, "",
+      "1: a trace's request->reply samples hold the server's wake-up and "
+      "switch-in, which its jobs then do not add (wake_us, ctx_cpu_us)"),
     P("server_shares_cores", SIM_P_INT, server_shares_cores, 0, 1, "",
       "1: the server runs on the client's cores"),
     P("net_us", SIM_P_DBL, net_us, 0, 1e6, "us",
@@ -361,6 +364,9 @@ sim_params_default(struct sim_params *p)
                 "most of a loopback service time is the server's own CPU");
     set_default(p, "server_cpu_us", "0", SIM_OR_ASSUMPTION,
                 "0: use server_cpu_frac");
+    set_default(p, "server_wake_in_trace", "0", SIM_OR_ASSUMPTION,
+                "0: the server's wake-up and switch-in are added to each "
+                "sample (round 14, docs/sim-model.md)");
     set_default(p, "server_shares_cores", "1", SIM_OR_SCENARIO,
                 "server on the same host");
     set_default(p, "net_us", "2", SIM_OR_ASSUMPTION,

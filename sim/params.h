@@ -123,6 +123,8 @@ struct sim_params {
     double server_cv;       /* its coefficient of variation */
     double server_cpu_frac; /* share of the service time using a core */
     double server_cpu_us;   /* if > 0: CPU per request = min(S, this) instead */
+    int64_t server_wake_in_trace; /* round 14: 1: trace samples already hold
+                                     the server's wake-up and switch-in */
     int64_t server_shares_cores; /* 1: server runs on the client's cores */
     double net_us;               /* one-way loopback transit */
     int proxy;                   /* enum sim_proxy */

@@ -15,7 +15,8 @@
 #     N times (--reps, default 5).  One extra sequential
 #     run is sniffed on lo (`mtrace capture --iface lo`) for the server's
 #     request->reply times; if sniffing fails the model's default server time
-#     is used and the report says so.
+#     is used and the report says so.  Round 14: replay's and the sniffer's
+#     CPU over that run go to OUT/srvcpu<d>.txt (a comment in validate.scn).
 #  3b. A synthetic GIL workload (sim/validate_synth.py: Python work +
 #     time.sleep, 1, 2, 4, 10 threads), to test the GIL model without a
 #     driver or a server.
@@ -52,6 +53,15 @@ export TOP MTRACE="$TOP/mtrace" PYTHON=/usr/bin/python3
 . tests/integration/replay_lib.sh
 REPS=5
 THREADS=2,4,10,20
+# CPU run time (ns) of all threads of process $1 (0 if it is gone)
+task_cpu_ns() {
+    local f a _ sum=0
+    for f in /proc/"$1"/task/*/schedstat; do
+        [ -r "$f" ] && read -r a _ <"$f" || continue
+        sum=$((sum + a))
+    done
+    echo "$sum"
+}
 while [ $# -gt 0 ]; do
     case "$1" in
     --reps) REPS=$2; shift 2 ;;
@@ -112,8 +122,12 @@ for d in 0 1; do
     SNIFF=$!
     track_pid $SNIFF
     sleep 1
-    "${NICE[@]}" "$PYTHON" sim/validate_bench.py "$URI" --seq-only --label sniff >/dev/null ||
+    # round 14: replay's and the sniffer's CPU over the sniffed run (run time
+    # of all their threads, /proc/PID/task/*/schedstat), and its client mean
+    c0="$(task_cpu_ns $REPLAY_PID) $(task_cpu_ns $SNIFF)"
+    "${NICE[@]}" "$PYTHON" sim/validate_bench.py "$URI" --seq-only --label sniff >"$OUT/sniffmeas$d.json" ||
         fail "sniffed run failed"
+    echo "$c0 $(task_cpu_ns $REPLAY_PID) $(task_cpu_ns $SNIFF)" >"$OUT/srvcpu$d.txt"
     sleep 0.3
     kill -INT $SNIFF 2>/dev/null
     wait $SNIFF || echo "sniffing failed (see $OUT/sniff$d.log); server time from defaults" >&2

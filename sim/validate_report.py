@@ -64,6 +64,33 @@ def find_p50_us(trace):
         return None
 
 
+def srvcpu_lines(out, trace):
+    """Round 14: what validate.sh measured around the sniffed delay-0 run
+    (srvcpu0.txt: replay's and the sniffer's thread CPU before and after;
+    sniffmeas0.json: that run's client), as comments: the request->reply
+    samples on the wire already hold replay's wake-up and switch-in
+    (`server_wake_in_trace`, off)."""
+    try:
+        r0, s0, r1, s1 = (int(x) for x in open(os.path.join(out, "srvcpu0.txt")).read().split())
+        st = json.loads(subprocess.run([MTRACE, "stats", "--json", trace], capture_output=True,
+                                       text=True).stdout)["latency_ms"]["find"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+    n = st["count"]
+    lines = ["# sniffed delay-0 run (round 14): replay CPU %.1f us and the sniffer's %.1f us per "
+             "request (thread run time / %d finds); request->reply on the wire mean %.1f us, p50 "
+             "%.1f us: it holds replay's wake-up and switch-in (--set server_wake_in_trace=1 stops "
+             "adding wake_us and ctx_cpu_us to it)"
+             % ((r1 - r0) / 1e3 / n, (s1 - s0) / 1e3 / n, n, st["mean"] * 1e3, st["p50"] * 1e3)]
+    try:
+        m = json.loads(open(os.path.join(out, "sniffmeas0.json")).read().splitlines()[0])
+        lines.append("# the sniffed run's client: mean %.1f us, CPU %.1f us per call (mean less "
+                     "CPU %.1f us)" % (m["mean_ms"] * 1e3, m["cpu_us"], m["mean_ms"] * 1e3 - m["cpu_us"]))
+    except (OSError, ValueError, KeyError, IndexError):
+        pass
+    return lines
+
+
 def cold_lines(out):
     """py_cold_*: the same client's sequential runs at delay 0 and 1 ms
     (tools/seqcal.py).  VALIDATE_NO_COLD=1 leaves it out."""
@@ -106,6 +133,7 @@ def scenario(out, threads, use_cpu=True):
     if p50:
         lines.append("server_cpu_us = %.2f [trace] p50 of find request->reply sniffed at delay 0: "
                      "replay's own work; the rest of each sample (delay, timer, hiccups) waits" % p50)
+        lines += srvcpu_lines(out, tr0)
     else:
         lines.append("server_cpu_frac = 0.7 [assumption] no sniffed trace")
     seq0 = load_meas(os.path.join(out, "meas0.jsonl"))["seq"]

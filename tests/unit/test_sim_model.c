@@ -46,6 +46,32 @@ test_sim_model_one_thread_is_the_sum_of_its_parts(void **state)
     assert_float_equal(run(&p, NULL).mean_ms, 0.184, 1e-9);
 }
 
+/* Round 14, server_wake_in_trace: a service time taken on the wire (request
+ * packet -> reply packet) already holds the server's wake-up and switch-in.
+ * The one-thread call of 184 us with ctx_cpu_us = 3 pays 3 at the client's
+ * and 3 at the server's wake-up: 190.  From trace samples (50 us each) with
+ * the option, the server's 10 us wake-up and 3 us switch-in go: 177.  The
+ * option leaves the lognormal server (no trace) alone: 190. */
+static void
+test_sim_model_server_wake_in_trace(void **state)
+{
+    struct sim_params p;
+    double samples[8] = {50, 50, 50, 50, 50, 50, 50, 50};
+
+    quiet_params(&p);
+    set(&p, "calls", "50");
+    set(&p, "exclude_first", "1");
+    set(&p, "ctx_cpu_us", "3");
+    assert_float_equal(run(&p, NULL).mean_ms, 0.190, 1e-9);
+    set(&p, "server_wake_in_trace", "1");
+    assert_float_equal(run(&p, NULL).mean_ms, 0.190, 1e-9);
+    p.server_samples_us = samples;
+    p.server_samples_n = 8;
+    assert_float_equal(run(&p, NULL).mean_ms, 0.177, 1e-9);
+    set(&p, "server_wake_in_trace", "0");
+    assert_float_equal(run(&p, NULL).mean_ms, 0.190, 1e-9);
+}
+
 /* One core, T threads whose replies arrive together: the core is a FIFO
  * mutex, thread i finishes after (i + 1) Python segments. */
 static void
@@ -656,6 +682,7 @@ main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sim_model_one_thread_is_the_sum_of_its_parts),
+        cmocka_unit_test(test_sim_model_server_wake_in_trace),
         cmocka_unit_test(test_sim_model_one_core_is_a_fifo_mutex),
         cmocka_unit_test(test_sim_model_one_core_serves_in_arrival_order),
         cmocka_unit_test(test_sim_model_pool_opens_on_demand),
