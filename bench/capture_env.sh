@@ -25,6 +25,10 @@ start_fixedsrv() {
 
 PROXY_PID=""
 PROXY_PORT=""
+# each run's trace: a fresh name (a counter: $RANDOM repeats within a
+# few hundred runs, and capture refuses to overwrite), removed by stop_proxy
+PROXY_TRACE=""
+PROXY_SEQ=0
 # start_proxy KIND [mtrace args...]: KIND direct, mtrace, mtrace-b
 # ($MTRACE_B), haproxy or socat in front of $UP; sets PROXY_PORT and
 # PROXY_PID (empty for direct)
@@ -40,8 +44,10 @@ start_proxy() {
         : >"$TMP/mtrace.err"
         local pin=()
         [ "$PIN" = 1 ] && pin=(--pin-loops)
+        PROXY_SEQ=$((PROXY_SEQ + 1))
+        PROXY_TRACE=$TMP/trace.$PROXY_SEQ.zst
         "$bin" capture --listen 127.0.0.1:0 --target 127.0.0.1:$UP \
-            -o "$TMP/trace.$RANDOM.zst" --threads "$THREADS" "${pin[@]}" "$@" 2>"$TMP/mtrace.err" &
+            -o "$PROXY_TRACE" --threads "$THREADS" "${pin[@]}" "$@" 2>"$TMP/mtrace.err" &
         PROXY_PID=$!
         PIDS+=($PROXY_PID) # before anything can die: the trap stops it
         for ((i = 0; i < 500; i++)); do
@@ -90,4 +96,6 @@ stop_proxy() {
     kill -TERM "$PROXY_PID" 2>/dev/null
     wait "$PROXY_PID" 2>/dev/null
     PROXY_PID=""
+    [ -z "$PROXY_TRACE" ] || rm -f "$PROXY_TRACE"
+    PROXY_TRACE=""
 }
