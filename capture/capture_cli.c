@@ -208,7 +208,7 @@ capture_bad(const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    fprintf(stderr, "mtrace capture: %s; see 'mtrace capture --help'\n", msg);
+    fprintf(stderr, "mtrace capture: %s; run 'mtrace capture --help'\n", msg);
     return 2;
 }
 
@@ -602,7 +602,7 @@ capture_parse(int argc, char **argv, struct capture_args *a, const char **out)
                 return -rc;
             break;
         case ':':
-            return -capture_bad("%s needs a value", argv[optind - 1]);
+            return -capture_bad("option '%s' needs a value", argv[optind - 1]);
         default:
             return -capture_bad("unknown option '%s'", argv[optind - 1]);
         }

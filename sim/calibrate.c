@@ -503,9 +503,10 @@ cal_parse(int argc, char **argv, struct cal_opts *o)
             return fputs(cal_usage, stdout), 0;
         else
             return fprintf(stderr,
-                           "mtrace calibrate: %s '%s'; run 'mtrace "
-                           "calibrate --help'\n",
-                           c == ':' ? "option needs a value" : "unknown option",
+                           c == ':' ? "mtrace calibrate: option '%s' needs a "
+                                      "value; run 'mtrace calibrate --help'\n"
+                                    : "mtrace calibrate: unknown option '%s'; "
+                                      "run 'mtrace calibrate --help'\n",
                            argv[optind - 1]),
                    2;
     }

@@ -262,16 +262,20 @@ handle_opt(int c, struct sim_opts *o, int argc, char **argv)
         o->measured = optarg;
         break;
     case ':':
-        return usage_err("option needs a value", argv[optind - 1]);
+        fprintf(stderr,
+                "mtrace sim: option '%s' needs a value; run 'mtrace sim "
+                "--help'\n",
+                argv[optind - 1]);
+        return 2;
     default:
         if (strncmp(argv[optind - 1], "--", 2) == 0)
-            return usage_err(optopt != 0 ? "no value allowed for option"
-                                         : "unknown option",
-                             argv[optind - 1]);
-        fprintf(stderr,
-                "mtrace sim: unknown option '-%c'; run 'mtrace sim "
-                "--help'\n",
-                optopt > 32 && optopt < 127 ? optopt : '?');
+            fprintf(stderr, "mtrace sim: %s option '%s'",
+                    optopt != 0 ? "no value allowed for" : "unknown",
+                    argv[optind - 1]);
+        else
+            fprintf(stderr, "mtrace sim: unknown option '-%c'",
+                    optopt > 32 && optopt < 127 ? optopt : '?');
+        fputs("; run 'mtrace sim --help'\n", stderr);
         return 2;
     }
     return 0;

@@ -164,8 +164,9 @@ one_line 2 "comments.scn: no scenario" sim --scenario "$TMP/comments.scn"
 one_line 2 "empty.scn: no host facts" sim --host "$TMP/empty.scn" --set calls=2
 one_line 2 "--seed: expected an integer from 0" sim --seed -5
 one_line 2 "--seed: expected an integer from 0" sim --seed x
-one_line 2 "unknown option: --bogus" sim --bogus
-one_line 2 "needs a value: --scenario" sim --scenario
+one_line 2 "unknown option '--bogus'" sim --bogus
+one_line 2 "option '--scenario' needs a value" sim --scenario
+one_line 2 "option '--python' needs a value" calibrate --python
 one_line 2 "unknown option '--bogus'" calibrate --bogus
 one_line 1 "not a text file" sim --scenario "$TOP/traces/sample.zst"
 one_line 1 "not a text file" sim --host "$TOP/traces/sample.zst"
