@@ -1,8 +1,9 @@
 /*
  * fuzz_wire.c -- libFuzzer target for core/wire: the input is a byte
  * stream of wire messages.  Each message is framed, parsed deep and
- * shallow, its command looked up, and an OP_COMPRESSED one decompressed
- * into a bounded buffer and parsed again.  Any crash, over-read (ASan) or
+ * shallow, its command looked up, its body copied through
+ * wire_bson_append_iter (replay's copy of recorded fields), and an
+ * OP_COMPRESSED one decompressed into a bounded buffer and parsed again.  Any crash, over-read (ASan) or
  * broken invariant (abort) is a bug.
  *
  * Seeds (tests/data/corpus/wire/): enc-* written by
@@ -14,6 +15,7 @@
  */
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/wire.h"
 
@@ -24,6 +26,36 @@ check(int ok)
 {
     if (!ok)
         abort();
+}
+
+/* A deep-parsed body (every nested document walked) copied element by
+ * element through wire_bson_append_iter, as replay copies recorded replies:
+ * every copy succeeds, keeps the element count and the top-level keys,
+ * and the copy walks clean to its end. */
+static void
+copy_body(const struct wire_msg *m)
+{
+    bson_t in, out;
+    bson_iter_t it, oit;
+    size_t nin = 0, nout = 0;
+
+    if (m->body == NULL || !bson_init_static(&in, m->body, m->body_len))
+        return;
+    bson_init(&out);
+    check(bson_iter_init(&it, &in));
+    while (bson_iter_next(&it)) {
+        check(wire_bson_append_iter(&out, NULL, 0, &it));
+        nin++;
+    }
+    check(bson_iter_init(&it, &in) && bson_iter_init(&oit, &out));
+    while (bson_iter_next(&oit)) {
+        check(bson_iter_next(&it));
+        check(strcmp(bson_iter_key(&it), bson_iter_key(&oit)) == 0);
+        check(bson_iter_type(&it) == bson_iter_type(&oit));
+        nout++;
+    }
+    check(oit.err_off == 0 && nin == nout);
+    bson_destroy(&out);
 }
 
 static void
@@ -57,6 +89,7 @@ one(const uint8_t *p, size_t n)
     check(wire_msg_parse_opts(p, n, WIRE_PARSE_SHALLOW, &shallow, &used,
                               &err) == MT_OK);
     (void)wire_msg_command(&m, &cmd);
+    copy_body(&m);
     if (m.h.op_code != WIRE_OP_COMPRESSED)
         return;
     mt_buf_init(&out, OUT_MAX);

@@ -49,6 +49,30 @@ put_decompress(const char *dir, const char *name, const uint8_t *msg, size_t n)
     return put_file(dir, name, buf, m.compressed_len + 5);
 }
 
+/* A hello reply whose arrays are keyed "3", "x" and "1", "0" (a damaged
+ * trace), one nested in the other: replay renumbers them where it copies
+ * recorded fields (wire_bson_append_iter). */
+static int
+misnumbered(struct mt_buf *b)
+{
+    bson_t *r = bson_new();
+    bson_t hosts, inner;
+    int bad;
+
+    BSON_APPEND_BOOL(r, "isWritablePrimary", true);
+    bson_append_array_begin(r, "hosts", -1, &hosts);
+    bson_append_utf8(&hosts, "3", -1, "a:27017", -1);
+    bson_append_array_begin(&hosts, "x", -1, &inner);
+    bson_append_int32(&inner, "1", -1, 1);
+    bson_append_int32(&inner, "0", -1, 0);
+    bson_append_array_end(&hosts, &inner);
+    bson_append_array_end(r, &hosts);
+    BSON_APPEND_DOUBLE(r, "ok", 1.0);
+    bad = wire_encode_msg(b, 6, 3, 0, r, NULL, 0);
+    bson_destroy(r);
+    return bad;
+}
+
 static int
 gen(const char *wdir, const char *ddir)
 {
@@ -76,6 +100,9 @@ gen(const char *wdir, const char *ddir)
     mt_buf_reset(&b);
     bad |= wire_encode_reply(&b, 4, 3, 8, 0, 0, docs, 2);
     bad |= put_file(wdir, "enc-reply", b.data, b.len);
+    mt_buf_reset(&b);
+    bad |= misnumbered(&b);
+    bad |= put_file(wdir, "enc-msg-misnumbered-array", b.data, b.len);
     for (uint8_t cid = 0; cid <= WIRE_COMPRESSOR_ZSTD; cid++) {
         struct mt_buf plain, c;
         mt_buf_init(&plain, 1 << 20);
