@@ -214,6 +214,135 @@ def op_msg(request_id, doc, response_to=0):
                        0, 0) + body
 
 
+def hdr(length, opcode=2013, request_id=7):
+    """A bare 16-byte message header announcing length bytes."""
+    return struct.pack("<iiii", length, request_id, 0, opcode)
+
+
+def wait_closed(sock, limit, what="connection"):
+    """Seconds until the peer closed sock, reading and dropping what it
+    sends; fails after limit seconds, naming the connection what."""
+    t0 = time.time()
+    sock.settimeout(limit)
+    try:
+        while sock.recv(65536):
+            pass
+    except ConnectionResetError:
+        pass
+    except socket.timeout:
+        fail("%s not closed within %.0f s" % (what, limit))
+    return time.time() - t0
+
+
+def rss_kb(pid):
+    """VmRSS of process pid in kB (0 when the line is missing)."""
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+class GoodClient(threading.Thread):
+    """A pymongo client (heartbeat 0.5 s, so its monitor is never idle)
+    running find_one({_id: "test-doc-1"}) in a loop until stop is set;
+    counts its successes (ok) and keeps its errors."""
+
+    def __init__(self, port, pause=0.01):
+        super().__init__(daemon=True)
+        self.port, self.pause, self.ok, self.errors = port, pause, 0, []
+        self.stop = threading.Event()
+
+    def run(self):
+        from pymongo import MongoClient
+        c = MongoClient("mongodb://127.0.0.1:%d/?directConnection=true" % self.port,
+                        heartbeatFrequencyMS=500, serverSelectionTimeoutMS=5000)
+        col = c.benchmark_db.test_col
+        while not self.stop.is_set():
+            try:
+                check(col.find_one({"_id": "test-doc-1"})["value"] == 42, "bad doc")
+                self.ok += 1
+            except Exception as e:  # noqa: BLE001
+                self.errors.append(repr(e))
+            time.sleep(self.pause)
+        c.close()
+
+    def finish(self, min_ok=50):
+        """Stops the loop; fails on any error or fewer than min_ok finds."""
+        self.stop.set()
+        self.join(10)
+        print("pymongo: %d finds, %d errors" % (self.ok, len(self.errors)))
+        check(not self.errors, "pymongo saw errors: %s" % self.errors[:3])
+        check(self.ok > min_ok, "too few finds: %d" % self.ok)
+
+
+class BadClients:
+    """The misbehaving clients both servers' limits tests start against
+    port: a slow-loris sending a valid ping one byte a second (loris_closed
+    gets the time its send failed), an idle connection, a header announcing
+    200000 bytes and one with messageLength -5 (each followed by a few
+    bytes).  start() returns once the server has closed the last two."""
+
+    def __init__(self, port):
+        self.port = port
+        self.loris_closed = []
+
+    def _slow(self):
+        for b in op_msg(7, {"ping": 1, "$db": "admin"}):
+            try:
+                self.loris.send(bytes([b]))
+            except OSError:
+                self.loris_closed.append(time.time())
+                return
+            time.sleep(1)
+
+    def start(self):
+        addr = ("127.0.0.1", self.port)
+        self.loris = socket.create_connection(addr)
+        self.loris_thread = threading.Thread(target=self._slow, daemon=True)
+        self.t0 = time.time()
+        self.loris_thread.start()
+        self.idle = socket.create_connection(addr)
+        big = socket.create_connection(addr)
+        big.sendall(hdr(200000) + b"\0" * 100)
+        neg = socket.create_connection(addr)
+        neg.sendall(hdr(-5) + b"\0" * 8)
+        check(wait_closed(big, 5) < 5, "oversized message not closed")
+        check(wait_closed(neg, 5) < 5, "negative length not closed")
+        return self
+
+    def check_loris(self, within):
+        """Fails unless the slow-loris was closed within `within` seconds
+        of its start, before it sent its whole message."""
+        self.loris_thread.join(10)
+        check(self.loris_closed, "slow-loris was never closed (or sent its "
+              "whole message)")
+        took = self.loris_closed[0] - self.t0
+        print("slow-loris closed after %.1f s" % took)
+        check(took < within, "slow-loris closed after %.1f s" % took)
+
+
+def flood(port, data):
+    """Sends data on a new connection (SO_RCVBUF 4 KiB) whose replies are
+    never read, from a thread; returns (thread, outcome list, socket): the
+    list gets "all" when everything was sent, "closed" when the peer
+    closed.  The caller keeps the socket open as long as it holds it."""
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.connect(("127.0.0.1", port))
+    done = []
+
+    def send():
+        try:
+            sock.sendall(data)
+            done.append("all")
+        except OSError:
+            done.append("closed")
+    t = threading.Thread(target=send, daemon=True)
+    t.start()
+    return t, done, sock
+
+
 def op_msg_burst(count, size, first_id, response_to, fill):
     """count OP_MSG replies to response_to, ids first_id.., each about size
     bytes: {ok: 1.0, i: <index>, pad: <size - 64 bytes of fill>}."""

@@ -28,25 +28,12 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from capture_lib import (PYTHON, TOP, Env, check, check_pairs, free_port,  # noqa: E402
-                         msgs, op_msg, recv_msg, summary_bytes)
+                         msgs, op_msg, recv_msg, summary_bytes, wait_closed)
 
 from pymongo import MongoClient, monitoring  # noqa: E402
 from pymongo.errors import PyMongoError  # noqa: E402
 
 DOC = {"_id": "test-doc-1", "value": 42}
-
-
-def wait_closed(sock, what, timeout=5):
-    sock.settimeout(timeout)
-    try:
-        while True:
-            data = sock.recv(4096)
-            if not data:
-                return
-    except ConnectionResetError:
-        return
-    except socket.timeout:
-        check(False, what + ": the proxy did not close the connection")
 
 
 def client(port, **kw):
@@ -69,7 +56,7 @@ def half_and_garbage(env):
 
     junk = socket.create_connection(("127.0.0.1", cap.port))
     junk.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-    wait_closed(junk, "garbage client")
+    wait_closed(junk, 5, "garbage client")
     junk.close()
 
     check(col.find_one({"_id": DOC["_id"]}) == DOC, "find after the bad clients")
@@ -129,7 +116,7 @@ def unreachable(env):
     for i in range(2):
         s = socket.create_connection(("127.0.0.1", cap.port))
         s.sendall(op_msg(1, {"ping": 1, "$db": "admin"}))
-        wait_closed(s, "client of an unreachable target")
+        wait_closed(s, 5, "client of an unreachable target")
         s.close()
     text = cap.stop()
     lines = [l for l in text.splitlines() if "cannot connect to the target" in l]
@@ -149,7 +136,7 @@ def max_conns(env):
     a.sendall(op_msg(7, {"ping": 1, "$db": "admin"}))
     check(recv_msg(a) is not None, "first connection not served")
     b = socket.create_connection(("127.0.0.1", cap.port))
-    wait_closed(b, "connection over --max-conns")
+    wait_closed(b, 5, "connection over --max-conns")
     a.sendall(op_msg(8, {"ping": 1, "$db": "admin"}))
     check(recv_msg(a) is not None, "first connection stopped working")
     a.close()

@@ -22,15 +22,13 @@ bytes = forwarded bytes in the summary.  Runtime about 8 s.
 """
 import os
 import re
-import socket
-import struct
 import subprocess
 import sys
-import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from capture_lib import Env, check, msgs, summary_bytes  # noqa: E402
+from capture_lib import (BadClients, Env, GoodClient, check, flood,  # noqa: E402
+                         msgs, op_msg, rss_kb, summary_bytes, wait_closed)
 
 import bson  # noqa: E402
 from pymongo import MongoClient  # noqa: E402
@@ -40,114 +38,28 @@ SECRET = b"n,,n=alice,r=SECRETNONCE0123456789"
 SSN = "123-45-6789"
 
 
-def ping(rid=7):
-    body = bson.encode({"ping": 1, "$db": "admin"})
-    return struct.pack("<iiiiIB", 16 + 5 + len(body), rid, 0, 2013, 0, 0) + body
-
-
 def find_many(rid):
     # 250 documents in one reply (~6.5 kB): a flood of these fills buffers
-    body = bson.encode({"find": "many", "batchSize": 250, "limit": 250,
+    return op_msg(rid, {"find": "many", "batchSize": 250, "limit": 250,
                         "$db": "benchmark_db"})
-    return struct.pack("<iiiiIB", 16 + 5 + len(body), rid, 0, 2013, 0, 0) + body
-
-
-def hdr(length, opcode=2013):
-    return struct.pack("<iiii", length, 7, 0, opcode)
-
-
-def wait_closed(s, limit):
-    s.settimeout(limit)
-    try:
-        while s.recv(65536):
-            pass
-    except ConnectionResetError:
-        pass
-    except socket.timeout:
-        check(False, "connection not closed within %.0f s" % limit)
-
-
-def rss_kb(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
-
-
-class Good(threading.Thread):
-    """A pymongo client running find_one in a loop."""
-
-    def __init__(self, port):
-        super().__init__(daemon=True)
-        self.port, self.ok, self.errors = port, 0, []
-        self.stop = threading.Event()
-
-    def run(self):
-        c = MongoClient("mongodb://127.0.0.1:%d/?directConnection=true" % self.port,
-                        heartbeatFrequencyMS=500, serverSelectionTimeoutMS=5000)
-        col = c.benchmark_db.test_col
-        while not self.stop.is_set():
-            try:
-                check(col.find_one({"_id": "test-doc-1"})["value"] == 42, "bad doc")
-                self.ok += 1
-            except Exception as e:  # noqa: BLE001
-                self.errors.append(repr(e))
-            time.sleep(0.01)
-        c.close()
 
 
 def bad_clients(cap):
-    port = cap.port
-    loris = socket.create_connection(("127.0.0.1", port))
-    loris_closed = []
-
-    def slow():
-        for b in ping():
-            try:
-                loris.send(bytes([b]))
-            except OSError:
-                loris_closed.append(time.time())
-                return
-            time.sleep(1)
-    lt = threading.Thread(target=slow, daemon=True)
-    t0 = time.time()
-    lt.start()
-    idle = socket.create_connection(("127.0.0.1", port))
-    big = socket.create_connection(("127.0.0.1", port))
-    big.sendall(hdr(200000) + b"\0" * 100)
-    neg = socket.create_connection(("127.0.0.1", port))
-    neg.sendall(hdr(-5) + b"\0" * 8)
-    wait_closed(big, 5)
-    wait_closed(neg, 5)
-
-    flood = socket.socket()
-    flood.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    flood.connect(("127.0.0.1", port))
-    data = b"".join(find_many(i + 1) for i in range(1800))
-    done = []
-
-    def flooder():
-        try:
-            flood.sendall(data)
-            done.append("all")
-        except OSError:
-            done.append("closed")
-    ft = threading.Thread(target=flooder, daemon=True)
-    ft.start()
+    bad = BadClients(cap.port).start()
+    # a client that never reads its replies: the proxy's buffers stay
+    # bounded and it closes the connection as not reading
+    ft, done, fsock = flood(cap.port, b"".join(find_many(i + 1) for i in range(1800)))
     peak = 0
     tf = time.time()
-    # the flooder never reads: wait for the proxy's verdict in its log
     while "does not read its replies" not in cap.stderr() and time.time() - tf < 30:
         peak = max(peak, rss_kb(cap.proc.pid))
         time.sleep(0.1)
     print("flood: closed as not reading after %.1f s; proxy peak RSS %d kB" %
           (time.time() - tf, peak))
     check(peak < 200 * 1024, "proxy RSS %d kB during the flood" % peak)
-    wait_closed(idle, 10)
-    lt.join(10)
-    check(loris_closed, "slow-loris was never closed")
-    print("slow-loris closed after %.1f s" % (loris_closed[0] - t0))
+    wait_closed(bad.idle, 10)
+    bad.check_loris(30)
+    fsock.close()
 
 
 def redact_traffic(port):
@@ -169,16 +81,12 @@ def main():
             "--msg-timeout-s", "1", "--idle-timeout-s", "2",
             "--max-msg-bytes", "100000", "--redact", "--redact", "ssn",
             "--threads", "1"])
-        good = Good(cap.port)
+        good = GoodClient(cap.port)
         good.start()
         time.sleep(0.5)
         redact_traffic(cap.port)
         bad_clients(cap)
-        good.stop.set()
-        good.join(10)
-        print("pymongo: %d finds, %d errors" % (good.ok, len(good.errors)))
-        check(not good.errors, "pymongo saw errors: %s" % good.errors[:3])
-        check(good.ok > 50, "too few finds")
+        good.finish()
         text = cap.stop()
         print(text)
         for want in ["incomplete client message", "--msg-timeout-s)",
