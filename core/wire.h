@@ -280,7 +280,8 @@ int wire_encode_reply(struct mt_buf *out, int32_t request_id,
  * is appended with its keys renumbered, its elements through this function
  * again, instead of as it is, where libbson prints "invalid array detected"
  * on stderr for every copy.  A well-formed array is copied as it is, and
- * so is anything nested deeper than WIRE_BSON_DEPTH_MAX.  false when dst cannot grow (as bson_append_iter).
+ * so is anything nested deeper than WIRE_BSON_DEPTH_MAX.  false when dst
+ * cannot grow (as bson_append_iter).
  */
 bool wire_bson_append_iter(bson_t *dst, const char *key, int key_len,
                            const bson_iter_t *it);

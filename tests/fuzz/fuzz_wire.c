@@ -3,8 +3,8 @@
  * stream of wire messages.  Each message is framed, parsed deep and
  * shallow, its command looked up, its body copied through
  * wire_bson_append_iter (replay's copy of recorded fields), and an
- * OP_COMPRESSED one decompressed into a bounded buffer and parsed again.  Any crash, over-read (ASan) or
- * broken invariant (abort) is a bug.
+ * OP_COMPRESSED one decompressed into a bounded buffer and parsed again.
+ * Any crash, over-read (ASan) or broken invariant (abort) is a bug.
  *
  * Seeds (tests/data/corpus/wire/): enc-* written by
  * tests/helpers/wire_gen_corpus from core/wire's encoders; pcap-* the
