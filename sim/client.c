@@ -230,6 +230,11 @@ py_ns(struct sim_model *m, uint32_t t, unsigned slot, double frac)
             m->res->handover[slot / 2 - 1]++;
     }
     ns = sim__us(mt_rng_lognormal(&m->rng_py, us, m->p.py_cv));
+    if (th->py_credit_ns > 0) { /* send_preempt_cpu_us (round 15) */
+        uint64_t d = th->py_credit_ns < ns ? th->py_credit_ns : ns;
+        ns -= d;
+        th->py_credit_ns -= d;
+    }
     th->py_seg_ns = ns;
     th->py_miss_ns = sim__us(miss_us(m, t, slot, frac));
     return ns + th->py_miss_ns;
@@ -311,6 +316,7 @@ call_begin(struct sim_model *m, uint32_t t)
 {
     struct sim__thread *th = &m->th[t];
 
+    th->py_credit_ns = 0; /* what a preempted send left does not carry */
     th->t_start_ns = m->eng.now_ns;
     th->op = 0;
     th->handshake = false;
@@ -550,8 +556,10 @@ sim__client_job_done(struct sim_model *m, uint32_t t, uint32_t what)
         call_begin(m, t);
         break;
     case W_SEND_DONE:
-        if (send_preempted(m, t)) /* resumes at W_PREEMPT_BACK */
+        if (send_preempted(m, t)) { /* resumes at W_PREEMPT_BACK */
+            th->py_credit_ns += sim__us(m->p.send_preempt_cpu_us);
             break;
+        }
         sim__net_send_request(m, (uint32_t)th->conn);
         take_then(m, t, AT_NEXT_OP);
         break;

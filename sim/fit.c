@@ -22,9 +22,11 @@ seq_stats(const struct sim_params *p, struct sim_stats *st, struct mt_err *err)
 }
 
 /* Round 11: the sequential model's client wake-ups onto an idle core per
- * call (each pays idle_wake_cpu_us) at the current py_call_us. */
+ * call (each pays idle_wake_cpu_us) at the current py_call_us; round 15:
+ * and its preempted sends per call (each saves send_preempt_cpu_us). */
 static int
-seq_idle_wakes(const struct sim_params *p, double *per_call, struct mt_err *err)
+seq_idle_wakes(const struct sim_params *p, double *per_call,
+               double *preempts_per_call, struct mt_err *err)
 {
     struct sim_result r;
     int rc = sim_model_run(p, &r, err);
@@ -32,6 +34,8 @@ seq_idle_wakes(const struct sim_params *p, double *per_call, struct mt_err *err)
     if (rc < 0)
         return rc;
     *per_call = (double)r.idle_wakes / ((double)p->threads * (double)p->calls);
+    *preempts_per_call =
+        (double)r.send_preempts / ((double)p->threads * (double)p->calls);
     sim_result_free(&r);
     return 0;
 }
@@ -105,7 +109,7 @@ sim_fit_seq_cpu(struct sim_params *p, double cpu_us, double stdev_pct,
     int i_call = sim_params_find("py_call_us"), i_cv = sim_params_find("py_cv");
     double base =
         (double)p->releases * p->sys_us + p->ctx_cpu_us + p->py_loop_us;
-    double other = base, idle = 0;
+    double other = base, idle = 0, pre = 0;
     int rc;
 
     if (p->threads != 1)
@@ -122,11 +126,16 @@ sim_fit_seq_cpu(struct sim_params *p, double cpu_us, double stdev_pct,
         (cpu_us - other) / (p->runtime == SIM_RT_FREE ? p->ft_slowdown : 1.0);
     /* Round 11: the sequential run paid idle_wake_cpu_us at each wake-up
      * onto an idle core; count them in the model (they hardly depend on
-     * py_call_us: twice is enough) and leave that CPU out of Python's. */
-    for (int i = 0; i < 2 && p->idle_wake_cpu_us > 0; i++) {
-        if ((rc = seq_idle_wakes(p, &idle, err)) < 0)
+     * py_call_us: twice is enough) and leave that CPU out of Python's.
+     * Round 15: its preempted sends did not pay send_preempt_cpu_us, which
+     * the model takes off their Python: add it back. */
+    for (int i = 0;
+         i < 2 && (p->idle_wake_cpu_us > 0 || p->send_preempt_cpu_us > 0);
+         i++) {
+        if ((rc = seq_idle_wakes(p, &idle, &pre, err)) < 0)
             return rc;
-        other = base + idle * p->idle_wake_cpu_us;
+        other =
+            base + idle * p->idle_wake_cpu_us - pre * p->send_preempt_cpu_us;
         if (cpu_us <= other)
             return mt_err_set(err, MT_EUSAGE, 0,
                               "calibration: client CPU %.2f us per call does "
@@ -144,11 +153,12 @@ sim_fit_seq_cpu(struct sim_params *p, double cpu_us, double stdev_pct,
         p->origin[i_cv] = SIM_OR_CALIBRATED;
         snprintf(p->note[i_cv], SIM_NOTE_MAX, "%s", note);
     }
-    if (idle > 0)
+    if (idle > 0 || pre > 0)
         snprintf(note, sizeof(note),
                  "sequential client CPU %.2f us/call less %.2f us of syscall "
-                 "and wake-up CPU (%.2f idle wake-ups/call)",
-                 cpu_us, other, idle);
+                 "and wake-up CPU (%.2f idle wake-ups/call, %.2f preempted "
+                 "sends/call)",
+                 cpu_us, other, idle, pre);
     else
         snprintf(note, sizeof(note),
                  "sequential client CPU %.2f us/call less %.2f us of syscall "

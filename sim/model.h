@@ -184,6 +184,8 @@ struct sim__thread {
     uint64_t seen_switch;  /* switch_number when its last segment ended */
     uint64_t py_seg_ns;    /* CPU of its current Python segment */
     uint64_t py_miss_ns;   /* its extra CPU (miss_us, client.c) */
+    uint64_t py_credit_ns; /* send_preempt_cpu_us of this call's preempted
+                              send not yet taken off its Python (round 15) */
     uint8_t py_slot;       /* which segment of the call (SIM_XC_SLOTS) */
     uint16_t py_core;      /* cpu_pick: the core that segment's charge used */
     uint8_t after_take;    /* enum sim__after */

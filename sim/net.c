@@ -50,10 +50,24 @@ start_wake_ns(struct sim_model *m, int how)
     return how == START_WOKEN ? sim__wake_ns(m, m->p.wake_us) : 0;
 }
 
+/* The CPU of one switch at a preempted send (the peer in on the sender's
+ * core, the sender back): ctx_cpu_us, or with send_switch_busy (round 15)
+ * the measured switch on a running CPU, ctx_busy_cpu_us.  ctx_cpu_us is a
+ * ping-pong between two processes left where the scheduler puts them, so
+ * on a VM whose idle vCPUs halt it holds the halted vCPU's wake-up; the
+ * switches of a preemption happen on a CPU that is running. */
+static double
+sync_ctx_us(const struct sim_model *m)
+{
+    return m->p.send_switch_busy && m->p.ctx_busy_cpu_us > 0
+               ? m->p.ctx_busy_cpu_us
+               : m->p.ctx_cpu_us;
+}
+
 static uint64_t
 start_ctx_ns(struct sim_model *m, int how)
 {
-    return how == START_SYNC ? sim__us(m->p.ctx_cpu_us) : 0;
+    return how == START_SYNC ? sim__us(sync_ctx_us(m)) : 0;
 }
 
 /* Round 14: a request->reply sample taken on the wire (a sniffed or
@@ -218,8 +232,7 @@ resume_sender(struct sim_model *m, uint32_t c, uint32_t e)
     m->conn[c].preempted = -1;
     if (m->holding == (int32_t)e)
         m->holding = t;
-    sim__cpu_submit(m, (uint32_t)t, sim__us(m->p.ctx_cpu_us), W_PREEMPT_BACK,
-                    0);
+    sim__cpu_submit(m, (uint32_t)t, sim__us(sync_ctx_us(m)), W_PREEMPT_BACK, 0);
 }
 
 void

@@ -131,6 +131,14 @@ const struct sim_param_desc sim_param_table[] = {
       "1: a send is not preempted while the GIL waiter its drop_gil woke "
       "is still waking or queued and has the sender's home core (fair.c "
       "wake_affine_idle: sync && nr_running == 1 fails); 0: off"),
+    P("send_switch_busy", SIM_P_INT, send_switch_busy, 0, 1, "",
+      "1: the two switches of a preempted send (the peer in, the sender "
+      "back) cost ctx_busy_cpu_us, a switch on a running CPU, instead of "
+      "ctx_cpu_us (round 15); no effect while ctx_busy_cpu_us is 0"),
+    P("send_preempt_cpu_us", SIM_P_DBL, send_preempt_cpu_us, 0, 1e6, "us",
+      "client CPU a call does not pay when its send is preempted (the reply "
+      "is there at the recv: no block, no wake-up on a halted vCPU), taken "
+      "off its next Python; 0: off (round 15)"),
     P("wake_us", SIM_P_DBL, wake_us, 0, 1e6, "us",
       "wake-up latency of a blocked thread"),
     P("wake_cv", SIM_P_DBL, wake_cv, 0, 10, "",
@@ -332,6 +340,12 @@ sim_params_default(struct sim_params *p)
     set_default(p, "send_affine_waiter", "0", SIM_OR_ASSUMPTION,
                 "off: kernel/sched/fair.c wake_affine_idle's nr_running == 1 "
                 "rule, experimental (docs/sim-model.md, round 8)");
+    set_default(p, "send_switch_busy", "0", SIM_OR_ASSUMPTION,
+                "off: a preempted send's switches cost ctx_cpu_us (round "
+                "15's option, docs/sim-model.md)");
+    set_default(p, "send_preempt_cpu_us", "0", SIM_OR_ASSUMPTION,
+                "0 (off): a call whose send is preempted pays the same "
+                "client CPU (round 15's option, docs/sim-model.md)");
     set_default(p, "wake_us", "10", SIM_OR_ASSUMPTION,
                 "placeholder until measured by mtrace calibrate");
     set_default(p, "wake_cv", "0.5", SIM_OR_ASSUMPTION, "placeholder");

@@ -32,7 +32,7 @@ enum sim_origin {
     SIM_OR__COUNT
 };
 
-#define SIM_PARAMS_N 64
+#define SIM_PARAMS_N 72
 #define SIM_NOTE_MAX 160
 
 struct sim_params {
@@ -107,6 +107,10 @@ struct sim_params {
     int64_t send_affine_waiter;     /* 1: no preemption at a send while the GIL
                                        waiter its drop_gil woke is still waking
                                        or queued on the sender's home core */
+    int64_t send_switch_busy;       /* round 15: 1: a preempted send's two
+                                       switches cost ctx_busy_cpu_us */
+    double send_preempt_cpu_us;     /* round 15: client CPU a call does not
+                                       pay when its send is preempted */
     double wake_us;    /* blocked thread made runnable -> running */
     double wake_cv;    /* its coefficient of variation */
     double ctx_cpu_us; /* CPU a wake-up costs (context switch) */
@@ -125,9 +129,9 @@ struct sim_params {
     double server_cpu_us;   /* if > 0: CPU per request = min(S, this) instead */
     int64_t server_wake_in_trace; /* round 14: 1: trace samples already hold
                                      the server's wake-up and switch-in */
-    int64_t server_shares_cores; /* 1: server runs on the client's cores */
-    double net_us;               /* one-way loopback transit */
-    int proxy;                   /* enum sim_proxy */
+    int64_t server_shares_cores;  /* 1: server runs on the client's cores */
+    double net_us;                /* one-way loopback transit */
+    int proxy;                    /* enum sim_proxy */
     int64_t proxy_inline;     /* 1: the delay is applied by the server itself */
     double proxy_delay_ms;    /* added delay */
     double proxy_cpu_us;      /* proxy CPU per forwarded message */

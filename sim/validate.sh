@@ -11,7 +11,9 @@
 #     measures sequential 1000 calls (first excluded), the same sequential
 #     client's CPU per call with consecutive calls on alternating cores
 #     (--xcore: gil_xcore_cpu_us; at delay 0 --xcore-ab, round 12: also
-#     with a PM QoS request of 0 held, which validate.scn uses), then 2, 4, 10, 20 threads x 100 calls,
+#     with a PM QoS request of 0 held; round 15, --xpair: the same client as
+#     two threads in strict alternation on two cores minus on one, halting
+#     and with the request held, which validate.scn uses), then 2, 4, 10, 20 threads x 100 calls,
 #     N times (--reps, default 5).  One extra sequential
 #     run is sniffed on lo (`mtrace capture --iface lo`) for the server's
 #     request->reply times; if sniffing fails the model's default server time
@@ -19,7 +21,9 @@
 #     CPU over that run go to OUT/srvcpu<d>.txt (a comment in validate.scn).
 #  3b. A synthetic GIL workload (sim/validate_synth.py: Python work +
 #     time.sleep, 1, 2, 4, 10 threads), to test the GIL model without a
-#     driver or a server.
+#     driver or a server; since round 15 its Python CPU comes from the
+#     1-thread row's thread CPU per iteration (VALIDATE_SYNTH_CPU=0: from
+#     its mean, as before).
 #  3c. Who takes the GIL at each release (sim/validate_handover.py: a
 #     pymongo-shaped loop on socketpairs to an echo process, 1, 2, 4, 10
 #     threads): a check of the GIL model's mechanism (table 1d).
@@ -139,9 +143,11 @@ for d in 0 1; do
         # delay 0: --xcore-ab, the cross-core figure also with a PM QoS request
         # of 0 held (~1 s per repetition, GLOBAL: this script runs under the
         # bench lock; round 12)
-        xab=--xcore
-        [ "$d" = 0 ] && xab=--xcore-ab
-        "${NICE[@]}" "$PYTHON" sim/validate_bench.py "$URI" --threads "$THREADS" --label "d$d" "$xab" \
+        # and (round 15) --xpair: the move between two threads, halting and
+        # polling (~2 s per repetition, the request again ~1 s of it)
+        xab=(--xcore)
+        [ "$d" = 0 ] && xab=(--xcore-ab --xpair)
+        "${NICE[@]}" "$PYTHON" sim/validate_bench.py "$URI" --threads "$THREADS" --label "d$d" "${xab[@]}" \
             "${dumparg[@]}" >>"$OUT/meas$d.jsonl" 2>>"$OUT/bench.err" ||
             fail "benchmark failed (delay $d, rep $r)"
     done

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """validate_bench.py URI [--threads 2,4,10,20] [--calls 100] [--seq 1000]
-[--seq-only] [--xcore] [--xcore-ab] [--dump FILE] [--label L]
+[--seq-only] [--xcore] [--xcore-ab] [--xpair] [--dump FILE] [--label L]
 
 Seed 000's benchmark method (2-benchmark.py): one MongoClient; find_one
 {"_id": "test-doc-1"} timed with time.perf_counter(); sequential SEQ calls,
@@ -41,6 +41,18 @@ CPU, in both phases but more often after a move (round 12: a median of
 validate_report.py uses the poll figure.  "pmqos_before_us" is the kernel's bound before the request
 (0: someone else already held 0, the two figures are the same regime); no
 poll figures when the device cannot be opened.
+--xpair (round 15) measures the move between two threads instead of one
+thread moving: two threads make the sequential calls in strict alternation
+(one call in flight; each hands the next call to the other through a
+threading.Lock), both pinned to the first core ("same") or each to its own
+("cross"), against one thread on the first core ("one"); thread CPU per
+call around find_one only (the hand-over itself is not in it), each phase's
+mean less its top 5 %, 6 rounds of 200 calls per thread in rotating order.
+Adds "xpair_cpu_us" (the median of cross minus same: what a call pays
+because the previous call ran on the other core in another thread) and
+"xpair_one_us" (cross minus one), and with a PM QoS request of 0 held
+(as --xcore-ab) "xpair_poll_cpu_us" and "xpair_poll_one_us"; validate_report.py
+uses xpair_poll_cpu_us for gil_xcore_cpu_us when present.
 --dump appends
 "LABEL-MODE LATENCY_MS" lines (for mtrace sim --plot --measured)."""
 import argparse
@@ -101,19 +113,91 @@ def pmqos_read():
         return None
 
 
-def xcore_poll(col):
-    """--xcore-ab: (xcore, fixed) with a PM QoS request of 0 held, or None
+def with_pmqos0(fn, col, what):
+    """fn(col) with a PM QoS request of 0 held (idle vCPUs poll), or None
     when /dev/cpu_dma_latency cannot be opened for writing."""
     try:
         fd = os.open("/dev/cpu_dma_latency", os.O_WRONLY)
     except OSError as e:
-        print("validate_bench: --xcore-ab: %s" % e, file=sys.stderr)
+        print("validate_bench: %s: %s" % (what, e), file=sys.stderr)
         return None
     try:
         os.write(fd, struct.pack("i", 0))
-        return xcore(col)
+        return fn(col)
     finally:
         os.close(fd)
+
+
+def xcore_poll(col):
+    """--xcore-ab: (xcore, fixed) with a PM QoS request of 0 held, or None."""
+    return with_pmqos0(xcore, col, "--xcore-ab")
+
+
+def _tmean(xs):
+    xs = sorted(xs)
+    return statistics.mean(xs[:len(xs) - len(xs) // 20])
+
+
+def _one(col, n, cpu):
+    """n calls of one thread pinned to cpu: thread CPU per call (s)."""
+    os.sched_setaffinity(0, {cpu})
+    xs = []
+    for _ in range(n):
+        c0 = time.thread_time()
+        col.find_one({"_id": "test-doc-1"})
+        xs.append(time.thread_time() - c0)
+    return _tmean(xs)
+
+
+def _pair(col, n, cpus):
+    """Two threads pinned to cpus[0] and cpus[1] make n calls each in strict
+    alternation: thread CPU per call (s), the hand-over not included."""
+    locks = [threading.Lock(), threading.Lock()]
+    locks[1].acquire()
+    xs = [[], []]
+
+    def w(k):
+        os.sched_setaffinity(0, {cpus[k]})
+        for _ in range(n):
+            locks[k].acquire()
+            c0 = time.thread_time()
+            col.find_one({"_id": "test-doc-1"})
+            xs[k].append(time.thread_time() - c0)
+            locks[1 - k].release()
+
+    ths = [threading.Thread(target=w, args=(k,)) for k in (0, 1)]
+    for t in ths:
+        t.start()
+    for t in ths:
+        t.join()
+    return _tmean(xs[0] + xs[1])
+
+
+def xpair(col, n=200, rounds=6):
+    """See --xpair in the module doc: (cross - same, cross - one) in us, or
+    None with one core; the caller's affinity is restored."""
+    cores = sorted(os.sched_getaffinity(0))
+    if len(cores) < 2:
+        return None
+    ph = {"one": lambda: _one(col, n, cores[0]),
+          "same": lambda: _pair(col, n, (cores[0], cores[0])),
+          "cross": lambda: _pair(col, n, (cores[0], cores[1]))}
+    order = ["one", "same", "cross"]
+    got = {k: [] for k in ph}
+    try:
+        for i in range(rounds):
+            for k in order[i % 3:] + order[:i % 3]:
+                got[k].append(ph[k]())
+    finally:
+        os.sched_setaffinity(0, set(cores))
+    cs = statistics.median(x - y for x, y in zip(got["cross"], got["same"]))
+    co = statistics.median(x - y for x, y in zip(got["cross"], got["one"]))
+    return cs * 1e6, co * 1e6
+
+
+def xpair_poll(col):
+    """--xpair with a PM QoS request of 0 held, or None."""
+    return with_pmqos0(xpair, col, "--xpair")
 
 
 def threaded(col, n_threads, calls):
@@ -168,6 +252,7 @@ def main():
     ap.add_argument("--seq-only", action="store_true")
     ap.add_argument("--xcore", action="store_true")
     ap.add_argument("--xcore-ab", action="store_true")
+    ap.add_argument("--xpair", action="store_true")
     ap.add_argument("--dump")
     ap.add_argument("--label", default="run")
     a = ap.parse_args()
@@ -179,6 +264,10 @@ def main():
     x = xcore(col) if a.xcore or a.xcore_ab else None
     before = pmqos_read() if a.xcore_ab and x else None
     xp = xcore_poll(col) if a.xcore_ab and x else None
+    xq = xpair(col) if a.xpair else None
+    if xq and before is None:
+        before = pmqos_read()
+    xqp = xpair_poll(col) if xq else None
     CPU.us, CPU.vcsw, CPU.ivcsw = cpu
     extra = {"cpu_cv": round(cpu_cv, 4)}
     if x:
@@ -186,6 +275,11 @@ def main():
     if xp:
         extra.update({"xcore_poll_cpu_us": round(xp[0], 3),
                       "xcore_poll_fixed_us": round(xp[1], 3), "pmqos_before_us": before})
+    if xq:
+        extra.update({"xpair_cpu_us": round(xq[0], 3), "xpair_one_us": round(xq[1], 3)})
+    if xqp:
+        extra.update({"xpair_poll_cpu_us": round(xqp[0], 3),
+                      "xpair_poll_one_us": round(xqp[1], 3), "pmqos_before_us": before})
     row(a.label, "seq", 1, seq, a.dump, extra)
     if not a.seq_only:
         for n in [int(x) for x in a.threads.split(",") if x]:

@@ -17,6 +17,7 @@
 #include <stdio.h>
 
 #include "core/err.h"
+#include "sim/fit.h"
 #include "sim/model.h"
 #include "sim/params.h"
 
@@ -388,6 +389,83 @@ test_sim_model_send_preempt(void **state)
 }
 
 /*
+ * Round 15, send_preempt_cpu_us: a call whose send was preempted does not
+ * pay that much CPU (measured: the sequential client's CPU per call with
+ * the server pinned to another, halting CPU minus pinned to its own), taken
+ * off its next Python segments.  One thread, the parts of
+ * test_sim_model_send_preempt's call (a) with all the Python before the
+ * send (50 us) and after the last receive (50 us): pre 50, send 5, the
+ * server's 50 us on the sender's core (55..105), the sender back at 105
+ * reaches its receive before the reply (107: transit 2) and blocks, wakes
+ * at 117, recv 5, sys 5, post 50: 177 us.  With 20 us the post is 30: 157;
+ * with 60 it is 0 and the 10 left does not carry to the next call: 127;
+ * not preempted, nothing changes: 189 (pre 50, send 5, transit 2, the
+ * server's wake-up 10 and 50 us, transit 2, the client's wake-up 10, recv
+ * 5, sys 5, post 50).  The calibration from the client CPU adds the sequential
+ * model's preempted sends back: 200 us of CPU, 3 x 5 of syscalls, 51 preempted
+ * sends in 50 calls (the hello's too) x 20: py_call_us = 200 - 15 + 1.02 x 20 =
+ * 205.4.
+ */
+static void
+test_sim_model_send_preempt_cpu(void **state)
+{
+    struct sim_params p;
+    struct mt_err err = {0};
+
+    quiet_params(&p);
+    set(&p, "calls", "50");
+    set(&p, "exclude_first", "1");
+    set(&p, "server_cpu_frac", "1");
+    set(&p, "py_post_frac", "0.5");
+    set(&p, "send_preempt_p", "1");
+    assert_float_equal(run(&p, NULL).mean_ms, 0.177, 1e-9);
+    set(&p, "send_preempt_cpu_us", "20");
+    assert_float_equal(run(&p, NULL).mean_ms, 0.157, 1e-9);
+    set(&p, "send_preempt_cpu_us", "60");
+    assert_float_equal(run(&p, NULL).mean_ms, 0.127, 1e-9);
+    set(&p, "send_preempt_p", "0");
+    assert_float_equal(run(&p, NULL).mean_ms, 0.189, 1e-9);
+    set(&p, "send_preempt_p", "1");
+    set(&p, "send_preempt_cpu_us", "20");
+    assert_int_equal(sim_fit_seq_cpu(&p, 200, NAN, &err), 0);
+    assert_float_equal(p.py_call_us, 205.4, 1e-9);
+}
+
+/*
+ * Round 15, send_switch_busy: the two switches of a preempted send (the
+ * peer switched in on the sender's core, the sender switched back) cost
+ * ctx_busy_cpu_us, the measured switch on a running CPU, instead of
+ * ctx_cpu_us.  test_sim_model_send_preempt's one-thread call (a) with
+ * ctx_cpu_us 10: preempted, pre 50, send 5, the server's switch-in 10 and
+ * 50 us of CPU on the sender's core (55..115), the sender's switch back 10
+ * (115..125), mid 5, recv 5, mid 5, sys 5, post 40: 185 us (165 + 2 x 10).
+ * With the option and ctx_busy_cpu_us 2: 165 + 2 x 2 = 169.  Without a
+ * figure (ctx_busy_cpu_us 0) nothing changes, nor without preemption
+ * (184 + the server's and the client's wake-up, 2 x 10 = 204).
+ */
+static void
+test_sim_model_send_switch_busy(void **state)
+{
+    struct sim_params p;
+
+    quiet_params(&p);
+    set(&p, "calls", "50");
+    set(&p, "exclude_first", "1");
+    set(&p, "server_cpu_frac", "1");
+    set(&p, "ctx_cpu_us", "10");
+    set(&p, "send_preempt_p", "1");
+    assert_float_equal(run(&p, NULL).mean_ms, 0.185, 1e-9);
+    set(&p, "send_switch_busy", "1");
+    assert_float_equal(run(&p, NULL).mean_ms, 0.185, 1e-9); /* no figure */
+    set(&p, "ctx_busy_cpu_us", "2");
+    assert_float_equal(run(&p, NULL).mean_ms, 0.169, 1e-9);
+    set(&p, "send_preempt_p", "0");
+    assert_float_equal(run(&p, NULL).mean_ms, 0.204, 1e-9);
+    set(&p, "send_switch_busy", "0");
+    assert_float_equal(run(&p, NULL).mean_ms, 0.204, 1e-9);
+}
+
+/*
  * Who has the GIL after a preempted send (round 7).  Two threads, two
  * cores, everything deterministic: 100 us of Python per call (pre 50, mid
  * 10, mid 10, post 30), sendall / recv(header) / recv(body) each 1 us of
@@ -662,6 +740,8 @@ main(void)
         cmocka_unit_test(test_sim_model_py_cold),
         cmocka_unit_test(test_sim_model_gil_wake_cpu),
         cmocka_unit_test(test_sim_model_send_preempt),
+        cmocka_unit_test(test_sim_model_send_switch_busy),
+        cmocka_unit_test(test_sim_model_send_preempt_cpu),
         cmocka_unit_test(test_sim_model_send_preempt_convoy),
         cmocka_unit_test(test_sim_model_send_affine_waiter),
         cmocka_unit_test(test_sim_model_gil_forced_switch),
