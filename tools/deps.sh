@@ -35,11 +35,29 @@ if [ "${1:-}" = "--install" ] || [ ${#missing[@]} -gt 0 ]; then
     apt-get install -y -qq --no-install-recommends "${missing[@]:-${PKGS[@]}}" >/dev/null
 fi
 
-# The Node.js driver for the integration tests, and its snappy compressor
-# (prebuilt from the npm registry; its zstd one needs github.com), from
-# tests/integration/package.json.
-if [ ! -d tests/integration/node_modules/mongodb ] ||
-    [ ! -d tests/integration/node_modules/snappy ]; then
-    echo "deps: npm install mongodb@6 snappy@7 (tests/integration)" >&2
-    (cd tests/integration && npm install --no-audit --no-fund --silent >/dev/null)
+# The Node.js driver for the integration tests and its compressors, from
+# tests/integration/package.json: snappy@7 comes prebuilt from the npm
+# registry.  @mongodb-js/zstd's install script fetches a prebuilt addon,
+# or zstd's sources, from github.com, which this machine cannot reach: the
+# packages are installed with --ignore-scripts (none of the others has an
+# install script) and its addon is compiled here from the package's own
+# sources against Debian's libzstd and Node's headers, as its binding.gyp
+# does (C++17, exceptions, ZSTD_STATIC_LINKING_ONLY; lib/index.js loads
+# build/Release/zstd.node).
+NM=tests/integration/node_modules
+if [ ! -d $NM/mongodb ] || [ ! -d $NM/snappy ] || [ ! -d $NM/@mongodb-js/zstd ]; then
+    echo "deps: npm install mongodb@6 snappy@7 @mongodb-js/zstd@2 (tests/integration)" >&2
+    (cd tests/integration && npm install --no-audit --no-fund --silent --ignore-scripts >/dev/null)
+fi
+ZSTD_NODE=$NM/@mongodb-js/zstd/build/Release/zstd.node
+if [ ! -f $ZSTD_NODE ]; then
+    echo "deps: building $ZSTD_NODE (Debian's libzstd)" >&2
+    node_inc=$(dirname "$(command -v node)")/../include/node
+    mkdir -p "$(dirname $ZSTD_NODE)"
+    (cd $NM/@mongodb-js/zstd &&
+        c++ -std=c++17 -O2 -shared -fPIC -DZSTD_STATIC_LINKING_ONLY \
+            -DNAPI_CPP_EXCEPTIONS -I ../../node-addon-api -I "$node_inc" \
+            addon/zstd.cpp addon/compression.cpp -lzstd \
+            -o build/Release/zstd.node.tmp &&
+        mv build/Release/zstd.node.tmp build/Release/zstd.node)
 fi

@@ -2,8 +2,8 @@
 # test_driver_compression.sh -- OP_COMPRESSED from real drivers, recorded
 # and replayed.  libmongoc (snappy, zlib, zstd), pymongo 3.11 (zlib, zstd,
 # snappy: python3-zstandard, python3-snappy) and the Node.js driver (zlib,
-# snappy: npm snappy@7; its zstd module downloads from github.com at install,
-# so it is left out) talk through `mtrace capture` to
+# snappy: npm snappy@7; zstd: npm @mongodb-js/zstd@2, its addon built by
+# tools/deps.sh) talk through `mtrace capture` to
 # tests/helpers/wire_peer, which agrees on the client's compressor and
 # compresses its replies.  Then the same clients, in the same order, talk
 # to `mtrace replay` of that trace through a second capture proxy:
@@ -19,8 +19,9 @@
 PEER=$TOP/${BUILD:-build/release}/helpers/wire_peer
 MC=$TOP/${BUILD:-build/release}/helpers/wire_mongoc_compress
 [ -x "$PEER" ] && [ -x "$MC" ] || fail "wire_peer / wire_mongoc_compress not built (make helpers)"
-[ -d "$TOP/tests/integration/node_modules/mongodb" ] && [ -d "$TOP/tests/integration/node_modules/snappy" ] ||
-    fail "mongodb@6 / snappy missing in tests/integration/node_modules: run tools/deps.sh --check-or-install"
+NM=$TOP/tests/integration/node_modules
+[ -d "$NM/mongodb" ] && [ -d "$NM/snappy" ] && [ -f "$NM/@mongodb-js/zstd/build/Release/zstd.node" ] ||
+    fail "mongodb@6 / snappy / @mongodb-js/zstd (built) missing in tests/integration/node_modules: run tools/deps.sh"
 "$PYTHON" -c 'import zstandard, snappy' 2>/dev/null ||
     fail "python3-zstandard / python3-snappy missing: run tools/deps.sh --check-or-install"
 
@@ -33,7 +34,7 @@ clients() { # PORT: every client, one after the other
         "$PYTHON" "$TOP/tests/integration/wire_compress_client.py" "$1" "$c" >"$TMP/py.$c.$1" 2>&1 ||
             fail "pymongo $c on port $1: $(cat "$TMP/py.$c.$1")"
     done
-    for c in zlib snappy; do
+    for c in zlib snappy zstd; do
         (cd "$TOP/tests/integration" && node wire_compress_client.js "$1" $c) >"$TMP/node.$c.$1" 2>&1 ||
             fail "node $c on port $1: $(cat "$TMP/node.$c.$1")"
     done
