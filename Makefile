@@ -1,7 +1,7 @@
 # mtrace -- plain Makefile.  See README.md.
 #
 #   make            build ./mtrace (release flavour)
-#   make test       install missing packages, build, run unit + integration tests
+#   make test       install missing packages, build, lint, run unit + integration tests
 #   make asan       unit tests, fuzz regression and integration under ASan+UBSan
 #   make ubsan      unit tests, fuzz regression and integration under UBSan alone
 #   make tsan       unit + integration tests under TSan
@@ -139,6 +139,7 @@ integration: mtrace $(HELPER_BIN)
 
 test: check-deps
 	$(MAKE) all $(UNIT_BIN) $(FUZZ_REGRESS) $(HELPER_BIN)
+	@$(MAKE) -s lint
 	@BUILD=$(BUILD) tests/run_all.sh "$(UNIT_BIN)" "$(FUZZ_REGRESS)"
 
 # The integration suite against this flavour's binaries (never copied to
@@ -177,7 +178,7 @@ whatif: check-deps
 deps:
 	tools/deps.sh --install
 
-LINT_SRC := $(shell find core capture replay sim tools tests bench -name '*.[ch]' 2>/dev/null) mtrace.c
+LINT_SRC := $(shell find core capture replay sim tools tests bench -name node_modules -prune -o -name '*.[ch]' -print 2>/dev/null) mtrace.c
 lint:
 	@clang-format --dry-run -Werror $(LINT_SRC)
 	@! grep -nE '\b(atoi|atol|sprintf|vsprintf|strcpy|strcat|gets)\s*\(' $(LINT_SRC) || \
