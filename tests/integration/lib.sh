@@ -102,3 +102,23 @@ expect_refused() {
         fail "$*: something listens on $port after the refusal"
     fi
 }
+
+# full_trace_verdict LOG TRACE WHY: what a capture proxy whose trace ran out
+# of room (test_capture_diskfull.sh, test_fault_enospc.sh; fill_workload.py's
+# traffic) must have said and kept, its exit status checked by the caller:
+# the write failure and WHY (an ERE) in its log, forwarding on, the records
+# after the failure counted as dropped, and the trace readable up to its
+# last complete frame: the 20 finds before the limit (40 messages) and the
+# connection's open record.  Sets FULL_MSGS to the readable messages.
+full_trace_verdict() {
+    local log=$1 trace=$2 why=$3
+    grep -q 'writing the trace failed' "$log" || fail "no error line for the write failure"
+    grep -Eq "$why" "$log" || fail "the error does not say why ($why)"
+    grep -Eq 'dropped [1-9]' "$log" || fail "the summary does not count the dropped records"
+    grep -Eq 'forwarded [0-9]{6,} bytes' "$log" || fail "forwarding did not go on"
+    "$MTRACE" dump --json "$trace" >"$TMP/full.json" 2>"$TMP/full.err"
+    FULL_MSGS=$(grep -c '"type":"msg"' "$TMP/full.json")
+    echo "trace: $(stat -c %s "$trace") bytes, $FULL_MSGS messages readable; dump: $(tail -1 "$TMP/full.err")"
+    [ "$FULL_MSGS" -ge 40 ] || fail "only $FULL_MSGS messages readable from the trace"
+    grep -q '"type":"conn_open"' "$TMP/full.json" || fail "no conn_open record"
+}

@@ -55,24 +55,8 @@ if ! [ -s "$MNT2/live.zst" ]; then
     fi
 fi
 wait_port "$port"
-"$PYTHON" - "$port" <<'PY' || fail "pymongo through the proxy failed"
-import os, sys, time
-from pymongo import MongoClient
-c = MongoClient("mongodb://127.0.0.1:%s/?directConnection=true" % sys.argv[1],
-                serverSelectionTimeoutMS=5000)
-col = c.benchmark_db.test_col
-for _ in range(20):  # fits: these frames are complete before the disk fills
-    assert col.find_one({"_id": "test-doc-1"})["value"] == 42
-time.sleep(0.4)  # the writers close a frame at most 100 ms after its start
-# ~1.6 MB of incompressible traffic: far past the 192 KiB of each mount
-for i in range(400):
-    col.find_one({"_id": "test-doc-1", "pad": os.urandom(2000).hex()})
-    if i % 100 == 0:
-        time.sleep(0.15)
-for _ in range(20):
-    assert col.find_one({"_id": "test-doc-1"})["value"] == 42
-print("pymongo: 440 calls through the proxy after the disk filled up")
-PY
+"$PYTHON" "$TOP/tests/integration/fill_workload.py" "$port" ||
+    fail "pymongo through the proxy failed"
 df -k "$MNT1" "$MNT2" | sed 's/^/df: /'
 
 # The proxy: still forwarding; stop it and read its verdict.
@@ -81,16 +65,7 @@ wait $CAP
 st=$?
 cat "$TMP/cap.log"
 [ $st -eq 1 ] || fail "proxy exited $st, expected 1 (the trace could not be written)"
-grep -q 'writing the trace failed' "$TMP/cap.log" || fail "proxy: no error line for the write failure"
-grep -q 'No space left on device' "$TMP/cap.log" || fail "proxy: the error does not say ENOSPC"
-grep -Eq 'dropped [1-9]' "$TMP/cap.log" || fail "proxy: the summary does not count the dropped records"
-grep -Eq 'forwarded [0-9]{6,} bytes' "$TMP/cap.log" || fail "proxy: forwarding did not go on"
-"$MTRACE" dump --json "$MNT1/proxy.zst" >"$TMP/dump.json" 2>"$TMP/dump.err"
-n=$(grep -c '"type":"msg"' "$TMP/dump.json")
-echo "proxy trace: $(stat -c %s "$MNT1/proxy.zst") bytes, $n messages readable; dump: $(tail -1 "$TMP/dump.err")"
-# the 20 finds before the disk filled (40 messages) are in complete frames
-[ "$n" -ge 40 ] || fail "proxy: only $n messages readable from the trace on the full disk"
-grep -q '"type":"conn_open"' "$TMP/dump.json" || fail "proxy: no conn_open record"
+full_trace_verdict "$TMP/cap.log" "$MNT1/proxy.zst" 'No space left on device'
 
 [ $live -eq 1 ] || exit 0
 # The live capture stops on its own with the error (or at the latest when
