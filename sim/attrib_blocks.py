@@ -51,6 +51,9 @@ def client(argv):
     ap.add_argument("--out", required=True)
     ap.add_argument("--pmqos", type=int, help="hold /dev/cpu_dma_latency at this many us")
     ap.add_argument("--server-pid", type=int, help="also report this process's CPU per call")
+    ap.add_argument("--prefill-sessions", type=int, default=0,
+                    help="before the threaded phase, put this many server sessions in pymongo's pool "
+                         "(round 16: a new session's uuid4() drops the GIL inside Topology._lock)")
     a = ap.parse_args(argv)
     if a.pmqos is not None:  # released when the process exits
         import struct
@@ -61,19 +64,27 @@ def client(argv):
     col = cl["benchmark_db"]["test_col"]
     for _ in range(200):
         col.find_one({"_id": "test-doc-1"})
+    if a.prefill_sessions:
+        ss = [cl._topology.get_server_session() for _ in range(a.prefill_sessions)]
+        for x in ss:
+            cl._topology.return_server_session(x, True)
     lat = []
     tids = []
+    thr_ru = []
     lock = threading.Lock()
 
     def worker():
         mine = []
+        r0 = resource.getrusage(resource.RUSAGE_THREAD)
         for _ in range(a.calls):
             s = time.perf_counter()
             col.find_one({"_id": "test-doc-1"})
             mine.append((time.perf_counter() - s) * 1000)
+        r1 = resource.getrusage(resource.RUSAGE_THREAD)
         with lock:
             lat.extend(mine)
             tids.append(threading.get_native_id())
+            thr_ru.append((r1.ru_nvcsw - r0.ru_nvcsw, r1.ru_nivcsw - r0.ru_nivcsw))
 
     ths = [threading.Thread(target=worker) for _ in range(a.threads)]
     st0, ru0, sv0 = proc_stat(), resource.getrusage(resource.RUSAGE_SELF), pid_cpu(a.server_pid)
@@ -86,6 +97,7 @@ def client(argv):
     st1, ru1, sv1 = proc_stat(), resource.getrusage(resource.RUSAGE_SELF), pid_cpu(a.server_pid)
     cl.close()
     n = a.threads * a.calls
+    locks = lock_words(cl, lock)
     hz = os.sysconf("SC_CLK_TCK")
     d = [y - x for x, y in zip(st0, st1)]
     cpu = {"client_us": 1e6 * (ru1.ru_utime + ru1.ru_stime - ru0.ru_utime - ru0.ru_stime) / n,
@@ -95,12 +107,108 @@ def client(argv):
            # /proc/stat cpu line: user nice system idle iowait irq softirq steal
            "busy_cores": (sum(d[:8]) - d[3] - d[4]) / max(1, sum(d[:8])) * os.cpu_count(),
            "steal_share": d[7] / max(1, sum(d[:8])),
-           "window_us_per_call": 1e6 * (t1 - t0) / n}
+           "window_us_per_call": 1e6 * (t1 - t0) / n,
+           # the worker threads' own switches (RUSAGE_THREAD), without the main thread's
+           "worker_vcsw": sum(v for v, _ in thr_ru) / n,
+           "worker_ivcsw": sum(i for _, i in thr_ru) / n}
     json.dump({"t0": t0, "t1": t1, "tids": tids, "threads": a.threads, "calls": a.calls,
                "mean_ms": statistics.mean(lat), "stdev_pct": 100 * statistics.stdev(lat) /
-               statistics.mean(lat), "pyruntime": ctypes.addressof(rt),
-               "pyruntime_size": 0x28b20, "cpu": cpu}, open(a.out, "w"))
+               statistics.mean(lat) if len(lat) > 1 else 0.0, "pyruntime": ctypes.addressof(rt),
+               "pyruntime_size": 0x28b20, "cpu": cpu, "locks": locks}, open(a.out, "w"))
     print(json.dumps({"mean_ms": statistics.mean(lat), "cpu": cpu}))
+
+
+def sections(argv):
+    """sections URI: one thread, the Python CPU of pymongo 3.11's Topology._lock users per call
+    (round 16): select_server (held for nearly all of it), get_server_session +
+    return_server_session, and a new session's uuid.uuid4() (os.urandom drops the GIL)."""
+    import uuid
+    from pymongo import MongoClient
+    from pymongo.read_preferences import ReadPreference
+    cl = MongoClient(argv[0])
+    col = cl["benchmark_db"]["test_col"]
+    for _ in range(200):
+        col.find_one({"_id": "test-doc-1"})
+    top = cl._topology
+    sel = ReadPreference.PRIMARY
+    out = {}
+
+    def timeit(name, fn, n=3000):
+        xs = []
+        for _ in range(n):
+            t = time.thread_time_ns()
+            fn()
+            xs.append((time.thread_time_ns() - t) / 1e3)
+        xs.sort()
+        out[name] = {"p50_us": xs[n // 2], "mean_us": statistics.mean(xs[:int(n * 0.95)])}
+
+    def sess():
+        x = top.get_server_session()
+        top.return_server_session(x, True)
+    timeit("select_server", lambda: top.select_server(sel))
+    timeit("get+return_server_session", sess)
+    timeit("uuid4", uuid.uuid4)
+    timeit("find_one", lambda: col.find_one({"_id": "test-doc-1"}), 1000)
+    print(json.dumps(out))
+
+
+STAT = ["blocks", "preempted", "gil->mutex", "gil->cond", "cond __g_refs", "outside _PyRuntime",
+        "EAGAIN", "recvfrom"]
+
+
+def stat(argv):
+    """stat OUTDIR: attrib_blocks.sh's ATTRIB_STAT counts per threaded call (round 16)."""
+    def counts(run):
+        v = [int(x.split(",")[0]) for x in open(os.path.join(argv[0], "stat-%s.txt" % run))
+             if x.strip() and not x.startswith("#")]
+        return dict(zip(STAT, v))
+    b, t = counts("base"), counts("threaded")
+    c = json.load(open(os.path.join(argv[0], "client-threaded.json")))
+    n = c["threads"] * c["calls"]
+    x = {k: (t[k] - b[k]) / n for k in STAT}
+    waits = sum(x[k] for k in STAT[2:6]) - x["EAGAIN"]
+    print("threads %d x %d: mean %.3f ms, client CPU %.0f us, worker vcsw %.2f ivcsw %.2f per call"
+          % (c["threads"], c["calls"], c["mean_ms"], c["cpu"]["client_us"], c["cpu"]["worker_vcsw"],
+             c["cpu"]["worker_ivcsw"]))
+    print("per call (perf stat): " + ", ".join("%s %.2f" % (k, x[k]) for k in STAT)
+          + "; blocks not in a futex wait (recv) %.2f" % (x["blocks"] - waits))
+
+
+def lock_words(cl, mine):
+    """{name: address of the futex word} of pymongo 3.11's threading.Locks (round 16).
+
+    A 3.11 lock object (Modules/_threadmodule.c lockobject / rlockobject) holds
+    PyThread_type_lock after PyObject_HEAD (offset 16): on Linux a malloc'd
+    sem_t (Python/thread_pthread.h USE_SEMAPHORES), whose futex word is at its
+    start (glibc new_sem.data, little-endian).  Condition waits allocate a
+    fresh lock per wait: those stay "other"."""
+    out = {}
+
+    def add(name, lk):
+        if lk is not None:
+            out[name] = ctypes.c_void_p.from_address(id(lk) + 16).value
+
+    top = cl._topology
+    add("topology._lock", top._lock)
+    add("client.__lock", getattr(cl, "_MongoClient__lock", None))
+    add("client.__index_cache_lock", getattr(cl, "_MongoClient__index_cache_lock", None))
+    ex = getattr(cl, "_kill_cursors_executor", None)
+    add("kill_cursors_executor._lock", getattr(ex, "_lock", None))
+    add("bench.lat_lock", mine)
+    for i, srv in enumerate(top._servers.values()):
+        pool = srv._pool
+        add("pool%d.lock" % i, pool.lock)
+        sem = getattr(pool, "_socket_semaphore", None)
+        add("pool%d._socket_semaphore" % i, getattr(getattr(sem, "_cond", None), "_lock", None))
+        mon = getattr(srv, "_monitor", None)
+        add("monitor%d.executor._lock" % i, getattr(getattr(mon, "_executor", None), "_lock", None))
+        rtt = getattr(mon, "_rtt_monitor", None)
+        add("rtt%d._lock" % i, getattr(rtt, "_lock", None))
+        add("rtt%d.executor._lock" % i, getattr(getattr(rtt, "_executor", None), "_lock", None))
+        mp = getattr(mon, "_pool", None)
+        if mp is not None and mp is not pool:
+            add("monitor%d.pool.lock" % i, mp.lock)
+    return out
 
 
 def proc_stat():
@@ -127,6 +235,9 @@ def parse(path):
                    m.group(1).strip())
 
 
+LOCKS = {}  # futex word -> name (client JSON "locks", round 16)
+
+
 def classify(nr, args, rt, rsz):
     name = SYSCALLS.get(nr, "sys%d" % nr)
     if name != "futex":
@@ -135,6 +246,8 @@ def classify(nr, args, rt, rsz):
     op = args[1] & 0x7f  # FUTEX_PRIVATE_FLAG | FUTEX_CLOCK_REALTIME off
     if rt <= addr < rt + rsz:
         return "futex rt+0x%x op%d" % (addr - rt, op)
+    if addr in LOCKS:
+        return "lock %s op%d" % (LOCKS[addr], op)
     return "futex other op%d" % op
 
 
@@ -154,6 +267,7 @@ def analyse(argv):
     c = json.load(open(cj))
     t0, t1, rt, rsz = c["t0"], c["t1"], c["pyruntime"], c["pyruntime_size"]
     tids = set(c["tids"])
+    LOCKS.update({v: k for k, v in c.get("locks", {}).items() if v})
     ncalls = c["threads"] * c["calls"]
     th = collections.defaultdict(Thread)
     blocks = collections.Counter()
@@ -162,6 +276,7 @@ def analyse(argv):
     wakers = collections.defaultdict(collections.Counter)
     invol = collections.Counter()
     futile = collections.Counter()
+    other_addr = collections.Counter()
     idle_since = {}
     idle = collections.defaultdict(float)
     cpus = set()
@@ -214,6 +329,8 @@ def analyse(argv):
                     invol[cat] += 1
                 else:
                     blocks[cat] += 1
+                    if cat.startswith("futex other") and st.sys:
+                        other_addr[st.sys[1][0]] += 1
                     st.blocked = (t, cat)
                     st.woken = None
             if nxt in tids:
@@ -250,9 +367,14 @@ def analyse(argv):
     for k, v in ctx.most_common(25):
         if v / ncalls >= 0.02:
             print("  %-24s -> %-24s -> %-30s %.2f" % (k[0], k[1], k[2], v / ncalls))
+    if other_addr:
+        print("other futex words blocked on (address: per call): " + ", ".join(
+            "0x%x: %.2f" % (k, v / ncalls) for k, v in other_addr.most_common(6)))
+    print("client without tracing of the same run: worker vcsw %.2f ivcsw %.2f per call"
+          % (c["cpu"].get("worker_vcsw", float("nan")), c["cpu"].get("worker_ivcsw", float("nan"))))
     print("after a wake from a GIL futex, the next syscall: " + ", ".join(
         "%s %s %.2f" % (k[0], k[1], v / ncalls) for k, v in sorted(futile.items())))
 
 
 if __name__ == "__main__":
-    {"client": client, "analyse": analyse}[sys.argv[1]](sys.argv[2:])
+    {"client": client, "analyse": analyse, "sections": sections, "stat": stat}[sys.argv[1]](sys.argv[2:])

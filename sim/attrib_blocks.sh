@@ -14,6 +14,9 @@
 # of the mechanism, not a measurement of the rows.  --pmqos US holds a PM
 # QoS request for the run (see validate.sh); it is held only while the
 # lock (ATTRIB_LOCK) is, when one is given.  Needs root and perf.
+# Round 16: ATTRIB_STAT=1 counts instead of recording (perf stat with filtered
+# tracepoints: blocks by futex word, not slowed); ATTRIB_PREFILL=N puts N
+# server sessions in pymongo's pool first (see attrib_blocks.py).
 set -u
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 cd "$TOP"
@@ -52,6 +55,32 @@ nice -n -10 "$MTRACE" replay --listen 127.0.0.1:"$REP" --delay-ms "$D" --spin-us
 RPID=$!
 track_pid $RPID
 wait_port "$REP"
+if [ -n "${ATTRIB_STAT:-}" ]; then # ATTRIB_STAT=1: count with perf stat, no recording (round 16)
+    # Tracepoint counters in counting mode do not change the client's switches (round 16: 11.2
+    # voluntary switches per call with them, 11.0 without), where recording roughly halves them.
+    # Futex wait entries by word: gil->mutex, gil->cond's __g_signals, its __g_refs (glibc
+    # 2.36's group switch), and any word outside _PyRuntime (threading.Lock's sem_t: pymongo's
+    # locks).  The warm-up is counted by a 1-call run and subtracted (attrib_blocks.py stat).
+    RT=$("$PYTHON" -c 'import ctypes; print(ctypes.addressof(ctypes.c_char.in_dll(ctypes.pythonapi, "_PyRuntime")))')
+    w() { printf '0x%x' $((RT + $1)); }
+    WAIT0="(op == 0 || op == 128)" WAIT9="(op == 9 || op == 137 || op == 393)"
+    EV=(-e sched:sched_switch --filter 'prev_state == 1' -e sched:sched_switch --filter 'prev_state != 1'
+        -e syscalls:sys_enter_futex --filter "uaddr == $(w 0x1b8) && $WAIT0"
+        -e syscalls:sys_enter_futex --filter "(uaddr == $(w 0x1b0) || uaddr == $(w 0x1b4)) && $WAIT9"
+        -e syscalls:sys_enter_futex --filter "(uaddr == $(w 0x198) || uaddr == $(w 0x19c)) && $WAIT0"
+        -e syscalls:sys_enter_futex --filter "(uaddr < $(w 0) || uaddr >= $(w 0x28b20)) && ($WAIT0 || $WAIT9)"
+        -e syscalls:sys_exit_futex --filter 'ret == -11' -e syscalls:sys_enter_recvfrom)
+    for run in base threaded; do
+        n=$N k=$K
+        [ $run = base ] && n=1 k=1
+        "${LOCK[@]}" nice -n -10 perf stat -x, -o "$OUT/stat-$run.txt" "${EV[@]}" -- \
+            "$PYTHON" sim/attrib_blocks.py client "mongodb://127.0.0.1:$REP/" --threads $n --calls $k \
+            "${PMARG[@]}" --prefill-sessions "${ATTRIB_PREFILL:-0}" --server-pid $RPID \
+            --out "$OUT/client-$run.json" >/dev/null || fail "perf stat failed"
+    done
+    "$PYTHON" sim/attrib_blocks.py stat "$OUT" | tee "$OUT/stat.txt"
+    exit
+fi
 if [ -n "${ATTRIB_NO_PERF:-}" ]; then # ATTRIB_NO_PERF=1: CPU split only, no tracing
     "${LOCK[@]}" nice -n -10 "$PYTHON" sim/attrib_blocks.py client "mongodb://127.0.0.1:$REP/" \
         --threads "$N" --calls "$K" "${PMARG[@]}" --server-pid $RPID --out "$OUT/client.json"
