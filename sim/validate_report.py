@@ -102,6 +102,17 @@ def cold_lines(out):
                              "(validate_bench.py, means of the repetitions)")
 
 
+def xcore_replace(lines, note, keep, why):
+    """note (a gil_xcore_cpu_us line) takes the place of lines' own
+    gil_xcore_cpu_us line, which is kept as a comment saying why; when
+    VALIDATE_XCORE is one of keep, note is only added as a comment."""
+    if os.environ.get("VALIDATE_XCORE") in keep:
+        return lines + ["# %s (not applied: VALIDATE_XCORE=%s)" %
+                        (note, os.environ["VALIDATE_XCORE"])]
+    return ["# %s (replaced: %s)" % (l, why) if l.startswith("gil_xcore_cpu_us ") else l
+            for l in lines] + [note]
+
+
 def xcore_poll_lines(seq0, lines):
     """Round 12: validate_bench.py --xcore-ab's figure with a PM QoS request
     of 0 held: the working set's move without the halted vCPU's wake-up,
@@ -119,10 +130,7 @@ def xcore_poll_lines(seq0, lines):
     note = ("gil_xcore_cpu_us = %.3f [calibrated] the delay-0 sequential run with a PM QoS "
             "request of 0 held (validate_bench.py --xcore-ab, mean of %d repetitions; "
             "halting %.1f, halting share %.1f us)" % (poll, len(rows), halt, halt - poll))
-    if os.environ.get("VALIDATE_XCORE") == "halt":
-        return lines + ["# " + note + " (not applied: VALIDATE_XCORE=halt)"]
-    return ["# " + l + " (replaced: round 12, VALIDATE_XCORE=halt keeps it)"
-            if l.startswith("gil_xcore_cpu_us ") else l for l in lines] + [note]
+    return xcore_replace(lines, note, ("halt",), "round 12, VALIDATE_XCORE=halt keeps it")
 
 
 def xpair_lines(seq0, lines):
@@ -144,11 +152,7 @@ def xpair_lines(seq0, lines):
                 poll, len(rows), statistics.mean(r["xpair_cpu_us"] for r in rows),
                 statistics.mean(r["xpair_poll_one_us"] for r in rows),
                 statistics.mean(r["xpair_one_us"] for r in rows)))
-    if os.environ.get("VALIDATE_XCORE") in ("poll", "halt"):
-        return lines + ["# " + note + " (not applied: VALIDATE_XCORE=%s)" %
-                        os.environ["VALIDATE_XCORE"]]
-    return ["# " + l + " (replaced: round 15, VALIDATE_XCORE=poll keeps it)"
-            if l.startswith("gil_xcore_cpu_us ") else l for l in lines] + [note]
+    return xcore_replace(lines, note, ("poll", "halt"), "round 15, VALIDATE_XCORE=poll keeps it")
 
 
 def scenario(out, threads, use_cpu=True):
@@ -249,7 +253,8 @@ def synth_rows(out, host):
     # with the host facts' wake-up CPU (30 us of path at 02:47, 88 at 20:28)
     # and the 4-10-thread rows with it (docs/sim-history.md round 15)
     cpu_us = [r["cpu_us"] for r in t1 if "cpu_us" in r]
-    if SYNTH_CPU and len(cpu_us) == len(t1):
+    from_cpu = SYNTH_CPU and cpu_us and len(cpu_us) == len(t1)
+    if from_cpu:
         base += ["--seq-cpu-us", "%.3f" % statistics.mean(cpu_us)]
     lines = ["| threads | measured mean ms (reps min-max) | predicted | err | measured stdev% | predicted | diff (pts) | |",
              "|---|---|---|---|---|---|---|---|"]
@@ -269,7 +274,7 @@ def synth_rows(out, host):
         lines.append("| %s | %.3f (%.3f-%.3f) | %.3f | %+.1f%% | %.1f | %.1f | %+.1f | %s |" % (
             mode[1:], mm, min(r["mean_ms"] for r in rows), max(r["mean_ms"] for r in rows),
             p["mean_ms"], e, ms, p["stdev_pct"], p["stdev_pct"] - ms,
-            "fitted" if mode == "t1" and not (SYNTH_CPU and len(cpu_us) == len(t1)) else v))
+            "fitted" if mode == "t1" and not from_cpu else v))
     return ["", "### 1b. Synthetic GIL workload on this machine (no driver, no server)", "",
             "sim/validate_synth.py: each thread loops (pure-Python work of ~0.2 ms, then "
             "`time.sleep(0.0002)`, which releases the GIL).  Model: `releases = 2`, all Python "
@@ -281,7 +286,7 @@ def synth_rows(out, host):
                 wait_us, sleep_us, path,
                 " (its thread CPU per iteration, %.0f us, since round 15: the mean is then "
                 "predicted)" % statistics.mean(cpu_us)
-                if SYNTH_CPU and cpu_us and len(cpu_us) == len(t1) else " (its mean)"),
+                if from_cpu else " (its mean)"),
             ""] + lines
 
 
