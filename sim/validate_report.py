@@ -432,6 +432,48 @@ def table_validation(pred, meas, threads, cpu_cal=False):
     return out
 
 
+# Round 16: a 10-20-thread repetition either has pymongo 3.11's
+# Topology._lock convoy or not, and its worker threads' voluntary switches
+# per call say which (>= 10 or <= 8 in every kept data set's rows: the split
+# falls between; docs/sim-model.md "pymongo's Topology._lock convoy").
+CONVOY_VCSW = 9.0
+
+
+def table_convoy(pred, meas, threads):
+    """The threaded rows whose repetitions split by the convoy: the model
+    (no driver lock) against each side.  [] when no repetition had it or
+    the runs did not record voluntary switches."""
+    byname = {p["scenario"]: p for p in pred}
+    out = []
+    for d in (0, 1):
+        for mode in ["t%d" % t for t in threads]:
+            rows = meas[d][mode]
+            if not all("vcsw" in r for r in rows):
+                return []
+            conv = [r["mean_ms"] for r in rows if r["vcsw"] >= CONVOY_VCSW]
+            free = [r["mean_ms"] for r in rows if r["vcsw"] < CONVOY_VCSW]
+            if not conv:
+                continue
+            pm = byname["d%d-%s" % (d, mode)]["mean_ms"]
+
+            def cell(v):
+                if not v:
+                    return "- | -"
+                m = statistics.mean(v)
+                return "%.3f (%d) | %+.1f%%" % (m, len(v), 100 * (pm - m) / m)
+            out.append("| %d ms | %s threads | %.3f | %s | %s |" % (
+                d, mode[1:], pm, cell(free), cell(conv)))
+    if not out:
+        return []
+    return ["", "### 1f. Threaded rows split by pymongo's `Topology._lock` convoy (round 16)", "",
+            "A repetition counts as convoyed when its worker threads made at least %.0f voluntary "
+            "switches per call (kept data sets: >= 10 with the convoy, <= 8 without).  The model "
+            "has no driver lock; its mean against the repetitions on each side, (n) repetitions."
+            % CONVOY_VCSW, "",
+            "| delay | row | predicted mean ms | measured, no convoy (n) | err | measured, convoy (n) | err |",
+            "|---|---|---|---|---|---|---|"] + out
+
+
 def table_seed000(pred):
     out = ["| row | measured mean ms | predicted | err | measured stdev% | predicted | diff (pts) | pred p50 / p99 ms | |",
            "|---|---|---|---|---|---|---|---|---|"]
@@ -612,6 +654,7 @@ def main():
             "Target: mean within 10%, stdev% within 10 points.", ""]
     body += table_validation(pred, meas, threads, cpu_cal)
     body += load_line(out)
+    body += table_convoy(pred, meas, threads)
     body += dist_rows(out, pred)
     body += synth_rows(out, host)
     body += handover_rows(out, host)
