@@ -68,7 +68,7 @@ import time
 from pymongo import MongoClient
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "calibrate"))
-from gil_pingpong import xcore_phases  # noqa: E402  (shared with mtrace calibrate)
+from gil_pingpong import pinned_cpu, tmean5, xcore_phases  # noqa: E402  (shared with mtrace calibrate)
 
 
 CPU = threading.local()
@@ -133,22 +133,6 @@ def xcore_poll(col):
     return with_pmqos0(xcore, col, "--xcore-ab")
 
 
-def _tmean(xs):
-    xs = sorted(xs)
-    return statistics.mean(xs[:len(xs) - len(xs) // 20])
-
-
-def _one(col, n, cpu):
-    """n calls of one thread pinned to cpu: thread CPU per call (s)."""
-    os.sched_setaffinity(0, {cpu})
-    xs = []
-    for _ in range(n):
-        c0 = time.thread_time()
-        col.find_one({"_id": "test-doc-1"})
-        xs.append(time.thread_time() - c0)
-    return _tmean(xs)
-
-
 def _pair(col, n, cpus):
     """Two threads pinned to cpus[0] and cpus[1] make n calls each in strict
     alternation: thread CPU per call (s), the hand-over not included."""
@@ -170,7 +154,7 @@ def _pair(col, n, cpus):
         t.start()
     for t in ths:
         t.join()
-    return _tmean(xs[0] + xs[1])
+    return tmean5(xs[0] + xs[1])
 
 
 def xpair(col, n=200, rounds=6):
@@ -179,7 +163,8 @@ def xpair(col, n=200, rounds=6):
     cores = sorted(os.sched_getaffinity(0))
     if len(cores) < 2:
         return None
-    ph = {"one": lambda: _one(col, n, cores[0]),
+    ph = {"one": lambda: pinned_cpu(lambda: col.find_one({"_id": "test-doc-1"}), n, cores,
+                                    False),
           "same": lambda: _pair(col, n, (cores[0], cores[0])),
           "cross": lambda: _pair(col, n, (cores[0], cores[1]))}
     order = ["one", "same", "cross"]

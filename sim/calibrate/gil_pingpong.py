@@ -359,17 +359,23 @@ def contended_cpu(phases=5):
             "take_cpu_unpinned_us": statistics.median(unp) * 1e6}
 
 
-def _pinned_cpu(call, n, cores, alternate):
+def tmean5(xs):
+    """Mean less the top 5 % (a preempted call's CPU is not the call's)."""
+    xs = sorted(xs)
+    return statistics.mean(xs[:len(xs) - len(xs) // 20])
+
+
+def pinned_cpu(call, n, cores, alternate):
     """n calls of call(), each pinned to cores[0] or to the cores in turn:
-    thread CPU per call, mean less the top 5 %."""
+    thread CPU per call, mean less the top 5 % (also sim/validate_bench.py
+    --xpair's one-thread phase)."""
     xs = []
     for i in range(n):
         os.sched_setaffinity(0, {cores[i % len(cores)] if alternate else cores[0]})
         c0 = time.thread_time()
         call()
         xs.append(time.thread_time() - c0)
-    xs.sort()
-    return statistics.mean(xs[:len(xs) - len(xs) // 20])
+    return tmean5(xs)
 
 
 def xcore_phases(call, n, phases, warmup=0):
@@ -384,10 +390,10 @@ def xcore_phases(call, n, phases, warmup=0):
     diff, fixed = [], []
     try:
         if warmup:
-            _pinned_cpu(call, warmup, cores, False)
+            pinned_cpu(call, warmup, cores, False)
         for _ in range(phases):
-            f = _pinned_cpu(call, n, cores, False)
-            diff.append(_pinned_cpu(call, n, cores, True) - f)
+            f = pinned_cpu(call, n, cores, False)
+            diff.append(pinned_cpu(call, n, cores, True) - f)
             fixed.append(f)
     finally:
         os.sched_setaffinity(0, set(cores))
@@ -477,9 +483,7 @@ def idle_loop(K=400, spin_10us=5):
         os.sched_setaffinity(0, set(cores))
         a.close()
         os.waitpid(pid, 0)
-    xs.sort()
-    return (statistics.mean(xs[:len(xs) - len(xs) // 20]),
-            (r1.ru_nvcsw - r0.ru_nvcsw) / K)
+    return tmean5(xs), (r1.ru_nvcsw - r0.ru_nvcsw) / K
 
 
 def lock_loop(rounds):
