@@ -108,6 +108,16 @@ run() {
 TABLES=${TABLES:-1 2 3}
 want_table() { [[ " $TABLES " == *" $1 "* ]]; }
 calc() { awk "BEGIN { printf \"%.1f\", $* }"; }
+# median_ci: the 95 % distribution-free confidence interval of the median
+# of the numbers on stdin (one per line or space-separated): the order
+# statistics x(k) and x(n+1-k), k the largest with P(Bin(n, 1/2) <= k-1)
+# <= 0.025 (coverage >= 95 %; e.g. n = 15: x(4)-x(12), n = 31: x(10)-x(22))
+median_ci() {
+    tr ' ' '\n' | grep -v '^$' | sort -g | awk '{ v[NR] = $1 } END {
+        n = NR; t = 0.5 ^ n; c = 0; k = 0
+        for (i = 0; i <= n; i++) { c += t; if (c > 0.025) break; k = i + 1; t = t * (n - i) / (i + 1) }
+        if (k < 1) print "n/a"; else printf "%.3f-%.3fx", v[k], v[n + 1 - k] }'
+}
 median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 echo "mtrace capture vs HAProxy $(haproxy -v | awk 'NR==1 {print $3}') vs socat," \
@@ -191,9 +201,11 @@ if want_table 2; then
     done
     echo
     echo "### 2b. per repetition: requests/s of the row / HAProxy's in the same repetition"
-    echo "(won: ratio > 1; first: repetitions where the row ran before HAProxy, and how many of those it won)"
-    printf "| %-8s | %8s | %13s | %9s | %11s | %s\n" row median min-max won "won first" ratios
-    printf "|----------|----------|---------------|-----------|-------------|--------\n"
+    echo "(won: ratio > 1; first: repetitions where the row ran before HAProxy, and how many of those it won;"
+    echo " 95% CI: distribution-free confidence interval of the median ratio, order statistics"
+    echo " x(k), x(n+1-k) with k the largest such that P(Binomial(n, 1/2) < k) <= 0.025; n/a below 6 repetitions)"
+    printf "| %-8s | %8s | %15s | %13s | %9s | %11s | %s\n" row median "95% CI" min-max won "won first" ratios
+    printf "|----------|----------|-----------------|---------------|-----------|-------------|--------\n"
     for n in ${T2_CONNS:-1 16 256}; do
         for kind in ${PKINDS[$n]}; do
             case $kind in direct | haproxy) continue ;; esac
@@ -204,9 +216,9 @@ if want_table 2; then
                 <(tr ' ' '\n' <<<"${PF[$n,$kind]}" | grep -v '^$') |
                 awk 'NR == 1 { lo = $1; hi = $1 } { w += ($1 > 1); f += $2; wf += ($2 && $1 > 1)
                      if ($1 < lo) lo = $1; if ($1 > hi) hi = $1 } END { print w + 0, f + 0, wf + 0, lo, hi }')
-            printf "| %-8s | %7.3fx | %5.3f-%5.3fx | %4s of %-2s | %4s of %-4s |%s\n" "$label" \
-                "$(median <<<"${PR[$n,$kind]}")" "$lo" "$hi" "$won" "$REPS" "$wonfirst" "$first" \
-                "${PR[$n,$kind]}"
+            printf "| %-8s | %7.3fx | %15s | %5.3f-%5.3fx | %4s of %-2s | %4s of %-4s |%s\n" "$label" \
+                "$(median <<<"${PR[$n,$kind]}")" "$(median_ci <<<"${PR[$n,$kind]}")" "$lo" "$hi" \
+                "$won" "$REPS" "$wonfirst" "$first" "${PR[$n,$kind]}"
         done
     done
     echo
