@@ -397,9 +397,10 @@ parse_opt(struct cli *c, int opt, const char *a)
         c->auth_source = a;
         return 0;
     case OPT_SCRAMITER:
-        if (parse_u64(a, SCRAM_ITER_MAX, &u) < 0 || u == 0)
-            return bad("bad --scram-iterations '%s' (1..%u)", a,
-                       SCRAM_ITER_MAX);
+        if (parse_u64(a, SCRAM_ITER_MAX, &u) < 0 || u < SCRAM_ITER_MIN)
+            return bad("bad --scram-iterations '%s' (%u..%u: drivers refuse "
+                       "fewer than %u)",
+                       a, SCRAM_ITER_MIN, SCRAM_ITER_MAX, SCRAM_ITER_MIN);
         c->iterations = (uint32_t)u;
         return 0;
     default:

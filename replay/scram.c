@@ -151,9 +151,8 @@ scram_password_check(const char *password, struct mt_err *err)
     return 0;
 }
 
-/* hex(MD5(name ":mongo:" password)): SCRAM-SHA-1's password in MongoDB. */
-static int
-mongo_digest(const char *name, const char *password, char hex[33])
+int
+scram_mongo_digest(const char *name, const char *password, char hex[33])
 {
     EVP_MD_CTX *x = EVP_MD_CTX_new();
     uint8_t d[16];
@@ -208,7 +207,7 @@ scram_creds_add(struct scram_creds *c, const char *db, const char *name,
     memset(u, 0, sizeof(*u));
     snprintf(u->db, sizeof(u->db), "%s", db);
     snprintf(u->name, sizeof(u->name), "%s", name);
-    TRY(mongo_digest(name, password, hex));
+    TRY(scram_mongo_digest(name, password, hex));
     for (int m = 0; m < SCRAM_MECHS; m++) {
         size_t salt_len = mech_hlen((enum scram_mech)m) - 4; /* 16, 28 */
         const char *pass = m == SCRAM_SHA1 ? hex : password;

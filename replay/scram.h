@@ -33,9 +33,11 @@ enum scram_mech { SCRAM_SHA1 = 0, SCRAM_SHA256 = 1 };
 
 /* mongod's defaults: the server parameters scramIterationCount (10000)
  * and scramSHA256IterationCount (15000), src/mongo/db/auth/sasl_options
- * .idl; each at least 5000 there (we allow less for tests, not below 1). */
+ * .idl, each at least 5000 there).  --scram-iterations takes 4096 and up:
+ * the auth spec makes drivers refuse fewer. */
 #define SCRAM_ITER_SHA1_DEFAULT 10000u
 #define SCRAM_ITER_SHA256_DEFAULT 15000u
+#define SCRAM_ITER_MIN 4096u /* drivers refuse fewer (auth spec) */
 #define SCRAM_ITER_MAX 100000000u
 
 #define SCRAM_HASH_MAX 32   /* SHA-256 */
@@ -79,6 +81,10 @@ const char *scram_mech_name(enum scram_mech m);
 int scram_secret_derive(enum scram_mech m, const char *pass, size_t pass_len,
                         const uint8_t *salt, size_t salt_len,
                         uint32_t iterations, struct scram_secret *out);
+
+/* hex(MD5(name ":mongo:" password)), SCRAM-SHA-1's password in MongoDB
+ * (auth spec), into hex (33 bytes).  0 or MT_ECORRUPT. */
+int scram_mongo_digest(const char *name, const char *password, char hex[33]);
 
 /*
  * Checks that a password can be used with SCRAM-SHA-256 as mongod would
