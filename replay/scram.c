@@ -28,6 +28,8 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <openssl/rand.h>
+#include <stdlib.h>
+#include <stringprep.h>
 
 #include "core/mem.h"
 #include "core/wire.h" /* libbson, its warnings silenced */
@@ -131,24 +133,35 @@ out:
 }
 
 int
-scram_password_check(const char *password, struct mt_err *err)
+scram_saslprep(const char *password, char **out, struct mt_err *err)
 {
-    for (size_t i = 0; password[i] != '\0'; i++) {
-        unsigned char ch = (unsigned char)password[i];
-        if (ch >= 0x80)
-            return mt_err_set(err, MT_EUSAGE, i,
-                              "the password has a non-ASCII character at "
-                              "byte %zu: SCRAM-SHA-256 needs it SASLprep'd, "
-                              "which mtrace replay does not implement; use "
-                              "an ASCII password",
-                              i);
-        if (ch < 0x20 || ch == 0x7f)
-            return mt_err_set(err, MT_EUSAGE, i,
-                              "the password has a control character at byte "
-                              "%zu, which SASLprep prohibits",
-                              i);
+    char *p = NULL;
+    int rc =
+        stringprep_profile(password, &p, "SASLprep", STRINGPREP_NO_UNASSIGNED);
+
+    *out = NULL;
+    if (rc != STRINGPREP_OK) {
+        free(p);
+        return mt_err_set(err, MT_EUSAGE, 0,
+                          "SASLprep (RFC 4013) refuses the password: %s",
+                          stringprep_strerror((Stringprep_rc)rc));
     }
+    if (p[0] == '\0') {
+        free(p);
+        return mt_err_set(err, MT_EUSAGE, 0,
+                          "the password is empty after SASLprep");
+    }
+    *out = p;
     return 0;
+}
+
+void
+scram_saslprep_free(char *s)
+{
+    if (s == NULL)
+        return;
+    OPENSSL_cleanse(s, strlen(s));
+    free(s); /* libidn's allocation */
 }
 
 int
@@ -178,7 +191,7 @@ scram_creds_add(struct scram_creds *c, const char *db, const char *name,
 {
     struct scram_user *u, *grown;
     uint8_t salt[SCRAM_HASH_MAX];
-    char hex[33];
+    char hex[33], *prepped = NULL;
     int rc;
 
     if (db[0] == '\0' || strlen(db) >= SCRAM_DB_MAX)
@@ -192,16 +205,20 @@ scram_creds_add(struct scram_creds *c, const char *db, const char *name,
         return mt_err_set(err, MT_EUSAGE, 0,
                           "empty password (mongod refuses "
                           "one too)");
-    TRY(scram_password_check(password, err));
     if (scram_creds_find(c, db, name, strlen(name)) != NULL)
         return mt_err_set(err, MT_EUSAGE, 0, "user '%s' given twice for %s",
                           name, db);
     if (c->n >= SCRAM_USERS_MAX)
         return mt_err_set(err, MT_ELIMIT, 0, "more than %d users",
                           SCRAM_USERS_MAX);
+    if (!bson_utf8_validate(password, strlen(password), false))
+        return mt_err_set(err, MT_EUSAGE, 0, "password is not UTF-8");
+    TRY(scram_saslprep(password, &prepped, err));
     grown = mt_realloc(c->users, (c->n + 1) * sizeof(*c->users));
-    if (grown == NULL)
-        return mt_err_set(err, -ENOMEM, 0, "out of memory");
+    if (grown == NULL) {
+        rc = mt_err_set(err, -ENOMEM, 0, "out of memory");
+        goto out;
+    }
     c->users = grown;
     u = &c->users[c->n];
     memset(u, 0, sizeof(*u));
@@ -210,18 +227,25 @@ scram_creds_add(struct scram_creds *c, const char *db, const char *name,
     TRY(scram_mongo_digest(name, password, hex));
     for (int m = 0; m < SCRAM_MECHS; m++) {
         size_t salt_len = mech_hlen((enum scram_mech)m) - 4; /* 16, 28 */
-        const char *pass = m == SCRAM_SHA1 ? hex : password;
-        if (RAND_bytes(salt, (int)salt_len) != 1)
-            return mt_err_set(err, MT_ECORRUPT, 0, "RAND_bytes failed");
+        /* SHA-1: the digest of the raw password (auth spec: not
+         * SASLprep'd); SHA-256: the SASLprep'd password */
+        const char *pass = m == SCRAM_SHA1 ? hex : prepped;
+        if (RAND_bytes(salt, (int)salt_len) != 1) {
+            rc = mt_err_set(err, MT_ECORRUPT, 0, "RAND_bytes failed");
+            goto out;
+        }
         rc = scram_secret_derive((enum scram_mech)m, pass, strlen(pass), salt,
                                  salt_len, iterations[m], &u->sec[m]);
-        if (rc < 0)
-            return mt_err_set(err, rc, 0, "deriving %s keys failed",
-                              scram_mech_name((enum scram_mech)m));
+        if (rc < 0) {
+            mt_err_set(err, rc, 0, "deriving %s keys failed",
+                       scram_mech_name((enum scram_mech)m));
+            goto out;
+        }
     }
     c->n++;
 out:
     OPENSSL_cleanse(hex, sizeof(hex));
+    scram_saslprep_free(prepped);
     return rc < 0 ? rc : 0;
 }
 

@@ -6,7 +6,8 @@
  * Specs: RFC 5802 (SCRAM), RFC 7677 (SCRAM-SHA-256), and MongoDB's auth
  * spec (https://github.com/mongodb/specifications/blob/master/source/auth/
  * auth.md): SCRAM-SHA-1 uses hex(MD5("user:mongo:password")) as its
- * password, SCRAM-SHA-256 the SASLprep'd password; no channel binding.
+ * password (not SASLprep'd), SCRAM-SHA-256 the SASLprep'd password
+ * (libidn's stringprep); no channel binding.
  *
  *     client-first  n,,n=user,r=CNONCE                  (saslStart payload)
  *     server-first  r=CNONCE+SNONCE,s=SALT,i=ITER
@@ -87,13 +88,16 @@ int scram_secret_derive(enum scram_mech m, const char *pass, size_t pass_len,
 int scram_mongo_digest(const char *name, const char *password, char hex[33]);
 
 /*
- * Checks that a password can be used with SCRAM-SHA-256 as mongod would
- * prepare it: printable ASCII (SASLprep leaves it unchanged).  Non-ASCII
- * needs SASLprep's Unicode tables, which replay does not carry, and
- * control characters are prohibited by SASLprep: both refused (MT_EUSAGE,
- * err says why).
+ * SASLprep (RFC 4013) of a password for SCRAM-SHA-256, through libidn's
+ * stringprep "SASLprep" profile for stored strings (unassigned code points
+ * prohibited, as pymongo's saslprep() by default): mapping (non-ASCII
+ * spaces to space, soft hyphen and the like to nothing), NFKC, prohibited
+ * characters (controls, ...) and bidi rules.  *out (owned: the caller
+ * frees it with scram_saslprep_free) is the prepared UTF-8.  0, or
+ * MT_EUSAGE with err saying why (also when nothing is left).
  */
-int scram_password_check(const char *password, struct mt_err *err);
+int scram_saslprep(const char *password, char **out, struct mt_err *err);
+void scram_saslprep_free(char *s);
 
 /*
  * Adds user `name` of database db with password; iterations[] per

@@ -6,7 +6,10 @@
 #     replayed with --credentials: pymongo with credentials (mechanism
 #     negotiated, and authMechanism=SCRAM-SHA-1 / SCRAM-SHA-256) gets the
 #     recorded documents; a password with ':' and a user with ',' '=' '@'
-#     (SCRAM escapes =2C / =3D) work; a wrong password gets
+#     (SCRAM escapes =2C / =3D) work; a non-ASCII password works with both
+#     mechanisms, and one that SASLprep changes ("I<U+00AD>X" given, "IX"
+#     configured) with SCRAM-SHA-256 only, as against mongod; a wrong
+#     password gets
 #     OperationFailure 18, no credentials Unauthorized 13 on the first
 #     command; --auth-source puts the users in another database;
 #  2. the Node.js driver (mongodb@6): its recorded workload with
@@ -18,7 +21,7 @@
 #     saslStart/saslContinue exchanges are never served, not counted as
 #     misses (--strict passes), and said so at start;
 #  5. the summary and --summary-json count authentications; bad options
-#     (no colon, a non-ASCII password, --auth-source alone, too few
+#     (no colon, a password SASLprep prohibits, --auth-source alone, too few
 #     iterations) exit 2 with one line.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/replay_lib.sh"
@@ -28,7 +31,8 @@ MWL=$TOP/${BUILD:-build/release}/helpers/mongoc_workload
 [ -x "$MWL" ] || fail "$MWL not built (make helpers)"
 [ -d "$TOP/tests/integration/node_modules/mongodb" ] ||
     fail "mongodb@6 missing: run tools/deps.sh --check-or-install"
-CREDS=(--credentials 'app:pa:ss' --credentials 'we,ird=u@x:s3cret')
+CREDS=(--credentials 'app:pa:ss' --credentials 'we,ird=u@x:s3cret'
+       --credentials 'uni:p'$'\xc3\xa4''ssw'$'\xc3\xb6''rd' --credentials 'hy:IX')
 APP='app:pa%3Ass'
 
 # ---- 1. pymongo ----
@@ -60,6 +64,15 @@ def one(uri):
         c.close()
 print("weird", one("mongodb://we%%2Cird%%3Du%%40x:s3cret@127.0.0.1:%s/"))
 print("weird1", one("mongodb://we%%2Cird%%3Du%%40x:s3cret@127.0.0.1:%s/?authMechanism=SCRAM-SHA-1"))
+from urllib.parse import quote
+uni = quote("p\u00e4ssw\u00f6rd").replace("%", "%%")
+print("uni", one("mongodb://uni:" + uni + "@127.0.0.1:%s/"))
+print("uni1", one("mongodb://uni:" + uni + "@127.0.0.1:%s/?authMechanism=SCRAM-SHA-1"))
+# "I<SOFT HYPHEN>X" SASLprep's to "IX": SCRAM-SHA-256 logs in, SCRAM-SHA-1
+# (the digest of the raw password) does not: as against mongod
+hy = quote("I\u00adX").replace("%", "%%")
+print("hy256", one("mongodb://hy:" + hy + "@127.0.0.1:%s/?authMechanism=SCRAM-SHA-256"))
+print("hy1", one("mongodb://hy:" + hy + "@127.0.0.1:%s/?authMechanism=SCRAM-SHA-1"))
 print("wrong", one("mongodb://app:pa%%3Asx@127.0.0.1:%s/"))
 print("wrong1", one("mongodb://app:pass@127.0.0.1:%s/?authMechanism=SCRAM-SHA-1"))
 print("nouser", one("mongodb://nobody:pa%%3Ass@127.0.0.1:%s/"))
@@ -71,7 +84,10 @@ echo "$py"
 want() { grep -qx -- "$1" <<<"$py" || fail "pymongo: expected '$1' in: $py"; }
 want "weird {'_id': 'test-doc-1', 'value': 42}"
 want "weird1 {'_id': 'test-doc-1', 'value': 42}"
-for k in wrong wrong1 nouser otherdb; do
+want "uni {'_id': 'test-doc-1', 'value': 42}"
+want "uni1 {'_id': 'test-doc-1', 'value': 42}"
+want "hy256 {'_id': 'test-doc-1', 'value': 42}"
+for k in hy1 wrong wrong1 nouser otherdb; do
     want "$k code 18 AuthenticationFailed Authentication failed."
 done
 want "none code 13 Unauthorized command find requires authentication"
@@ -151,7 +167,7 @@ stop_wait $REPLAY_PID || fail "--strict replay without credentials exited $?"
 # ---- 5. summary, --auth-source, bad options ----
 stop_wait $REP_PID || fail "replay exited $?"
 log=$TMP/replay.$REP.log
-grep -q "authenticating like mongod --auth: 2 users of database admin, SCRAM-SHA-1 (10000 iterations) and SCRAM-SHA-256 (15000 iterations)" "$log" ||
+grep -q "authenticating like mongod --auth: 4 users of database admin, SCRAM-SHA-1 (10000 iterations) and SCRAM-SHA-256 (15000 iterations)" "$log" ||
     fail "no start line: $(head -3 "$log")"
 grep -q "authentication failed: wrong password" "$log" || fail "no wrong-password line"
 grep -q "authentication failed: unknown user: no user 'nobody' in database 'admin'" "$log" ||
@@ -196,8 +212,8 @@ bad_opt() { # ARGS... -- exit 2, one line containing $expect
 }
 expect="USER:PASSWORD" bad_opt --credentials nocolon
 expect="USER:PASSWORD" bad_opt --credentials :pw
-expect="non-ASCII" bad_opt --credentials 'u:caf'$'\xc3\xa9'
+expect="SASLprep (RFC 4013) refuses the password: Prohibited code points in input" bad_opt --credentials 'u:a'$'\x07''b'
 expect="empty password" bad_opt --credentials 'u:'
 expect="need --credentials" bad_opt --auth-source test
 expect="drivers refuse fewer than 4096" bad_opt --credentials u:p --scram-iterations 100
-echo "ok: pymongo (3 mechanisms, escapes, ':' password), Node and libmongoc authenticate and run their recorded workloads; wrong password 18, none 13; recorded SCRAM exchanges never served; --auth-source; bad options exit 2"
+echo "ok: pymongo (3 mechanisms, escapes, ':' and non-ASCII passwords, SASLprep), Node and libmongoc authenticate and run their recorded workloads; wrong password 18, none 13; recorded SCRAM exchanges never served; --auth-source; bad options exit 2"
