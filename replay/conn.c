@@ -469,6 +469,8 @@ on_auth(struct replay_conn *c, const struct rq *q)
     bson_t doc;
     int rc;
 
+    if (strcmp(q->req.name, "saslStart") == 0)
+        c->spec_auth = false; /* a new conversation, not hello's */
     bson_init(&doc);
     r = auth_command(cfg, &c->auth, &q->req, &doc, why, sizeof(why));
     if (r == AUTH_SUCCEEDED) {

@@ -226,7 +226,8 @@ scram_creds_add(struct scram_creds *c, const char *db, const char *name,
     snprintf(u->name, sizeof(u->name), "%s", name);
     TRY(scram_mongo_digest(name, password, hex));
     for (int m = 0; m < SCRAM_MECHS; m++) {
-        size_t salt_len = mech_hlen((enum scram_mech)m) - 4; /* 16, 28 */
+        /* mongod's Presecrets::saltLength(): hash length - 4 (16, 28) */
+        size_t salt_len = mech_hlen((enum scram_mech)m) - 4;
         /* SHA-1: the digest of the raw password (auth spec: not
          * SASLprep'd); SHA-256: the SASLprep'd password */
         const char *pass = m == SCRAM_SHA1 ? hex : prepped;

@@ -380,6 +380,14 @@ test_auth_hello_mechs_and_speculative(void **state)
              NULL);
     assert_int_equal(i64_at(&b, "ok"), 1);
     assert_false(bson_has_field(&b, "speculativeAuthenticate"));
+    /* hello's conversation abandoned for a saslStart: not speculative */
+    b = call(f, js, NULL);
+    payload_is(&b, "speculativeAuthenticate.payload", SF256);
+    b = call(f, START("SCRAM-SHA-256", SKIP), CF256);
+    b = call(f, CONT("1"), CL256);
+    assert_true(i64_at(&b, "done"));
+    assert_int_equal(f->w.st.auth_ok, 2);
+    assert_int_equal(f->w.st.speculative, 1);
 }
 
 static void
