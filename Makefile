@@ -17,7 +17,7 @@ BUILD := build/$(FLAVOUR)
 PREFIX ?= /usr/local
 VERSION := 0.1.0
 
-PKGS := libbson-1.0 libpcap libzstd zlib openssl
+PKGS := libbson-1.0 libpcap libzstd zlib openssl libidn
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lsnappy
 CMOCKA_LIBS := $(shell pkg-config --libs cmocka 2>/dev/null || echo -lcmocka)

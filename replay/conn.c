@@ -93,6 +93,10 @@ replay_stats_merge(struct replay_stats *dst, const struct replay_stats *src)
     dst->cursor_ops += src->cursor_ops;
     dst->unacked += src->unacked;
     dst->compressed += src->compressed;
+    dst->auth_ok += src->auth_ok;
+    dst->auth_failed += src->auth_failed;
+    dst->speculative += src->speculative;
+    dst->unauthorized += src->unauthorized;
     dst->bad_input += src->bad_input;
     dst->timeouts += src->timeouts;
     dst->early += src->early;
@@ -275,6 +279,8 @@ send_error(struct replay_conn *c, const struct rq *q, int code,
 
 #define STREAM_PERIOD_MIN_NS (10u * 1000 * 1000)
 
+static void auth_log(struct replay_conn *c, const char *what, const char *why);
+
 static int
 on_hello(struct replay_conn *c, const struct rq *q)
 {
@@ -283,7 +289,9 @@ on_hello(struct replay_conn *c, const struct rq *q)
     bool awaitable = handshake_awaitable(&sh->hs, &q->req, &hold_ms, &await_ms);
     bool stream = awaitable && q->req.exhaust_allowed && !q->req.legacy;
     struct replay_reply *r = NULL;
+    enum auth_result ar = AUTH_NONE;
     struct mt_buf out;
+    char why[320];
     bson_t doc;
     int32_t rid;
     int rc;
@@ -293,6 +301,12 @@ on_hello(struct replay_conn *c, const struct rq *q)
     rc =
         handshake_hello_reply(&sh->hs, &q->req, c->id,
                               (int64_t)(mt_wall_ns() / 1000000), c->self, &doc);
+    if (rc == 0 && sh->auth != NULL)
+        rc = auth_hello_append(sh->auth, &c->auth, &q->req, &doc, &ar, why,
+                               sizeof(why));
+    c->spec_auth = ar == AUTH_STEP;
+    if (ar == AUTH_FAILED)
+        auth_log(c, "speculative authentication not answered", why);
     mt_buf_init(&out, WIRE_MSG_LEN_MAX);
     if (rc == 0)
         rc = encode_body(c, q, &doc, stream ? WIRE_MSG_MORE_TO_COME : 0, &out,
@@ -432,6 +446,61 @@ on_match(struct replay_conn *c, const struct rq *q, struct index_group *g)
     return send_reply(c, q, &out, ex->latency_ns);
 }
 
+/* Authentication log lines: the first REPLAY_MISS_LOG_FIRST, then one
+ * per 1000 (a pool retrying a wrong password would flood the log). */
+static void
+auth_log(struct replay_conn *c, const char *what, const char *why)
+{
+    static _Atomic uint64_t logged;
+    uint64_t n = atomic_fetch_add(&logged, 1);
+
+    if (n < REPLAY_MISS_LOG_FIRST || n % 1000 == 0)
+        mt_warn("replay: conn %lld: %s: %s", (long long)c->id, what, why);
+}
+
+/* saslStart, saslContinue, authenticate, getnonce (auth.h). */
+static int
+on_auth(struct replay_conn *c, const struct rq *q)
+{
+    static const struct auth_cfg none = {.enabled = false};
+    const struct auth_cfg *cfg = c->w->sh->auth ? c->w->sh->auth : &none;
+    enum auth_result r;
+    char why[320];
+    bson_t doc;
+    int rc;
+
+    if (strcmp(q->req.name, "saslStart") == 0)
+        c->spec_auth = false; /* a new conversation, not hello's */
+    bson_init(&doc);
+    r = auth_command(cfg, &c->auth, &q->req, &doc, why, sizeof(why));
+    if (r == AUTH_SUCCEEDED) {
+        c->w->st.auth_ok++;
+        c->w->st.speculative += c->spec_auth;
+    } else if (r == AUTH_FAILED) {
+        c->w->st.auth_failed++;
+        auth_log(c, "authentication failed", why);
+    }
+    if (r != AUTH_STEP)
+        c->spec_auth = false;
+    rc = send_doc(c, q, &doc);
+    bson_destroy(&doc);
+    return rc;
+}
+
+/* mongod --auth: a command that needs an authenticated connection. */
+static int
+on_unauthorized(struct replay_conn *c, const struct rq *q)
+{
+    char msg[160];
+
+    c->w->st.unauthorized++;
+    if (q->req.more_to_come)
+        return 0; /* unacknowledged: refused without a reply */
+    snprintf(msg, sizeof(msg), "command %s requires authentication",
+             q->req.name);
+    return send_error(c, q, AUTH_UNAUTHORIZED_CODE, "Unauthorized", msg);
+}
+
 static int
 on_miss(struct replay_conn *c, const struct rq *q)
 {
@@ -443,9 +512,7 @@ on_miss(struct replay_conn *c, const struct rq *q)
     w->st.missed++;
     match_key_display((const char *)w->key.data, w->key.len, key, sizeof(key));
     near = index_closest(w->sh->idx, (const char *)w->key.data, w->key.len);
-    if (handshake_is_auth(q->req.name)) {
-        snprintf(msg, sizeof(msg), "%s", HANDSHAKE_AUTH_MSG);
-    } else if (near != NULL && !index_group_command_is(near, q->req.name)) {
+    if (near != NULL && !index_group_command_is(near, q->req.name)) {
         match_key_display(near->key, near->key_len, close, sizeof(close));
         snprintf(msg, sizeof(msg),
                  "mtrace replay: no recorded reply for key [%s]; the trace "
@@ -469,9 +536,6 @@ on_miss(struct replay_conn *c, const struct rq *q)
     if (n < REPLAY_MISS_LOG_FIRST || n % 1000 == 0)
         mt_warn("replay: conn %lld: miss #%llu: %s", (long long)c->id,
                 (unsigned long long)n + 1, msg);
-    if (handshake_is_auth(q->req.name))
-        return send_error(c, q, HANDSHAKE_AUTH_CODE, "AuthenticationFailed",
-                          msg);
     return send_error(c, q, REPLAY_MISS_CODE, REPLAY_MISS_CODENAME, msg);
 }
 
@@ -485,6 +549,11 @@ dispatch(struct replay_conn *c, struct rq *q, struct mt_err *err)
 
     if (handshake_is_hello(q->req.name))
         return on_hello(c, q);
+    if (w->sh->auth != NULL && w->sh->auth->enabled && c->auth.user == NULL &&
+        !auth_allowed_unauthenticated(q->req.name))
+        return on_unauthorized(c, q);
+    if (strcmp(q->req.name, "logout") == 0)
+        c->auth.user = NULL; /* then answered as recorded or built in */
     if (q->req.more_to_come) {
         /* unacknowledged (w: 0): nothing to answer, so nothing to match;
          * a trace holds such requests without replies */
@@ -495,6 +564,8 @@ dispatch(struct replay_conn *c, struct rq *q, struct mt_err *err)
         return on_getmore(c, q);
     if (strcmp(q->req.name, "killCursors") == 0)
         return on_killcursors(c, q);
+    if (auth_is_auth_cmd(q->req.name))
+        return on_auth(c, q); /* never a recorded conversation */
     g = keycache_find(&w->kc, &w->sh->idx->rules, &q->req);
     if (g != NULL)
         return on_match(c, q, g);
@@ -699,6 +770,7 @@ void
 replay_conn_close(struct replay_conn *c,
                   void (*cancel)(struct replay_reply *r, void *arg), void *arg)
 {
+    auth_session_free(&c->auth);
     while (c->head != NULL) {
         struct replay_reply *r = c->head;
         unlink_reply(c, r);

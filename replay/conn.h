@@ -23,6 +23,7 @@
 
 #include "core/buf.h"
 #include "core/loop.h"
+#include "auth.h"
 #include "cursor.h"
 #include "delay.h"
 #include "handshake.h"
@@ -41,6 +42,7 @@ struct replay_shared {
     struct cursor_table *cursors; /* borrowed */
     struct handshake hs;
     struct delay_cfg delay;
+    const struct auth_cfg *auth; /* borrowed: --credentials; NULL: none */
     _Atomic int64_t next_conn_id;
     _Atomic uint64_t misses_logged;
 };
@@ -48,8 +50,13 @@ struct replay_shared {
 struct replay_stats {
     uint64_t conns, requests, served, matched, missed, builtin, hello;
     uint64_t awaited, streamed, cursor_ops, unacked, bad_input;
-    uint64_t timeouts;   /* closed by --idle-timeout-s / --msg-timeout-s */
-    uint64_t compressed; /* replies sent in OP_COMPRESSED */
+    uint64_t timeouts;     /* closed by --idle-timeout-s / --msg-timeout-s */
+    uint64_t compressed;   /* replies sent in OP_COMPRESSED */
+    uint64_t auth_ok;      /* SASL conversations that authenticated */
+    uint64_t auth_failed;  /* authentication commands answered with an
+                              error (refused without --credentials too) */
+    uint64_t speculative;  /* ... of auth_ok begun in hello */
+    uint64_t unauthorized; /* commands refused before authentication */
     struct delay_hist requested;   /* delays asked for (held hellos excluded) */
     struct delay_hist achieved;    /* write() start - request read time */
     struct delay_hist late;        /* achieved - requested, 0 if early */
@@ -114,6 +121,8 @@ struct replay_conn {
     void *emit_arg; /* borrowed */
     char self[64];  /* the address the client connected to ("ip:port"),
                        named in replica-set hello replies; "" unknown */
+    struct auth_session auth; /* SASL conversation, authenticated user */
+    bool spec_auth;           /* the conversation began in hello */
 };
 
 /* 0 or -ENOMEM. */

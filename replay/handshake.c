@@ -28,14 +28,6 @@ handshake_is_hello(const char *name)
     return strcmp(name, "hello") == 0 || strcasecmp(name, "isMaster") == 0;
 }
 
-bool
-handshake_is_auth(const char *name)
-{
-    return strcmp(name, "saslStart") == 0 ||
-           strcmp(name, "saslContinue") == 0 ||
-           strcmp(name, "authenticate") == 0 || strcmp(name, "getnonce") == 0;
-}
-
 static int
 compressor_id(const char *name, size_t len)
 {

@@ -6,8 +6,9 @@
  * standalone's when the trace has none) with a fresh localTime, this
  * connection's connectionId, helloOk when the client asked for it, the
  * primary flag under the name the request used (ismaster for isMaster,
- * isWritablePrimary for hello), no SASL mechanisms, speculative
- * authentication or $clusterTime, and as "compression" the compressors of
+ * isWritablePrimary for hello), without the recorded saslSupportedMechs,
+ * speculativeAuthenticate (replay's own come from auth.h) or
+ * $clusterTime, and as "compression" the compressors of
  * the client's list (in its order) that replay agrees to: by default the
  * ones the recorded server agreed to (wire compression spec:
  * https://github.com/mongodb/specifications/blob/master/source/
@@ -67,18 +68,6 @@ int handshake_compress_reply(const struct handshake *hs, uint8_t compressor,
 
 /* hello, isMaster or ismaster. */
 bool handshake_is_hello(const char *name);
-
-/* An authentication command: saslStart, saslContinue, authenticate,
- * getnonce.  Their answers depend on nonces drawn per connection, so a
- * recorded conversation never matches: replay answers them with
- * AuthenticationFailed (18) and HANDSHAKE_AUTH_MSG. */
-bool handshake_is_auth(const char *name);
-#define HANDSHAKE_AUTH_CODE 18
-#define HANDSHAKE_AUTH_MSG                                                     \
-    "mtrace replay cannot authenticate: SCRAM and other mechanisms answer "    \
-    "with nonces drawn per connection, which no recorded conversation "        \
-    "matches; connect to replay without credentials (the recorded replies "    \
-    "are served to any client)"
 
 /* recorded may be NULL (then a MongoDB 7.0 standalone is described).
  * hs->compressors starts as the recorded reply's "compression" list; the

@@ -13,6 +13,7 @@
 
 #include "core/log.h"
 #include "core/mem.h"
+#include "auth.h"
 #include "handshake.h"
 #include "matchkey.h"
 
@@ -298,6 +299,10 @@ add_parsed(struct index *idx, const struct wire_msg *rq,
         return add_getmore(idx, &req, rq, rp, latency_ns, err);
     if (strcmp(req.name, "killCursors") == 0)
         return 0;
+    if (auth_is_auth_cmd(req.name)) {
+        idx->st.auth++;
+        return 0;
+    }
     mt_buf_init(&key, MATCH_KEY_LEN_MAX);
     rc = match_key_build(&idx->rules, &req, &key, err);
     if (rc == 0 &&

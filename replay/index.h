@@ -46,6 +46,7 @@ struct index_group {
 struct index_load_stats {
     uint64_t records, requests, replies, exchanges, groups;
     uint64_t hellos, getmores, unpaired, skipped, malformed;
+    uint64_t auth; /* recorded authentication exchanges, not indexed */
 };
 
 /* A recorded cursor still open at this point of the loading. */
@@ -87,8 +88,10 @@ int index_load(struct index *idx, struct trace_reader *tr, struct mt_err *err);
  * Adds one exchange from two complete messages (used by the loader and
  * by tests; both are parsed and copied).  A hello reply becomes the hello
  * template (the first one; an OP_MSG one replaces an OP_QUERY one); a
- * getMore continues the recorded cursor its request names; killCursors is
- * not indexed; anything else goes to the group of its key.  Returns 0, or
+ * getMore continues the recorded cursor its request names; killCursors and
+ * authentication commands (saslStart, saslContinue, authenticate,
+ * getnonce: their nonces never match again; replay runs its own, auth.h)
+ * are not indexed; anything else goes to the group of its key.  Returns 0, or
  * a negative code with err filled (the exchange is then skipped).
  */
 int index_add(struct index *idx, const uint8_t *req, size_t req_len,

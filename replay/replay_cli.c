@@ -8,6 +8,8 @@
  *                   [--max-conns N] [--ignore-field F]... [--keep-field F]...
  *                   [--spin-us auto|N] [--spin-max-us N] [--rt-prio N]
  *                   [--cpu-dma-latency US] [--compressors C]
+ *                   [--credentials USER:PASSWORD]... [--auth-source DB]
+ *                   [--scram-iterations N]
  *                   [--summary-json FILE] TRACE.zst|-
  *
  * Exit status: 0; 1 runtime failure (or --strict with misses); 2 bad usage.
@@ -34,6 +36,7 @@
 #include "core/sched.h"
 #include "core/trace.h"
 #include "core/wire.h"
+#include "auth.h"
 #include "handshake.h"
 #include "index.h"
 #include "server.h"
@@ -52,7 +55,12 @@ struct cli {
     const char *summary_json;
     FILE *summary_fp; /* owned: --summary-json, opened before serving */
     const char *trace;
-    int dma_lat_us; /* --cpu-dma-latency; -1: no request */
+    int dma_lat_us;               /* --cpu-dma-latency; -1: no request */
+    char *creds[SCRAM_USERS_MAX]; /* borrowed from argv: USER:PASSWORD */
+    size_t ncreds;
+    const char *auth_source; /* --auth-source; NULL: admin */
+    uint32_t iterations;     /* --scram-iterations; 0: mongod's defaults */
+    struct auth_cfg auth;    /* owned: the users, keys derived */
 };
 
 static void
@@ -111,6 +119,16 @@ usage(FILE *out)
         "                         default: it is machine-wide, and polling\n"
         "                         CPUs burn power (host CPU in a VM); needs\n"
         "                         root\n"
+        "  --credentials USER:PASSWORD\n"
+        "                         authenticate like mongod --auth: this user\n"
+        "                         (repeatable; split at the first ':') may\n"
+        "                         log in with SCRAM-SHA-1 or SCRAM-SHA-256;\n"
+        "                         other commands need a logged-in connection\n"
+        "  --auth-source DB       the database of the --credentials users\n"
+        "                         (admin), as a URI's authSource\n"
+        "  --scram-iterations N   SCRAM iteration count of both mechanisms\n"
+        "                         (mongod's defaults: SCRAM-SHA-1 10000,\n"
+        "                         SCRAM-SHA-256 15000)\n"
         "  --summary-json FILE    also write the exit summary as JSON\n"
         "                         (FILE is created at start)\n"
         "  -h, --help             this help\n\n"
@@ -210,6 +228,9 @@ enum {
     OPT_RTPRIO,
     OPT_DMALAT,
     OPT_COMPRESS,
+    OPT_CREDS,
+    OPT_AUTHDB,
+    OPT_SCRAMITER,
 };
 
 static const struct option longopts[] = {
@@ -235,6 +256,9 @@ static const struct option longopts[] = {
     {"rt-prio", required_argument, NULL, OPT_RTPRIO},
     {"cpu-dma-latency", required_argument, NULL, OPT_DMALAT},
     {"compressors", required_argument, NULL, OPT_COMPRESS},
+    {"credentials", required_argument, NULL, OPT_CREDS},
+    {"auth-source", required_argument, NULL, OPT_AUTHDB},
+    {"scram-iterations", required_argument, NULL, OPT_SCRAMITER},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -358,9 +382,66 @@ parse_opt(struct cli *c, int opt, const char *a)
         c->so.compress_set = !rec;
         return 0;
     }
+    case OPT_CREDS:
+        if (c->ncreds >= SCRAM_USERS_MAX)
+            return bad("more than %d --credentials", SCRAM_USERS_MAX);
+        if (strchr(a, ':') == NULL || a[0] == ':')
+            return bad("bad --credentials (USER:PASSWORD, split at the "
+                       "first ':')");
+        c->creds[c->ncreds++] = (char *)(uintptr_t)a; /* argv's */
+        return 0;
+    case OPT_AUTHDB:
+        if (a[0] == '\0' || strlen(a) >= SCRAM_DB_MAX ||
+            strpbrk(a, "/\\. \"$") != NULL)
+            return bad("bad --auth-source '%s' (a database name)", a);
+        c->auth_source = a;
+        return 0;
+    case OPT_SCRAMITER:
+        if (parse_u64(a, SCRAM_ITER_MAX, &u) < 0 || u < SCRAM_ITER_MIN)
+            return bad("bad --scram-iterations '%s' (%u..%u: drivers refuse "
+                       "fewer than %u)",
+                       a, SCRAM_ITER_MIN, SCRAM_ITER_MAX, SCRAM_ITER_MIN);
+        c->iterations = (uint32_t)u;
+        return 0;
     default:
         return 2;
     }
+}
+
+/* --credentials: the users, their keys derived now (mongod stores them
+ * so), and each password overwritten in argv (as mysql does) so that ps
+ * shows it less.  0, or the exit status 2. */
+static int
+setup_auth(struct cli *c)
+{
+    uint32_t it[SCRAM_MECHS] = {SCRAM_ITER_SHA1_DEFAULT,
+                                SCRAM_ITER_SHA256_DEFAULT};
+    const char *db = c->auth_source ? c->auth_source : "admin";
+    struct mt_err err = {0};
+
+    if (c->ncreds == 0) {
+        if (c->auth_source != NULL || c->iterations != 0)
+            return bad("--auth-source and --scram-iterations need "
+                       "--credentials");
+        return 0;
+    }
+    if (c->iterations != 0)
+        it[SCRAM_SHA1] = it[SCRAM_SHA256] = c->iterations;
+    for (size_t i = 0; i < c->ncreds; i++) {
+        char *colon = strchr(c->creds[i], ':');
+        *colon = '\0';
+        int rc = scram_creds_add(&c->auth.creds, db, c->creds[i], colon + 1, it,
+                                 &err);
+        if (rc < 0) {
+            scram_creds_free(&c->auth.creds);
+            return bad("--credentials for user '%s': %s", c->creds[i], err.msg);
+        }
+        *colon = ':';
+        memset(colon + 1, 'x', strlen(colon + 1));
+    }
+    c->auth.enabled = true;
+    c->so.auth = &c->auth;
+    return 0;
 }
 
 static int
@@ -403,7 +484,7 @@ parse_args(struct cli *c, int argc, char **argv)
         return 2;
     }
     c->trace = argv[optind];
-    return 0;
+    return setup_auth(c);
 }
 
 static double
@@ -413,7 +494,7 @@ ms(uint64_t ns)
 }
 
 static void
-print_summary(FILE *f, const struct replay_stats *st)
+print_summary(FILE *f, const struct replay_stats *st, bool auth)
 {
     const struct delay_hist *q = &st->requested, *a = &st->achieved,
                             *l = &st->late;
@@ -429,6 +510,15 @@ print_summary(FILE *f, const struct replay_stats *st)
             (unsigned long long)st->missed, (unsigned long long)st->unacked,
             (unsigned long long)st->bad_input, (unsigned long long)st->timeouts,
             (unsigned long long)st->compressed);
+    if (auth || st->auth_failed > 0)
+        fprintf(f,
+                "mtrace replay: authentication: %llu succeeded (%llu begun "
+                "in hello), %llu failed; %llu commands refused before "
+                "authentication\n",
+                (unsigned long long)st->auth_ok,
+                (unsigned long long)st->speculative,
+                (unsigned long long)st->auth_failed,
+                (unsigned long long)st->unauthorized);
     fprintf(f,
             "mtrace replay: delay (ms, n=%llu) requested p50 %.3f p99 %.3f "
             "max %.3f | achieved p50 %.3f p99 %.3f max %.3f | late p50 %.3f "
@@ -513,13 +603,19 @@ write_json(FILE *f, const char *path, const struct replay_stats *st,
             "{\"requests\":%llu,\"connections\":%llu,\"served\":%llu,"
             "\"matched\":%llu,\"builtin\":%llu,\"hello\":%llu,\"missed\":%llu,"
             "\"unacknowledged\":%llu,\"bad_input\":%llu,\"timeouts\":%llu,"
-            "\"early\":%llu,\"compressed\":%llu,",
+            "\"early\":%llu,\"compressed\":%llu,\"auth_ok\":%llu,"
+            "\"auth_speculative\":%llu,\"auth_failed\":%llu,"
+            "\"unauthorized\":%llu,",
             (unsigned long long)st->requests, (unsigned long long)st->conns,
             (unsigned long long)st->served, (unsigned long long)st->matched,
             (unsigned long long)st->builtin, (unsigned long long)st->hello,
             (unsigned long long)st->missed, (unsigned long long)st->unacked,
             (unsigned long long)st->bad_input, (unsigned long long)st->timeouts,
-            (unsigned long long)st->early, (unsigned long long)st->compressed);
+            (unsigned long long)st->early, (unsigned long long)st->compressed,
+            (unsigned long long)st->auth_ok,
+            (unsigned long long)st->speculative,
+            (unsigned long long)st->auth_failed,
+            (unsigned long long)st->unauthorized);
     if (p->held_us >= 0)
         fprintf(f, "\"cpu_dma_latency_us\":%d,", p->held_us);
     else
@@ -654,6 +750,21 @@ serve(const struct cli *c, struct index *idx, struct replay_stats *st)
             (unsigned long long)idx->st.getmores,
             idx->hello ? "recorded" : "built-in",
             (unsigned long long)idx->st.skipped);
+    if (c->auth.enabled)
+        mt_info("replay: authenticating like mongod --auth: %zu user%s of "
+                "database %s, SCRAM-SHA-1 (%u iterations) and SCRAM-SHA-256 "
+                "(%u iterations)",
+                c->auth.creds.n, c->auth.creds.n == 1 ? "" : "s",
+                c->auth.creds.users[0].db,
+                c->auth.creds.users[0].sec[SCRAM_SHA1].iterations,
+                c->auth.creds.users[0].sec[SCRAM_SHA256].iterations);
+    if (idx->st.auth > 0)
+        mt_info("replay: %llu recorded authentication exchanges (saslStart, "
+                "saslContinue, ...) are never served: %s",
+                (unsigned long long)idx->st.auth,
+                c->auth.enabled ? "replay runs its own SCRAM conversations"
+                                : "start replay with --credentials to "
+                                  "authenticate clients");
     sigwait(&set, &sig);
     server_stop(s);
     server_stats(s, st);
@@ -720,7 +831,7 @@ run(const struct cli *c, struct index *idx, struct pmqos *q)
     if (pmqos_current(&seen.kernel_us) < 0)
         seen.kernel_us = -1;
     pmqos_release(q);
-    print_summary(stderr, st);
+    print_summary(stderr, st, c->auth.enabled);
     print_pmqos(stderr, &seen);
     if (c->summary_fp != NULL &&
         write_json(c->summary_fp, c->summary_json, st, &seen) < 0)
@@ -736,26 +847,38 @@ run(const struct cli *c, struct index *idx, struct pmqos *q)
     return rc;
 }
 
+/* After the options: the trace loaded, served, summarised.  The exit
+ * status. */
+static int
+start(struct cli *c)
+{
+    struct index idx;
+    struct pmqos q;
+    int rc;
+
+    if (open_summary(c) != 0)
+        return 1;
+    if (hold_pmqos(c, &q) != 0 || load(c, &idx) < 0) {
+        pmqos_release(&q);
+        if (c->summary_fp != NULL)
+            fclose(c->summary_fp);
+        return 1;
+    }
+    rc = run(c, &idx, &q);
+    pmqos_release(&q);
+    index_free(&idx);
+    return rc;
+}
+
 int
 replay_cli_main(int argc, char **argv)
 {
     struct cli c;
-    struct index idx;
-    struct pmqos q;
     int rc = parse_args(&c, argc, argv);
 
     if (rc != 0)
         return rc < 0 ? 0 : rc;
-    if (open_summary(&c) != 0)
-        return 1;
-    if (hold_pmqos(&c, &q) != 0 || load(&c, &idx) < 0) {
-        pmqos_release(&q);
-        if (c.summary_fp != NULL)
-            fclose(c.summary_fp);
-        return 1;
-    }
-    rc = run(&c, &idx, &q);
-    pmqos_release(&q);
-    index_free(&idx);
+    rc = start(&c);
+    auth_cfg_free(&c.auth);
     return rc;
 }

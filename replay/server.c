@@ -344,6 +344,7 @@ server_start(const struct server_opts *o, struct index *idx, struct mt_err *err)
     s->sh.idx = idx;
     s->sh.cursors = &s->cursors;
     s->sh.delay = o->delay;
+    s->sh.auth = o->auth;
     atomic_init(&s->sh.next_conn_id, 1);
     handshake_init(&s->sh.hs, idx->hello, idx->hello_len);
     s->sh.hs.compressors =

@@ -39,6 +39,7 @@ struct server_opts {
                                 before it runs; 0: normal scheduling */
     bool compress_set;       /* --compressors given: use compress_mask */
     unsigned compress_mask;  /* instead of the recorded server's list */
+    const struct auth_cfg *auth; /* borrowed: --credentials; NULL: none */
 };
 
 #define SERVER_MSG_TIMEOUT_DEFAULT_NS (30ull * 1000000000ull)

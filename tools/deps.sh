@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 
 PKGS=(build-essential pkg-config clang libclang-rt-14-dev clang-format
       libbson-dev libmongoc-dev libpcap-dev libzstd-dev libcmocka-dev
-      zlib1g-dev libsnappy-dev libssl-dev zstd
+      zlib1g-dev libsnappy-dev libssl-dev libidn-dev zstd
       python3 python3-pymongo python3-mockupdb python3-zstandard python3-snappy
       tshark jq gnuplot-nox fonts-liberation
       haproxy socat procps iproute2 libcap2-bin groff-base)
