@@ -487,7 +487,7 @@ pconn_on_event(struct pconn *c, int d, unsigned ev)
     if (ev & (LOOP_RDHUP | LOOP_ERROR | LOOP_PRI))
         src->fin = true;
     if (__builtin_expect(c->tls[d] != NULL, 0) && (ev & LOOP_WRITE) &&
-        tls_recv_wants_write(c->tls[d]))
+        tls_wants_write(c->tls[d]))
         src->rpend = true; /* OpenSSL had to write before reading on */
     if (c->connecting)
         return;

@@ -32,7 +32,8 @@ struct tls_conn {
     bool ready;      /* handshake done */
     bool failed;     /* a fatal error: no more OpenSSL calls but free */
     bool notified;   /* close_notify sent */
-    bool want_write; /* the last tls_recv needs the socket writable */
+    bool want_write; /* the last handshake step or tls_recv needs the
+                        socket writable */
     /* A result to report at the next tls_recv (the call that met it had
      * bytes to return first): 1 EOF, 2 the failure (fail_errno). */
     int stash;
@@ -70,7 +71,7 @@ tls_ctx_fail(struct mt_err *err, SSL_CTX *ctx, const char *what,
 
     tls_collect(why, sizeof(why));
     SSL_CTX_free(ctx);
-    return mt_err_set(err, MT_EUSAGE, 0, "%s %s: %s", what, path,
+    return mt_err_set(err, -EINVAL, 0, "%s %s: %s", what, path,
                       why[0] ? why : "rejected by OpenSSL");
 }
 
@@ -100,7 +101,7 @@ tls_check_file(const char *what, const char *path, struct mt_err *err)
     FILE *f = fopen(path, "r");
 
     if (f == NULL)
-        return mt_err_set(err, MT_EUSAGE, 0, "%s %s: %s", what, path,
+        return mt_err_set(err, -errno, 0, "%s %s: %s", what, path,
                           strerror(errno));
     fclose(f);
     return 0;
@@ -294,9 +295,16 @@ tls_conn_why(const struct tls_conn *c)
 
 /* See tls.h. */
 bool
-tls_recv_wants_write(const struct tls_conn *c)
+tls_wants_write(const struct tls_conn *c)
 {
     return c->want_write;
+}
+
+/* See tls.h. */
+bool
+tls_pending(const struct tls_conn *c)
+{
+    return c->stash != 0 || SSL_has_pending(c->ssl);
 }
 
 /*
@@ -347,6 +355,7 @@ tls_handshake(struct tls_conn *c)
         return 0;
     if (c->failed)
         return MT_EPROTO;
+    c->want_write = false;
     ERR_clear_error();
     errno = 0;
     r = SSL_do_handshake(c->ssl);
@@ -356,8 +365,10 @@ tls_handshake(struct tls_conn *c)
         return 0;
     }
     e = SSL_get_error(c->ssl, r);
-    if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE)
+    if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
+        c->want_write = e == SSL_ERROR_WANT_WRITE;
         return -EAGAIN;
+    }
     if (e == SSL_ERROR_SYSCALL && se == 0 && ERR_peek_error() == 0) {
         c->failed = true;
         c->fail_errno = ECONNRESET;

@@ -99,10 +99,13 @@ ssize_t tls_recv(struct tls_conn *c, void *buf, size_t len, bool *more);
 /* Writes up to len bytes; see the top of this file. */
 ssize_t tls_send(struct tls_conn *c, const void *buf, size_t len);
 
-/* The last tls_recv returned EAGAIN because OpenSSL must write first (a
- * TLS 1.3 key update): the caller reads again on the socket's next
- * writable event. */
-bool tls_recv_wants_write(const struct tls_conn *c);
+/* The last tls_handshake or tls_recv returned EAGAIN because OpenSSL
+ * must write first (a full socket buffer; a TLS 1.3 key update): the
+ * caller tries again on the socket's next writable event. */
+bool tls_wants_write(const struct tls_conn *c);
+
+/* Decrypted bytes wait inside OpenSSL (no socket event will say so). */
+bool tls_pending(const struct tls_conn *c);
 
 /* Sends close_notify, best effort, once (nothing when the connection
  * failed).  The caller then shuts the socket down for writing. */
