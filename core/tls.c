@@ -304,7 +304,7 @@ tls_wants_write(const struct tls_conn *c)
 bool
 tls_pending(const struct tls_conn *c)
 {
-    return c->stash != 0 || SSL_has_pending(c->ssl);
+    return c->stash != 0 || SSL_pending(c->ssl) > 0;
 }
 
 /*

@@ -104,7 +104,8 @@ ssize_t tls_send(struct tls_conn *c, const void *buf, size_t len);
  * caller tries again on the socket's next writable event. */
 bool tls_wants_write(const struct tls_conn *c);
 
-/* Decrypted bytes wait inside OpenSSL (no socket event will say so). */
+/* Decrypted bytes (or an EOF or error to report) wait inside OpenSSL:
+ * no socket event will say so. */
 bool tls_pending(const struct tls_conn *c);
 
 /* Sends close_notify, best effort, once (nothing when the connection

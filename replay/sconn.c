@@ -351,16 +351,20 @@ on_conn_io(struct loop *l, int fd, void *arg, unsigned events)
 
     (void)l;
     (void)fd;
-    if (c->tls != NULL && !tls_conn_ready(c->tls) && !sconn_tls_handshake(c)) {
-        sconn_close(c, NULL); /* logged */
-        return;
+    if (c->tls != NULL && !tls_conn_ready(c->tls)) {
+        if (!sconn_tls_handshake(c)) {
+            sconn_close(c, NULL); /* logged */
+            return;
+        }
+        if (!tls_conn_ready(c->tls))
+            return; /* watching what OpenSSL waits for */
     }
     if (c->tls != NULL && (events & LOOP_WRITE) && tls_wants_write(c->tls))
         events |= LOOP_READ; /* OpenSSL had to write before reading on */
     if (events & (LOOP_READ | LOOP_ERROR)) {
         bool more = false;
         keep = sconn_read(c, &why, tmp, sizeof(tmp), &more);
-        /* decrypted bytes the input buffer could not take yet */
+        /* decrypted bytes the input buffer could not take at once */
         while (keep && more && !c->dead &&
                c->out.len - c->out_off <= SERVER_OUT_PAUSE)
             keep = sconn_read(c, &why, tmp, sizeof(tmp), &more);
@@ -369,6 +373,15 @@ on_conn_io(struct loop *l, int fd, void *arg, unsigned events)
         sconn_flush(c);
     else if (keep)
         sconn_watch(c, LOOP_READ);
+    /* TLS: reading resumed (output drained) with bytes OpenSSL decrypted
+     * earlier: no socket event will announce them */
+    while (keep && !c->dead && c->tls != NULL && tls_pending(c->tls) &&
+           (c->watching & LOOP_READ)) {
+        bool more = false;
+        keep = sconn_read(c, &why, tmp, sizeof(tmp), &more);
+        if (c->out.len > c->out_off)
+            sconn_flush(c);
+    }
     if (!keep || c->dead)
         sconn_close(c, why ? why : (c->dead ? "write failed" : NULL));
 }

@@ -26,18 +26,26 @@ server certificate.
    through TLS); plain client -> TLS upstream.
 5. Mutual TLS (--tls-ca): a client with a certificate of the CA works,
    one without is refused and logged.
+6. A burst of 40 replies of 256 KiB (10 MiB) from a raw upstream behind
+   socat TLS to a raw TLS client that reads slowly: every byte arrives in
+   order (TLS writes to a full socket resume on EPOLLOUT), the upstream's
+   close reaches the client as close_notify + EOF, and the trace holds the
+   40 replies to the one request.
 """
 import json
 import os
 import re
 import socket
+import ssl
+import struct
 import subprocess
 import sys
 import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from capture_lib import (TOP, Env, Recorder, check, check_pairs, msgs,  # noqa: E402
+from capture_lib import (TOP, Env, RawUpstream, Recorder, check, check_pairs,  # noqa: E402
+                         msgs, op_msg, op_msg_burst, recv_msg,
                          summary_bytes, wait_closed)
 from tls_lib import client_hello, make_certs, start_socat_tls  # noqa: E402
 
@@ -299,6 +307,67 @@ def case_mutual(env, certs, mock):
     print("ok: --tls-ca requires a client certificate")
 
 
+class Burst(RawUpstream):
+    """Reads one request, answers it with N replies of SIZE bytes, closes."""
+    N, SIZE = 40, 256 << 10
+
+    def __init__(self):
+        super().__init__(conns=1)
+        self.sent = b""
+        self.start()
+
+    def serve_conn(self, s):
+        req = recv_msg(s, 10)
+        rid = struct.unpack("<i", req[4:8])[0]
+        self.sent = op_msg_burst(self.N, self.SIZE, 1000, rid, b"\x61")
+        s.sendall(self.sent)
+        s.close()
+
+
+def case_burst(env, certs):
+    ca = certs["ca"]
+    up = Burst()
+    tls_up = start_socat_tls(env, certs["server_pem"], up.port)
+    cap = env.start_capture("localhost:%d" % tls_up, extra=[
+        "--tls-cert", certs["server_pem"], "--target-tls", "--target-tls-ca", ca])
+    ctx = ssl.create_default_context(cafile=ca)
+    raw = socket.create_connection(("127.0.0.1", cap.port))
+    s = ctx.wrap_socket(raw, server_hostname="localhost")
+    s.sendall(op_msg(77, {"find": "big", "$db": "benchmark_db"}))
+    # a slow reader: the proxy's TLS writes fill the socket and wait for
+    # EPOLLOUT (chunks in a list: bytes += would copy 10 MB 600 times)
+    t0, parts, how = time.time(), [], "eof"
+    s.settimeout(20)
+    try:
+        while True:
+            chunk = s.recv(64 << 10)
+            if not chunk:
+                break
+            parts.append(chunk)
+            if len(parts) % 8 == 0:
+                time.sleep(0.005)
+    except (OSError, socket.timeout) as e:
+        how = repr(e)
+    data = b"".join(parts)
+    print("burst: %d bytes in %d reads, %.1f s" % (len(data), len(parts), time.time() - t0))
+    check(how == "eof", "burst: ended with %s after %d bytes" % (how, len(data)))
+    check(up.join(10) and up.error is None, "upstream: %s" % up.error)
+    check(data == up.sent, "burst: got %d bytes, sent %d, equal %s" %
+          (len(data), len(up.sent), data == up.sent))
+    s.close()
+    text = cap.stop()
+    recs = env.dump(cap.out)
+    reps = msgs(recs, "s2c")
+    check(len(reps) == Burst.N and all(r["response_to"] == 77 for r in reps),
+          "burst: %d replies in the trace" % len(reps))
+    recorded, forwarded, _ = summary_bytes(text)
+    check(recorded == forwarded, "burst: recorded %d forwarded %d" % (recorded, forwarded))
+    closes = [r for r in recs if r["type"] == "conn_close"]
+    check([r["reason"] for r in closes] == ["normal"], "burst close %r" % closes)
+    print("ok: %d bytes of replies through TLS both ways to a slow reader, close_notify "
+          "and EOF, %d replies recorded" % (len(data), len(reps)))
+
+
 def main():
     with Env() as env:
         certs = make_certs(env.tmp)
@@ -308,6 +377,7 @@ def main():
         case_bad_target(env, certs, tls_up)
         case_mixed(env, certs, mock, tls_up)
         case_mutual(env, certs, mock)
+        case_burst(env, certs)
 
 
 if __name__ == "__main__":
