@@ -60,7 +60,8 @@ capture_usage(FILE *out)
         "                      [--tls-cert FILE [--tls-key FILE] [--tls-ca "
         "FILE]]\n"
         "                      [--target-tls [--target-tls-ca FILE | "
-        "--target-tls-insecure]]\n"
+        "--target-tls-insecure]\n"
+        "                      [--target-tls-cert FILE]]\n"
         "                      [--zstd-level L] [--cpu-dma-latency US] "
         "[--redact [FIELD]]...\n"
         "       mtrace capture --pcap FILE [--port N]... [--filter BPF] -o "
@@ -169,6 +170,10 @@ capture_usage(FILE *out)
         "(anyone on the\n"
         "                      path can read and change the traffic); for "
         "tests only\n"
+        "  --target-tls-cert FILE  present this certificate (PEM, with its "
+        "key) when\n"
+        "                      the target asks for one (client certificates "
+        "required)\n"
         "\n"
         "Pcap / live mode (see docs/capture-pcap.md):\n"
         "  --pcap FILE         read a pcap or pcapng file\n"
@@ -367,6 +372,7 @@ enum {
     OPT_TARGET_TLS,
     OPT_TARGET_TLS_CA,
     OPT_TARGET_TLS_INSECURE,
+    OPT_TARGET_TLS_CERT,
 };
 
 struct capture_args {
@@ -488,6 +494,9 @@ capture_parse_tls_opt(int c, const char *arg, struct capture_args *a)
     case OPT_TARGET_TLS_CA:
         a->px.target_tls_ca = arg;
         break;
+    case OPT_TARGET_TLS_CERT:
+        a->px.target_tls_cert = arg;
+        break;
     default: /* OPT_TARGET_TLS_INSECURE */
         a->px.target_tls_insecure = true;
         break;
@@ -505,10 +514,11 @@ capture_check_tls(struct capture_args *a)
         a->px.tls_cert == NULL)
         return capture_bad("--tls-key and --tls-ca need --tls-cert (the "
                            "proxy's certificate for TLS clients)");
-    if ((a->px.target_tls_ca != NULL || a->px.target_tls_insecure) &&
+    if ((a->px.target_tls_ca != NULL || a->px.target_tls_insecure ||
+         a->px.target_tls_cert != NULL) &&
         !a->px.target_tls)
-        return capture_bad("--target-tls-ca and --target-tls-insecure need "
-                           "--target-tls");
+        return capture_bad("--target-tls-ca, --target-tls-insecure and "
+                           "--target-tls-cert need --target-tls");
     if (a->px.target_tls_ca != NULL && a->px.target_tls_insecure)
         return capture_bad("--target-tls-ca and --target-tls-insecure "
                            "exclude each other");
@@ -624,6 +634,7 @@ capture_parse(int argc, char **argv, struct capture_args *a, const char **out)
         {"target-tls", no_argument, NULL, OPT_TARGET_TLS},
         {"target-tls-ca", required_argument, NULL, OPT_TARGET_TLS_CA},
         {"target-tls-insecure", no_argument, NULL, OPT_TARGET_TLS_INSECURE},
+        {"target-tls-cert", required_argument, NULL, OPT_TARGET_TLS_CERT},
         {"redact", optional_argument, NULL, OPT_REDACT},
         {"quiet", no_argument, NULL, OPT_QUIET},
         {"force", no_argument, NULL, OPT_FORCE},
@@ -680,6 +691,7 @@ capture_parse(int argc, char **argv, struct capture_args *a, const char **out)
         case OPT_TARGET_TLS:
         case OPT_TARGET_TLS_CA:
         case OPT_TARGET_TLS_INSECURE:
+        case OPT_TARGET_TLS_CERT:
             (void)capture_parse_tls_opt(c, optarg, a);
             break;
         case OPT_PCAP:

@@ -403,9 +403,14 @@ pconn_read(struct pconn *c, int d, bool force)
         }
         if (c->tls[d] != NULL && errno == EPROTO)
             mt_warn("capture: conn %llu from %s: TLS error from the %s: %s; "
-                    "treated as a reset",
+                    "treated as a reset%s",
                     (unsigned long long)c->id, c->client, pconn__side(d),
-                    tls_conn_why(c->tls[d]));
+                    tls_conn_why(c->tls[d]),
+                    d == TRACE_DIR_S2C && strstr(tls_conn_why(c->tls[d]),
+                                                 "certificate required") != NULL
+                        ? " (the target requires a client certificate: "
+                          "--target-tls-cert)"
+                        : "");
         pconn_on_reset(c, d);
         return;
     }

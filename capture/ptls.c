@@ -28,6 +28,10 @@ ptls_init(struct proxy *p, const struct proxy_opts *o, struct mt_err *err)
             tls_ctx_client_new(o->target_tls_ca, o->target_tls_insecure, err);
         if (p->tls_connect == NULL)
             return err->code;
+        if (o->target_tls_cert != NULL &&
+            tls_ctx_client_cert(p->tls_connect, o->target_tls_cert, NULL, err) <
+                0)
+            return err->code;
         snprintf(p->tls_host, sizeof(p->tls_host), "%s", o->target_host);
     }
     return 0;

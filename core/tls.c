@@ -123,17 +123,55 @@ tls_ctx_wrap(SSL_CTX *ssl_ctx, bool server, bool verify, struct mt_err *err)
     return ctx;
 }
 
+/* Loads the certificate chain and its key (key_path, or cert_path when
+ * NULL) into ctx and checks they match; 0 or err set (ctx kept). */
+static int
+tls_ctx_use_cert(SSL_CTX *ctx, const char *cert_path, const char *key_path,
+                 struct mt_err *err)
+{
+    const char *key = key_path != NULL ? key_path : cert_path;
+    char why[TLS_WHY_LEN] = "";
+
+    if (tls_check_file("TLS certificate", cert_path, err) < 0 ||
+        tls_check_file("TLS private key", key, err) < 0)
+        return err->code;
+    ERR_clear_error();
+    if (SSL_CTX_use_certificate_chain_file(ctx, cert_path) != 1) {
+        tls_collect(why, sizeof(why));
+        return mt_err_set(err, -EINVAL, 0, "TLS certificate (PEM) %s: %s",
+                          cert_path, why[0] ? why : "rejected by OpenSSL");
+    }
+    if (SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1) {
+        tls_collect(why, sizeof(why));
+        if (strstr(why, "mismatch") != NULL)
+            return mt_err_set(err, -EINVAL, 0,
+                              "TLS private key %s does not match the "
+                              "certificate %s",
+                              key, cert_path);
+        return mt_err_set(err, -EINVAL, 0, "TLS private key (PEM%s) %s: %s",
+                          key_path != NULL ? ""
+                                           : ", expected in the certificate "
+                                             "file",
+                          key, why[0] ? why : "rejected by OpenSSL");
+    }
+    if (SSL_CTX_check_private_key(ctx) != 1) {
+        ERR_clear_error();
+        return mt_err_set(err, -EINVAL, 0,
+                          "TLS private key %s does not match the certificate "
+                          "%s",
+                          key, cert_path);
+    }
+    return 0;
+}
+
 /* See tls.h. */
 struct tls_ctx *
 tls_ctx_server_new(const char *cert_path, const char *key_path,
                    const char *ca_path, struct mt_err *err)
 {
-    const char *key = key_path != NULL ? key_path : cert_path;
     SSL_CTX *ctx;
 
-    if (tls_check_file("TLS certificate", cert_path, err) < 0 ||
-        tls_check_file("TLS private key", key, err) < 0 ||
-        (ca_path != NULL && tls_check_file("TLS CA file", ca_path, err) < 0))
+    if (ca_path != NULL && tls_check_file("TLS CA file", ca_path, err) < 0)
         return NULL;
     ERR_clear_error();
     if ((ctx = tls_ctx_base(TLS_server_method())) == NULL) {
@@ -144,23 +182,8 @@ tls_ctx_server_new(const char *cert_path, const char *key_path,
      * pooled connections). */
     SSL_CTX_set_num_tickets(ctx, 0);
     SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
-    if (SSL_CTX_use_certificate_chain_file(ctx, cert_path) != 1) {
-        tls_ctx_fail(err, ctx, "TLS certificate (PEM)", cert_path);
-        return NULL;
-    }
-    if (SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1) {
-        tls_ctx_fail(err, ctx,
-                     key_path != NULL ? "TLS private key (PEM)"
-                                      : "TLS private key (PEM, expected in "
-                                        "the certificate file)",
-                     key);
-        return NULL;
-    }
-    if (SSL_CTX_check_private_key(ctx) != 1) {
-        tls_ctx_fail(err, ctx,
-                     "TLS private key does not match the "
-                     "certificate:",
-                     key);
+    if (tls_ctx_use_cert(ctx, cert_path, key_path, err) < 0) {
+        SSL_CTX_free(ctx);
         return NULL;
     }
     if (ca_path != NULL) {
@@ -204,6 +227,14 @@ tls_ctx_client_new(const char *ca_path, bool insecure, struct mt_err *err)
         SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
     }
     return tls_ctx_wrap(ctx, false, !insecure, err);
+}
+
+/* See tls.h. */
+int
+tls_ctx_client_cert(struct tls_ctx *ctx, const char *cert_path,
+                    const char *key_path, struct mt_err *err)
+{
+    return tls_ctx_use_cert(ctx->ssl_ctx, cert_path, key_path, err);
 }
 
 /* See tls.h. */

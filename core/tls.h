@@ -64,6 +64,15 @@ struct tls_ctx *tls_ctx_server_new(const char *cert_path, const char *key_path,
 struct tls_ctx *tls_ctx_client_new(const char *ca_path, bool insecure,
                                    struct mt_err *err);
 
+/*
+ * Gives a client context a certificate to present when the server asks
+ * for one (mongod with client certificates required, X.509 users): the
+ * chain from cert_path, the key from key_path or cert_path.  0, or a
+ * negative code with err set.
+ */
+int tls_ctx_client_cert(struct tls_ctx *ctx, const char *cert_path,
+                        const char *key_path, struct mt_err *err);
+
 /* True for a client context that verifies the server's certificate, or
  * a server context that requires client certificates. */
 bool tls_ctx_verifies(const struct tls_ctx *ctx);

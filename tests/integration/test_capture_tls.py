@@ -25,7 +25,9 @@ server certificate.
 4. TLS client -> plain upstream with --delay-ms 2 (held replies written
    through TLS); plain client -> TLS upstream.
 5. Mutual TLS (--tls-ca): a client with a certificate of the CA works,
-   one without is refused and logged.
+   one without is refused and logged.  A target that requires client
+   certificates: refused without --target-tls-cert (logged,
+   upstream-fail), served with it.
 6. A burst of 40 replies of 256 KiB (10 MiB) from a raw upstream behind
    socat TLS to a raw TLS client that reads slowly: every byte arrives in
    order (TLS writes to a full socket resume on EPOLLOUT), the upstream's
@@ -305,6 +307,20 @@ def case_mutual(env, certs, mock):
              "no client certificate")
     cap.stop()
     print("ok: --tls-ca requires a client certificate")
+    strict_up = start_socat_tls(env, certs["server_pem"], mock, client_ca=ca)
+    tls_args = ["--tls-cert", certs["server_pem"], "--target-tls", "--target-tls-ca", ca]
+    cap = env.start_capture("localhost:%d" % strict_up, extra=tls_args)
+    must_fail(tls_client(cap.port, ca, sst=1500), "target wants a client certificate")
+    # TLS 1.3: the client's handshake is over before the server checks the
+    # certificate; its alert comes with the first read
+    wait_log(cap, r"(TLS handshake with the target|TLS error from the server)[^\n]*"
+             r"certificate required[^\n]*--target-tls-cert", "no --target-tls-cert")
+    cap.stop()
+    cap = env.start_capture("localhost:%d" % strict_up,
+                            extra=tls_args + ["--target-tls-cert", certs["client_pem"]])
+    good_call(cap.port, ca, "--target-tls-cert")
+    cap.stop()
+    print("ok: --target-tls-cert for a target that requires client certificates")
 
 
 class Burst(RawUpstream):

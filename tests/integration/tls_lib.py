@@ -77,14 +77,16 @@ def wait_port(port, limit=10):
     raise RuntimeError("nothing listens on port %d after %d s" % (port, limit))
 
 
-def start_socat_tls(env, cert_pem, upstream_port, port=None):
-    """A TLS front (socat OPENSSL-LISTEN, certificate cert_pem, no client
-    certificate asked) for the plain server on upstream_port, started
-    through env.spawn (killed with env); returns its port."""
+def start_socat_tls(env, cert_pem, upstream_port, port=None, client_ca=None):
+    """A TLS front (socat OPENSSL-LISTEN, certificate cert_pem; with
+    client_ca, a client certificate of that CA is required) for the plain
+    server on upstream_port, started through env.spawn (killed with env);
+    returns its port."""
     from capture_lib import free_port
     port = port or free_port()
-    env.spawn(["socat", "OPENSSL-LISTEN:%d,bind=127.0.0.1,reuseaddr,fork,cert=%s,verify=0"
-               % (port, cert_pem), "TCP:127.0.0.1:%d" % upstream_port],
+    verify = "verify=1,cafile=%s" % client_ca if client_ca else "verify=0"
+    env.spawn(["socat", "OPENSSL-LISTEN:%d,bind=127.0.0.1,reuseaddr,fork,cert=%s,%s"
+               % (port, cert_pem, verify), "TCP:127.0.0.1:%d" % upstream_port],
               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     wait_port(port)
     return port
