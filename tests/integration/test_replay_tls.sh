@@ -9,6 +9,8 @@
 #     error for an unrecorded query.
 #  2. A plain pymongo client against the TLS replay fails cleanly (a "TLS
 #     handshake failed" line), and a TLS client is served right after.
+#     Requests of 8 to 45 MB (driver_bigdoc.py) recorded through
+#     `capture --tls-cert` and replayed by `replay --tls-cert`: same answers.
 #  3. --tls-cert + --tls-key as two files, --tls-ca: a client certificate
 #     of the CA is required (pymongo with and without one).
 #  4. Usage: --tls-key without --tls-cert exits 2; an unreadable
@@ -99,6 +101,28 @@ start_replay REP "$TMP/c.zst" --tls-cert "$PEM"
     fail "mongoc over TLS failed"
 check_replay c '"call": "miss"'
 stop_wait $REPLAY_PID || fail "replay exited $?"
+
+# requests of several MB (8 MiB, 3 x 15 MiB near maxMessageSizeBytes, 4
+# MiB): recorded through a TLS capture proxy (TLS client -> plain mock),
+# replayed by a TLS replay; pymongo gets the same answers both times
+CPORT=$(free_port)
+"$MTRACE" capture --listen 127.0.0.1:"$CPORT" --target 127.0.0.1:"$MOCK" --tls-cert "$PEM" \
+    -o "$TMP/big.zst" 2>"$TMP/big.log" &
+CAPTURE_PID=$!
+track_pid $CAPTURE_PID
+wait_port "$CPORT"
+"$PYTHON" "$TOP/tests/integration/driver_bigdoc.py" "mongodb://127.0.0.1:$CPORT/?$TQ" >"$TMP/big.capture" ||
+    fail "bigdoc through the TLS proxy"
+stop_wait $CAPTURE_PID || fail "capture exited $?"
+grep -q '"error"' "$TMP/big.capture" && fail "bigdoc through the TLS proxy: $(cat "$TMP/big.capture")"
+grep -q "recorded \([0-9]*\) bytes = forwarded" "$TMP/big.log" || fail "big: recorded != forwarded: $(tail -3 "$TMP/big.log")"
+start_replay REP "$TMP/big.zst" --tls-cert "$PEM"
+"$PYTHON" "$TOP/tests/integration/driver_bigdoc.py" "mongodb://127.0.0.1:$REP/?$TQ" >"$TMP/big.replay" ||
+    fail "bigdoc against the TLS replay"
+same_lines "$TMP/big.capture" "$TMP/big.replay"
+stop_wait $REPLAY_PID || fail "replay exited $?"
+grep -q "missed 0," "$TMP/replay.$REP.log" || fail "big: misses: $(tail -5 "$TMP/replay.$REP.log")"
+echo "ok: $(wc -l <"$TMP/big.capture") large-request calls through the TLS proxy and the TLS replay alike"
 
 # 3. key in its own file, client certificates required
 start_replay REP "$TMP/py.zst" --tls-cert "$TMP/certs/server.crt" --tls-key "$TMP/certs/server.key" \
