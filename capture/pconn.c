@@ -129,10 +129,7 @@ static void
 pconn_send_failed(struct pconn *c, int d, int err)
 {
     if (c->tls[1 - d] != NULL && err == EPROTO)
-        mt_warn("capture: conn %llu from %s: TLS error sending to the %s: "
-                "%s; closing the connection",
-                (unsigned long long)c->id, c->client, pconn__side(1 - d),
-                tls_conn_why(c->tls[1 - d]));
+        ptls_log_error(c, 1 - d, "sending to");
     if ((err == ECONNRESET || err == EPIPE) && c->d[1 - d].eof) {
         pconn_on_reset(c, 1 - d); /* it had ended: nothing left to read */
         return;
@@ -402,15 +399,7 @@ pconn_read(struct pconn *c, int d, bool force)
             return;
         }
         if (c->tls[d] != NULL && errno == EPROTO)
-            mt_warn("capture: conn %llu from %s: TLS error from the %s: %s; "
-                    "treated as a reset%s",
-                    (unsigned long long)c->id, c->client, pconn__side(d),
-                    tls_conn_why(c->tls[d]),
-                    d == TRACE_DIR_S2C && strstr(tls_conn_why(c->tls[d]),
-                                                 "certificate required") != NULL
-                        ? " (the target requires a client certificate: "
-                          "--target-tls-cert)"
-                        : "");
+            ptls_log_error(c, d, "from");
         pconn_on_reset(c, d);
         return;
     }
@@ -798,14 +787,8 @@ pconn_sweep(struct pconn *c, uint64_t now_ns)
 
     if (c->msg_start_ns != 0 && !pconn_want_read(c, TRACE_DIR_C2S))
         c->msg_start_ns = now_ns; /* not read by us: not the client's fault */
-    if (c->tls_hs && p->msg_timeout_ns &&
-        now_ns - c->last_io_ns >= p->msg_timeout_ns) {
-        mt_warn("capture: conn %llu from %s: TLS handshake not complete "
-                "after %.1f s (--msg-timeout-s); closing the connection",
-                (unsigned long long)c->id, c->client,
-                (double)(now_ns - c->last_io_ns) / 1e9);
-        if (c->tls[0] != NULL && !tls_conn_ready(c->tls[0]))
-            c->pl->st.tls_fail++;
+    if (c->tls_hs && ptls_expired(c, now_ns)) {
+        /* logged */
     } else if (p->msg_timeout_ns && c->msg_start_ns != 0 &&
                now_ns - c->msg_start_ns >= p->msg_timeout_ns) {
         mt_warn("capture: conn %llu from %s: incomplete client message "

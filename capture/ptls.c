@@ -142,6 +142,40 @@ ptls_notify(struct pconn *c, int d)
 
 /* See ptls.h. */
 void
+ptls_log_error(const struct pconn *c, int side, const char *how)
+{
+    const char *why = tls_conn_why(c->tls[side]);
+
+    mt_warn("capture: conn %llu from %s: TLS error %s the %s: %s; closing "
+            "the connection%s",
+            (unsigned long long)c->id, c->client, how,
+            side == 0 ? "client" : "server", why,
+            side == 1 && strstr(why, "certificate required") != NULL
+                ? " (the target requires a client certificate: "
+                  "--target-tls-cert)"
+                : "");
+}
+
+/* See ptls.h.  The handshake's clock starts at accept (last_io_ns does
+ * not move before the connection forwards). */
+bool
+ptls_expired(struct pconn *c, uint64_t now_ns)
+{
+    uint64_t limit = c->pl->p->msg_timeout_ns;
+
+    if (limit == 0 || now_ns - c->last_io_ns < limit)
+        return false;
+    mt_warn("capture: conn %llu from %s: TLS handshake not complete after "
+            "%.1f s (--msg-timeout-s); closing the connection",
+            (unsigned long long)c->id, c->client,
+            (double)(now_ns - c->last_io_ns) / 1e9);
+    if (c->tls[0] != NULL && !tls_conn_ready(c->tls[0]))
+        c->pl->st.tls_fail++;
+    return true;
+}
+
+/* See ptls.h. */
+void
 ptls_conn_free(struct pconn *c)
 {
     tls_conn_free(c->tls[0]);

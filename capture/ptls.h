@@ -49,6 +49,14 @@ void ptls_step(struct pconn *c);
 /* close_notify to the destination of d (before its shutdown(SHUT_WR)). */
 void ptls_notify(struct pconn *c, int d);
 
+/* Logs a TLS error (errno EPROTO) met reading from ("from") or writing to
+ * ("sending to") the socket of side (0 client, 1 server) of c. */
+void ptls_log_error(const struct pconn *c, int side, const char *how);
+
+/* While c's handshakes run: true (logged, counted) when --msg-timeout-s
+ * has passed since c was accepted; the caller closes c. */
+bool ptls_expired(struct pconn *c, uint64_t now_ns);
+
 /* Frees c's TLS state (before its sockets close). */
 void ptls_conn_free(struct pconn *c);
 
