@@ -7,8 +7,9 @@
 #     with tls=true&tlsCAFile=ca.pem (certificates made at test time with the
 #     openssl CLI, tls_lib.py): the same documents and errors, the miss
 #     error for an unrecorded query.
-#  2. A plain pymongo client against the TLS replay fails cleanly (a "TLS
-#     handshake failed" line), and a TLS client is served right after.
+#  2. A plain pymongo client, an HTTP request and a client that sends
+#     nothing (--msg-timeout-s 1) against the TLS replay: each closed with a
+#     log line, and a TLS client is served right after.
 #     Requests of 8 to 45 MB (driver_bigdoc.py) recorded through
 #     `capture --tls-cert` and replayed by `replay --tls-cert`: same answers.
 #  3. --tls-cert + --tls-key as two files, --tls-ca: a client certificate
@@ -56,7 +57,7 @@ check_replay() { # NAME MISSPATTERN
 }
 
 # 1. pymongo, sequential and threaded, and 2. a plain client in between
-start_replay REP "$TMP/py.zst" --tls-cert "$PEM"
+start_replay REP "$TMP/py.zst" --tls-cert "$PEM" --msg-timeout-s 1
 log=$TMP/replay.$REP.log
 grep -q "listening on 127.0.0.1:$REP (TLS)" "$log" || fail "no TLS listening line: $(cat "$log")"
 "$PYTHON" "$PYWL" "mongodb://127.0.0.1:$REP/?$TQ" --miss >"$TMP/py.replay" || fail "pymongo over TLS failed"
@@ -76,9 +77,33 @@ PY
 grep -q "TLS handshake failed: wrong version number" "$log" ||
     fail "no log line for the plain client: $(tail -5 "$log")"
 grep -m1 "TLS handshake failed: wrong version number" "$log"
+# garbage, and a client that connects and sends nothing (--msg-timeout-s 1)
+"$PYTHON" - "$REP" <<'PY' || fail "garbage / silent client not closed"
+import socket, sys, time
+port = int(sys.argv[1])
+g = socket.create_connection(("127.0.0.1", port))
+g.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+g.settimeout(5)
+try:
+    assert g.recv(100) == b"", "garbage: the connection stayed open"
+except ConnectionResetError:
+    pass  # closed with the request unread: a reset
+s = socket.create_connection(("127.0.0.1", port))
+t0 = time.time()
+s.settimeout(10)
+try:
+    data = s.recv(100)
+except ConnectionResetError:
+    data = b""
+took = time.time() - t0
+assert data == b"" and took < 4, "silent: %r after %.1f s" % (data, took)
+print("garbage closed at once; silent TLS client closed after %.1f s" % took)
+PY
+grep -q "TLS handshake failed: http request" "$log" || fail "no log line for garbage: $(tail -3 "$log")"
+grep -q "TLS handshake not complete after .*; closing it" "$log" || fail "no log line for the silent client: $(tail -3 "$log")"
 "$PYTHON" "$PYWL" "mongodb://127.0.0.1:$REP/?$TQ" >"$TMP/py2.replay" || fail "TLS client after the plain one"
 same_lines "$TMP/py.capture" "$TMP/py2.replay"
-echo "ok: a TLS client is served after the plain one"
+echo "ok: a TLS client is served after a plain client, garbage and a silent client"
 stop_wait $REPLAY_PID || fail "replay exited $?"
 
 start_replay REP "$TMP/pyt.zst" --tls-cert "$PEM" --threads 2
