@@ -57,6 +57,11 @@ capture_usage(FILE *out)
         "                      [--msg-timeout-s S] [--max-msg-bytes N] "
         "[--queue-mb M] [--pin-loops]\n"
         "                      [--batch-loops]\n"
+        "                      [--tls-cert FILE [--tls-key FILE] [--tls-ca "
+        "FILE]]\n"
+        "                      [--target-tls [--target-tls-ca FILE | "
+        "--target-tls-insecure]\n"
+        "                      [--target-tls-cert FILE]]\n"
         "                      [--zstd-level L] [--cpu-dma-latency US] "
         "[--redact [FIELD]]...\n"
         "       mtrace capture --pcap FILE [--port N]... [--filter BPF] -o "
@@ -142,6 +147,33 @@ capture_usage(FILE *out)
         "documents.ssn) also\n"
         "                      replace that field's values with "
         "\"<redacted>\"; repeatable\n"
+        "\n"
+        "Proxy mode, TLS (OpenSSL; the trace holds the plaintext; see "
+        "docs/capture.md):\n"
+        "  --tls-cert FILE     clients must connect with TLS: the proxy's "
+        "certificate\n"
+        "                      chain (PEM), with its private key too unless "
+        "--tls-key\n"
+        "                      is given (as mongod's "
+        "tlsCertificateKeyFile)\n"
+        "  --tls-key FILE      the private key (PEM, not encrypted) of "
+        "--tls-cert\n"
+        "  --tls-ca FILE       also require a client certificate signed by a "
+        "CA of FILE\n"
+        "  --target-tls        connect to the target with TLS (SNI and the "
+        "certificate's\n"
+        "                      name checked against --target's host)\n"
+        "  --target-tls-ca FILE  verify the target against the CAs of FILE "
+        "(PEM;\n"
+        "                      default: the system's CAs)\n"
+        "  --target-tls-insecure  DO NOT verify the target's certificate "
+        "(anyone on the\n"
+        "                      path can read and change the traffic); for "
+        "tests only\n"
+        "  --target-tls-cert FILE  present this certificate (PEM, with its "
+        "key) when\n"
+        "                      the target asks for one (client certificates "
+        "required)\n"
         "\n"
         "Pcap / live mode (see docs/capture-pcap.md):\n"
         "  --pcap FILE         read a pcap or pcapng file\n"
@@ -334,6 +366,13 @@ enum {
     OPT_QUEUE_MB,
     OPT_PIN,
     OPT_BATCH,
+    OPT_TLS_CERT,
+    OPT_TLS_KEY,
+    OPT_TLS_CA,
+    OPT_TARGET_TLS,
+    OPT_TARGET_TLS_CA,
+    OPT_TARGET_TLS_INSECURE,
+    OPT_TARGET_TLS_CERT,
 };
 
 struct capture_args {
@@ -434,6 +473,68 @@ capture_parse_proxy_opt(int c, const char *arg, struct capture_args *a)
     }
 }
 
+/* The TLS options (proxy mode); checked together in capture_check_tls. */
+static int
+capture_parse_tls_opt(int c, const char *arg, struct capture_args *a)
+{
+    a->proxy_only = true;
+    switch (c) {
+    case OPT_TLS_CERT:
+        a->px.tls_cert = arg;
+        break;
+    case OPT_TLS_KEY:
+        a->px.tls_key = arg;
+        break;
+    case OPT_TLS_CA:
+        a->px.tls_ca = arg;
+        break;
+    case OPT_TARGET_TLS:
+        a->px.target_tls = true;
+        break;
+    case OPT_TARGET_TLS_CA:
+        a->px.target_tls_ca = arg;
+        break;
+    case OPT_TARGET_TLS_CERT:
+        a->px.target_tls_cert = arg;
+        break;
+    default: /* OPT_TARGET_TLS_INSECURE */
+        a->px.target_tls_insecure = true;
+        break;
+    }
+    return 0;
+}
+
+static int
+capture_check_tls(struct capture_args *a)
+{
+    const char *h = a->target, *end;
+    size_t n;
+
+    if ((a->px.tls_key != NULL || a->px.tls_ca != NULL) &&
+        a->px.tls_cert == NULL)
+        return capture_bad("--tls-key and --tls-ca need --tls-cert (the "
+                           "proxy's certificate for TLS clients)");
+    if ((a->px.target_tls_ca != NULL || a->px.target_tls_insecure ||
+         a->px.target_tls_cert != NULL) &&
+        !a->px.target_tls)
+        return capture_bad("--target-tls-ca, --target-tls-insecure and "
+                           "--target-tls-cert need --target-tls");
+    if (a->px.target_tls_ca != NULL && a->px.target_tls_insecure)
+        return capture_bad("--target-tls-ca and --target-tls-insecure "
+                           "exclude each other");
+    /* the host of HOST:PORT or [V6]:PORT, for SNI and the name check */
+    if (h[0] == '[' && (end = strchr(h, ']')) != NULL)
+        h++;
+    else
+        end = strrchr(h, ':');
+    n = end != NULL ? (size_t)(end - h) : strlen(h);
+    if (n >= sizeof(a->px.target_host))
+        return capture_bad("--target host is too long for TLS (%zu bytes)", n);
+    memcpy(a->px.target_host, h, n);
+    a->px.target_host[n] = '\0';
+    return 0;
+}
+
 static int
 capture_parse_redact(const char *field, struct capture_args *a)
 {
@@ -527,6 +628,13 @@ capture_parse(int argc, char **argv, struct capture_args *a, const char **out)
         {"queue-mb", required_argument, NULL, OPT_QUEUE_MB},
         {"pin-loops", no_argument, NULL, OPT_PIN},
         {"batch-loops", no_argument, NULL, OPT_BATCH},
+        {"tls-cert", required_argument, NULL, OPT_TLS_CERT},
+        {"tls-key", required_argument, NULL, OPT_TLS_KEY},
+        {"tls-ca", required_argument, NULL, OPT_TLS_CA},
+        {"target-tls", no_argument, NULL, OPT_TARGET_TLS},
+        {"target-tls-ca", required_argument, NULL, OPT_TARGET_TLS_CA},
+        {"target-tls-insecure", no_argument, NULL, OPT_TARGET_TLS_INSECURE},
+        {"target-tls-cert", required_argument, NULL, OPT_TARGET_TLS_CERT},
         {"redact", optional_argument, NULL, OPT_REDACT},
         {"quiet", no_argument, NULL, OPT_QUIET},
         {"force", no_argument, NULL, OPT_FORCE},
@@ -576,6 +684,15 @@ capture_parse(int argc, char **argv, struct capture_args *a, const char **out)
         case OPT_BATCH:
             if ((rc = capture_parse_proxy_opt(c, optarg, a)) != 0)
                 return -rc;
+            break;
+        case OPT_TLS_CERT:
+        case OPT_TLS_KEY:
+        case OPT_TLS_CA:
+        case OPT_TARGET_TLS:
+        case OPT_TARGET_TLS_CA:
+        case OPT_TARGET_TLS_INSECURE:
+        case OPT_TARGET_TLS_CERT:
+            (void)capture_parse_tls_opt(c, optarg, a);
             break;
         case OPT_PCAP:
         case OPT_IFACE:
@@ -640,8 +757,9 @@ capture_check(struct capture_args *a, const char *out)
         if (a->proxy_only)
             return capture_bad("--listen, --target, --delay-ms, --max-conns, "
                                "--threads, --spin-us, --rt-prio, --pin-loops, "
-                               "--batch-loops and the timeouts are for proxy "
-                               "mode, not with --pcap/--iface");
+                               "--batch-loops, the TLS options and the "
+                               "timeouts are for proxy mode, not with "
+                               "--pcap/--iface");
         if (a->sn.pcap_path != NULL &&
             (a->sn.duration_s > 0 || a->sn.count || a->sn.buffer_mb))
             return capture_bad("--duration, --count and --buffer-mb are for "
@@ -668,7 +786,7 @@ capture_check(struct capture_args *a, const char *out)
                            a->target);
     a->px.out_path = out;
     a->px.redact = a->redacting ? &a->redact : NULL;
-    return 0;
+    return capture_check_tls(a);
 }
 
 /*

@@ -27,10 +27,12 @@
 #include "core/log.h"
 #include "core/mem.h"
 #include "core/rd.h"
+#include "core/tls.h"
 #include "core/wire.h"
 #include "pdelay.h"
 #include "precord.h"
 #include "prst.h"
+#include "ptls.h"
 
 /* A direction's out buffer: the backlog bound, plus one held reply that
  * is still arriving, plus one read. */
@@ -83,6 +85,19 @@ pconn_sys_send(int fd, const void *buf, size_t len)
     return syscall(SYS_sendto, fd, buf, len, MSG_NOSIGNAL, NULL, 0);
 }
 
+/*
+ * Sends to the destination of d: the syscall, or TLS when that socket is
+ * a TLS one (--tls-cert, --target-tls).  One test of a pointer c already
+ * has in cache; plain connections take no other extra step.
+ */
+static inline ssize_t
+pconn_send(const struct pconn *c, int d, const void *buf, size_t len)
+{
+    if (__builtin_expect(c->tls[1 - d] != NULL, 0))
+        return tls_send(c->tls[1 - d], buf, len);
+    return pconn_sys_send(d == TRACE_DIR_C2S ? c->sfd : c->cfd, buf, len);
+}
+
 static int
 pconn_src_fd(const struct pconn *c, int d)
 {
@@ -113,6 +128,8 @@ static void pconn_on_reset(struct pconn *c, int d);
 static void
 pconn_send_failed(struct pconn *c, int d, int err)
 {
+    if (c->tls[1 - d] != NULL && err == EPROTO)
+        ptls_log_error(c, 1 - d, "sending to");
     if ((err == ECONNRESET || err == EPIPE) && c->d[1 - d].eof) {
         pconn_on_reset(c, 1 - d); /* it had ended: nothing left to read */
         return;
@@ -180,7 +197,7 @@ pconn__flush(struct pconn *c, int d)
                                                      : n);
         if (n == 0)
             break;
-        w = pconn_sys_send(dst, pd->out.data + pd->out.head, n);
+        w = pconn_send(c, d, pd->out.data + pd->out.head, n);
         if (w < 0 && errno == EINTR)
             continue;
         if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
@@ -202,10 +219,13 @@ pconn__flush(struct pconn *c, int d)
         pdelay_written(c, t_send);
     if (pbuf_len(&pd->out) == 0 && pd->eof && !pd->shut && !c->dead) {
         pd->shut = true;
-        if (pd->rst)
+        if (pd->rst) {
             prst_wait(c, d); /* all delivered: reset dst in turn */
-        else
+        } else {
+            if (c->tls[1 - d] != NULL)
+                ptls_notify(c, d); /* close_notify, then the FIN */
             shutdown(dst, SHUT_WR);
+        }
     }
 }
 
@@ -263,7 +283,7 @@ pconn_forward_direct(struct pconn *c, int d, const uint8_t *p, size_t n)
     if (pconn_dst_gone(c, d))
         return; /* the destination reset: counted as unsent */
     do
-        w = pconn_sys_send(pconn_dst_fd(c, d), p, n);
+        w = pconn_send(c, d, p, n);
     while (w < 0 && errno == EINTR);
     if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
         pconn_send_failed(c, d, errno);
@@ -342,7 +362,7 @@ static void
 pconn_read(struct pconn *c, int d, bool force)
 {
     struct pdir *pd = &c->d[d];
-    bool direct;
+    bool direct, more = false;
     uint8_t *p;
     ssize_t n;
     uint64_t t, base;
@@ -365,9 +385,12 @@ pconn_read(struct pconn *c, int d, bool force)
         }
         p = pd->out.data + pd->out.tail;
     }
-    do
-        n = pconn_sys_recv(pconn_src_fd(c, d), p, PCONN_READ_LEN);
-    while (n < 0 && errno == EINTR);
+    if (__builtin_expect(c->tls[d] != NULL, 0))
+        n = tls_recv(c->tls[d], p, PCONN_READ_LEN, &more);
+    else
+        do
+            n = pconn_sys_recv(pconn_src_fd(c, d), p, PCONN_READ_LEN);
+        while (n < 0 && errno == EINTR);
     if (n <= 0)
         pd->rpend = false; /* drained, at EOF, or dead */
     if (n < 0) {
@@ -375,6 +398,8 @@ pconn_read(struct pconn *c, int d, bool force)
             pd->fin = false; /* drained: a later urgent mark is an edge */
             return;
         }
+        if (c->tls[d] != NULL && errno == EPROTO)
+            ptls_log_error(c, d, "from");
         pconn_on_reset(c, d);
         return;
     }
@@ -389,8 +414,12 @@ pconn_read(struct pconn *c, int d, bool force)
      * comes later is a new edge.  Only a FIN (or error) reported before
      * this read may wait behind it, unseen, or bytes after an urgent
      * mark (recv stops there). */
-    if ((size_t)n < PCONN_READ_LEN && !pd->fin)
+    if (__builtin_expect(c->tls[d] != NULL, 0)) {
+        if (!more) /* OpenSSL met EAGAIN: drained */
+            pd->rpend = pd->fin = false;
+    } else if ((size_t)n < PCONN_READ_LEN && !pd->fin) {
         pd->rpend = false;
+    }
     t = loop_update_time(c->pl->l);
     c->last_io_ns = t;
     base = pd->in_off;
@@ -451,6 +480,9 @@ pconn_on_event(struct pconn *c, int d, unsigned ev)
         src->rpend = true;
     if (ev & (LOOP_RDHUP | LOOP_ERROR | LOOP_PRI))
         src->fin = true;
+    if (__builtin_expect(c->tls[d] != NULL, 0) && (ev & LOOP_WRITE) &&
+        tls_wants_write(c->tls[d]))
+        src->rpend = true; /* OpenSSL had to write before reading on */
     if (c->connecting)
         return;
     if ((ev & LOOP_WRITE) && back->wblocked) {
@@ -467,6 +499,8 @@ pconn_on_client(struct loop *l, int fd, void *arg, unsigned ev)
     struct pconn *c = arg;
 
     pconn_on_event(c, TRACE_DIR_C2S, ev);
+    if (c->connecting && c->tls_hs)
+        ptls_step(c);
     pconn__after(c);
 }
 
@@ -476,6 +510,10 @@ pconn_connected(struct pconn *c)
     int soerr = 0;
     socklen_t len = sizeof(soerr);
 
+    if (c->tcp_up) {
+        ptls_step(c); /* a TLS handshake is in progress */
+        return;
+    }
     if (getsockopt(c->sfd, SOL_SOCKET, SO_ERROR, &soerr, &len) < 0)
         soerr = errno;
     if (soerr == EINPROGRESS)
@@ -489,7 +527,11 @@ pconn_connected(struct pconn *c)
         pconn__die(c, TRACE_CLOSE_UPSTREAM_FAIL);
         return;
     }
-    c->connecting = false;
+    c->tcp_up = true;
+    if (c->tls_hs)
+        ptls_step(c); /* c stops connecting once the handshakes are done */
+    else
+        c->connecting = false;
 }
 
 static void
@@ -556,8 +598,10 @@ pconn_connect(struct pconn *c)
         return -errno;
     pconn_sock_opts(c->sfd);
     if (connect(c->sfd, (const struct sockaddr *)&p->target, p->target_len) ==
-        0)
+        0) {
+        c->tcp_up = true;
         return 0;
+    }
     if (errno == EINPROGRESS) {
         c->connecting = true;
         return 0;
@@ -625,6 +669,14 @@ pconn_accept(struct ploop *pl, int cfd, const struct sockaddr *peer,
         pconn_close(c, TRACE_CLOSE_UPSTREAM_FAIL);
         return;
     }
+    if ((p->tls_accept != NULL || p->tls_connect != NULL) &&
+        ptls_conn_init(c) < 0) {
+        mt_error("capture: conn %llu: out of memory for its TLS state; "
+                 "closing",
+                 (unsigned long long)c->id);
+        pconn_close(c, TRACE_CLOSE_ERROR);
+        return;
+    }
     if ((rc = loop_fd_add(pl->l, cfd, PCONN_FD_EVENTS, pconn_on_client, c)) <
             0 ||
         (rc = loop_fd_add(pl->l, c->sfd, PCONN_FD_EVENTS, pconn_on_server, c)) <
@@ -634,6 +686,8 @@ pconn_accept(struct ploop *pl, int cfd, const struct sockaddr *peer,
         pconn_close(c, TRACE_CLOSE_ERROR);
         return;
     }
+    if (c->tls_hs)
+        ptls_step(c); /* the ClientHello may be in already */
     pconn__after(c);
 }
 
@@ -652,6 +706,8 @@ pconn_close(struct pconn *c, uint8_t reason)
             prst_linger0(pconn_dst_fd(c, d)); /* as its source did */
     }
     loop_timer_stop(pl->l, &c->rst_timer);
+    if (c->tls[0] != NULL || c->tls[1] != NULL)
+        ptls_conn_free(c);
     loop_fd_del(pl->l, c->cfd);
     close(c->cfd);
     if (c->sfd >= 0) {
@@ -731,8 +787,10 @@ pconn_sweep(struct pconn *c, uint64_t now_ns)
 
     if (c->msg_start_ns != 0 && !pconn_want_read(c, TRACE_DIR_C2S))
         c->msg_start_ns = now_ns; /* not read by us: not the client's fault */
-    if (p->msg_timeout_ns && c->msg_start_ns != 0 &&
-        now_ns - c->msg_start_ns >= p->msg_timeout_ns) {
+    if (c->tls_hs && ptls_expired(c, now_ns)) {
+        /* logged */
+    } else if (p->msg_timeout_ns && c->msg_start_ns != 0 &&
+               now_ns - c->msg_start_ns >= p->msg_timeout_ns) {
         mt_warn("capture: conn %llu from %s: incomplete client message "
                 "(%llu bytes in, message not complete after %.1f s, "
                 "--msg-timeout-s); closing the connection",

@@ -38,6 +38,8 @@
 #define PCONN_HOLDS_MAX 65536
 
 struct proxy;
+struct tls_ctx;
+struct tls_conn;
 
 /* Counters of one loop; summed by the proxy at the end. */
 struct pstats {
@@ -54,6 +56,7 @@ struct pstats {
     uint64_t timeouts;      /* closed by --idle/--msg-timeout-s */
     uint64_t too_big;       /* closed by --max-msg-bytes */
     uint64_t handed;        /* accepted here, handed to another loop */
+    uint64_t tls_fail;      /* client TLS handshakes that failed */
 };
 
 /* An accepted connection handed to another loop (balancing, proxy.c). */
@@ -110,7 +113,10 @@ struct proxy {
     int rt_prio;                      /* loop threads' SCHED_FIFO prio, 0 */
     bool pin_loops;                   /* --pin-loops */
     bool batch_loops;                 /* --batch-loops: SCHED_BATCH */
-    struct recq *q;                   /* owned */
+    struct tls_ctx *tls_accept;       /* owned: --tls-cert; NULL: plain */
+    struct tls_ctx *tls_connect;      /* owned: --target-tls; NULL: plain */
+    char tls_host[256]; /* --target's host: SNI and name checked, or "" */
+    struct recq *q;     /* owned */
     atomic_uint_fast64_t next_id;
     atomic_uint nconns;
     atomic_bool stopping;
@@ -157,6 +163,13 @@ struct pconn {
     struct ppend_node pend; /* on pl->pend (pend.on) */
     uint64_t id;
     int cfd, sfd; /* owned */
+    /* Owned, per socket: [0] the client's, [1] the server's (the source
+     * of direction d is tls[d]); NULL for a plain socket (ptls.c). */
+    struct tls_conn *tls[2];
+    bool tls_hs; /* a TLS handshake is in progress (connecting too) */
+    bool tcp_up; /* the upstream TCP connection is established */
+    /* Not forwarding yet: the upstream TCP connection or a TLS handshake
+     * is in progress. */
     bool connecting;
     bool paused; /* waiting for queue room */
     bool dead;

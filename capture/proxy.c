@@ -30,6 +30,7 @@
 #include "pconn.h"
 #include "pdelay.h"
 #include "ppin.h"
+#include "ptls.h"
 #include "recq.h"
 
 #define PROXY_DRAIN_NS 1000000000u
@@ -496,6 +497,7 @@ proxy_sum(const struct proxy *p, struct pstats *t, struct phist *h)
         t->timeouts += s->timeouts;
         t->too_big += s->too_big;
         t->handed += s->handed;
+        t->tls_fail += s->tls_fail;
         for (int d = 0; d < 2; d++) {
             t->msgs[d] += s->msgs[d];
             t->rec_bytes[d] += s->rec_bytes[d];
@@ -532,6 +534,7 @@ proxy_stats_record(struct trace_writer *w, const struct pstats *t,
         {"fwd_bytes_c2s", t->fwd_bytes[0]},
         {"fwd_bytes_s2c", t->fwd_bytes[1]},
         {"partial", t->partial[0] + t->partial[1]},
+        {"tls_handshake_fail", t->tls_fail},
         {"dropped", dropped},
     };
 
@@ -570,6 +573,14 @@ proxy_print_summary(const struct proxy *p, const struct pstats *t,
                     (unsigned long long)p->loops[i].st.accepted);
         fprintf(stderr, " (%llu handed over between loops)\n",
                 (unsigned long long)t->handed);
+    }
+    if (p->tls_accept != NULL || p->tls_connect != NULL) {
+        char td[96];
+        ptls_desc(p, false, td, sizeof(td));
+        fprintf(stderr,
+                "  tls: %s; %llu client handshakes failed (target "
+                "handshake failures count as upstream failures)\n",
+                td, (unsigned long long)t->tls_fail);
     }
     if (qs->redacted > 0)
         fprintf(stderr, "  redacted: %llu messages (--redact)\n",
@@ -621,23 +632,26 @@ proxy_nthreads(unsigned want)
 }
 
 static struct trace_writer *
-proxy_open_trace(const struct proxy_opts *o, const char *ldesc,
-                 struct mt_err *err)
+proxy_open_trace(const struct proxy *p, const struct proxy_opts *o,
+                 const char *ldesc, struct mt_err *err)
 {
     struct trace_header hdr;
     struct trace_writer *w;
+    char td[96];
 
     memset(&hdr, 0, sizeof(hdr));
     snprintf(hdr.tool_version, sizeof(hdr.tool_version), "mtrace %s",
              MT_VERSION);
     hdr.source = TRACE_SRC_PROXY;
+    ptls_desc(p, true, td,
+              sizeof(td)); /* which legs were TLS: all connections */
     if (o->delay_ns > 0)
         snprintf(hdr.source_desc, sizeof(hdr.source_desc),
-                 "proxy %s -> %s, delay %.3f ms", ldesc, o->target_desc,
+                 "proxy %s -> %s%s, delay %.3f ms", ldesc, o->target_desc, td,
                  (double)o->delay_ns / 1e6);
     else
-        snprintf(hdr.source_desc, sizeof(hdr.source_desc), "proxy %s -> %s",
-                 ldesc, o->target_desc);
+        snprintf(hdr.source_desc, sizeof(hdr.source_desc), "proxy %s -> %s%s",
+                 ldesc, o->target_desc, td);
     hdr.start_wall_ns = mt_wall_ns();
     hdr.start_mono_ns = mt_now_ns();
     hdr.ts_precision_ns = 1;
@@ -742,19 +756,20 @@ proxy_run(const struct proxy_opts *o, struct mt_err *err)
     struct proxy p;
     struct trace_writer *w = NULL;
     pthread_t *th = NULL;
-    char ldesc[64];
+    char ldesc[64], tdesc[96];
     uint64_t t0;
     int rc;
 
     TRY(proxy_init(&p, o, err));
     TRY(proxy_rt_probe(o->rt_prio, err));
+    TRY(ptls_init(&p, o, err)); /* certificate files: before listening */
     th = mt_calloc((size_t)p.nloops, sizeof(*th));
     if (th == NULL) {
         rc = mt_err_set(err, -ENOMEM, 0, "out of memory");
         goto out;
     }
     TRY(proxy_listen(&p, o, ldesc, sizeof(ldesc), err));
-    w = proxy_open_trace(o, ldesc, err);
+    w = proxy_open_trace(&p, o, ldesc, err);
     if (w == NULL) {
         rc = err->code;
         goto out;
@@ -770,9 +785,10 @@ proxy_run(const struct proxy_opts *o, struct mt_err *err)
     TRY(proxy_loops_init(&p, err));
     atomic_store(&proxy_running, &p);
     sched_warn_rt_cores("capture", o->rt_prio, p.nloops, "docs/capture.md");
-    mt_info("capture: proxy listening on %s -> %s with %d loop%s%s%s, "
+    ptls_desc(&p, true, tdesc, sizeof(tdesc));
+    mt_info("capture: proxy listening on %s -> %s%s with %d loop%s%s%s, "
             "recording to %s",
-            ldesc, o->target_desc, p.nloops, p.nloops > 1 ? "s" : "",
+            ldesc, o->target_desc, tdesc, p.nloops, p.nloops > 1 ? "s" : "",
             o->rt_prio       ? " (SCHED_FIFO)"
             : o->batch_loops ? " (SCHED_BATCH)"
                              : "",
@@ -789,6 +805,7 @@ out:
     if (w != NULL)
         trace_writer_close(w);
     proxy_loops_free(&p);
+    ptls_free(&p);
     mt_free(th);
     return rc;
 }

@@ -52,6 +52,16 @@ struct proxy_opts {
                          0: they stay SCHED_OTHER */
     bool pin_loops;   /* --pin-loops: loop i on the i-th allowed CPU */
     bool batch_loops; /* --batch-loops: loop threads under SCHED_BATCH */
+    /* TLS (capture/ptls.c); paths borrowed from argv.  tls_cert non-NULL:
+     * clients must connect with TLS. */
+    const char *tls_cert;        /* --tls-cert: PEM chain (may hold the key) */
+    const char *tls_key;         /* --tls-key; NULL: the key is in tls_cert */
+    const char *tls_ca;          /* --tls-ca: require client certificates */
+    bool target_tls;             /* --target-tls: TLS to the target */
+    const char *target_tls_ca;   /* --target-tls-ca; NULL: system CAs */
+    bool target_tls_insecure;    /* --target-tls-insecure: no verification */
+    const char *target_tls_cert; /* --target-tls-cert: client cert + key */
+    char target_host[256];       /* --target's host (SNI, name check) */
 };
 
 #define PROXY_MSG_TIMEOUT_DEFAULT_NS (60ull * 1000000000ull)

@@ -10,6 +10,7 @@
  *                   [--cpu-dma-latency US] [--compressors C]
  *                   [--credentials USER:PASSWORD]... [--auth-source DB]
  *                   [--scram-iterations N]
+ *                   [--tls-cert FILE [--tls-key FILE] [--tls-ca FILE]]
  *                   [--summary-json FILE] TRACE.zst|-
  *
  * Exit status: 0; 1 runtime failure (or --strict with misses); 2 bad usage.
@@ -34,6 +35,7 @@
 #include "core/mem.h"
 #include "core/pmqos.h"
 #include "core/sched.h"
+#include "core/tls.h"
 #include "core/trace.h"
 #include "core/wire.h"
 #include "auth.h"
@@ -61,6 +63,10 @@ struct cli {
     const char *auth_source; /* --auth-source; NULL: admin */
     uint32_t iterations;     /* --scram-iterations; 0: mongod's defaults */
     struct auth_cfg auth;    /* owned: the users, keys derived */
+    /* TLS (--tls-cert ...): paths borrowed from argv; the context is
+     * owned, built before the trace is read, given to the server. */
+    const char *tls_cert, *tls_key, *tls_ca;
+    struct tls_ctx *tls;
 };
 
 static void
@@ -73,6 +79,13 @@ usage(FILE *out)
         "request-read time + delay.  TRACE may be '-' for standard input.\n\n"
         "  --listen HOST:PORT     address (default 127.0.0.1:27017; port 0: "
         "any)\n"
+        "  --tls-cert FILE        clients must connect with TLS (tls=true):\n"
+        "                         the server certificate chain (PEM), with\n"
+        "                         its private key unless --tls-key is given\n"
+        "                         (as mongod's tlsCertificateKeyFile)\n"
+        "  --tls-key FILE         the private key (PEM, not encrypted)\n"
+        "  --tls-ca FILE          also require a client certificate signed\n"
+        "                         by a CA of FILE\n"
         "  --delay-ms X           added delay per reply, fractions allowed "
         "(0)\n"
         "  --jitter-ms J          spread of the delay (0)\n"
@@ -233,8 +246,14 @@ enum {
     OPT_SCRAMITER,
 };
 
+/* The TLS options: their own block (parse_tls_opt). */
+enum { OPT_TLS_CERT = 400, OPT_TLS_KEY, OPT_TLS_CA };
+
 static const struct option longopts[] = {
     {"listen", required_argument, NULL, OPT_LISTEN},
+    {"tls-cert", required_argument, NULL, OPT_TLS_CERT},
+    {"tls-key", required_argument, NULL, OPT_TLS_KEY},
+    {"tls-ca", required_argument, NULL, OPT_TLS_CA},
     {"delay-ms", required_argument, NULL, OPT_DELAY},
     {"jitter-ms", required_argument, NULL, OPT_JITTER},
     {"delay-dist", required_argument, NULL, OPT_DIST},
@@ -262,6 +281,18 @@ static const struct option longopts[] = {
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
+
+/* A TLS option (checked together in tls_setup). */
+static void
+parse_tls_opt(struct cli *c, int opt, const char *a)
+{
+    if (opt == OPT_TLS_CERT)
+        c->tls_cert = a;
+    else if (opt == OPT_TLS_KEY)
+        c->tls_key = a;
+    else
+        c->tls_ca = a;
+}
 
 /* One option; 0, or the exit status for bad usage. */
 static int
@@ -474,6 +505,10 @@ parse_args(struct cli *c, int argc, char **argv)
             return bad("%s option '%s'",
                        optopt != 0 ? "no value allowed for" : "unknown",
                        argv[optind - 1]);
+        if (opt >= OPT_TLS_CERT && opt <= OPT_TLS_CA) {
+            parse_tls_opt(c, opt, optarg);
+            continue;
+        }
         rc = parse_opt(c, opt, optarg);
         if (rc != 0)
             return rc;
@@ -717,6 +752,7 @@ static int
 serve(const struct cli *c, struct index *idx, struct replay_stats *st)
 {
     struct mt_err err = {0};
+    struct server_opts so;
     struct server *s;
     sigset_t set;
     int sig;
@@ -731,7 +767,9 @@ serve(const struct cli *c, struct index *idx, struct replay_stats *st)
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
     raise_fd_limit(c->so.conns_max);
-    s = server_start(&c->so, idx, &err);
+    so = c->so;
+    so.tls = c->tls;
+    s = server_start(&so, idx, &err);
     if (s == NULL) {
         fprintf(stderr, "mtrace replay: %s\n", err.msg);
         return -1;
@@ -739,11 +777,14 @@ serve(const struct cli *c, struct index *idx, struct replay_stats *st)
     sched_warn_rt_cores("replay", c->so.rt_prio, server_threads(s),
                         "docs/replay.md");
     /* an IPv6 address in brackets, as a URI wants it */
-    mt_info("replay: listening on %s%s%s:%u with %d loops%s; %llu exchanges "
-            "under %llu keys from %s (%llu getMore batches, hello %s, "
-            "%llu skipped)",
+    mt_info("replay: listening on %s%s%s:%u%s with %d loops%s; %llu "
+            "exchanges under %llu keys from %s (%llu getMore batches, hello "
+            "%s, %llu skipped)",
             strchr(c->so.host, ':') ? "[" : "", c->so.host,
             strchr(c->so.host, ':') ? "]" : "", server_port(s),
+            c->tls == NULL      ? ""
+            : c->tls_ca != NULL ? " (TLS, client certificates required)"
+                                : " (TLS)",
             server_threads(s), c->so.rt_prio > 0 ? " (SCHED_FIFO)" : "",
             (unsigned long long)(idx->st.exchanges - idx->st.getmores),
             (unsigned long long)idx->st.groups, c->trace,
@@ -813,6 +854,29 @@ hold_pmqos(const struct cli *c, struct pmqos *q)
     return 0;
 }
 
+/* --tls-cert: the certificate and key are read before the trace is, so a
+ * bad file fails at once.  0, 1 (runtime: a file unreadable or refused),
+ * or 2 (bad usage). */
+static int
+tls_setup(struct cli *c)
+{
+    struct mt_err err = {0};
+
+    if (c->tls_cert == NULL && (c->tls_key != NULL || c->tls_ca != NULL)) {
+        fprintf(stderr, "mtrace replay: --tls-key and --tls-ca need "
+                        "--tls-cert; run 'mtrace replay --help'\n");
+        return 2;
+    }
+    if (c->tls_cert == NULL)
+        return 0;
+    c->tls = tls_ctx_server_new(c->tls_cert, c->tls_key, c->tls_ca, &err);
+    if (c->tls == NULL) {
+        fprintf(stderr, "mtrace replay: %s\n", err.msg);
+        return 1;
+    }
+    return 0;
+}
+
 /* Serves until SIGINT/SIGTERM with the loaded index; the summary and
  * --summary-json after.  Returns the exit status. */
 static int
@@ -856,17 +920,23 @@ start(struct cli *c)
     struct pmqos q;
     int rc;
 
-    if (open_summary(c) != 0)
+    if ((rc = tls_setup(c)) != 0)
+        return rc;
+    if (open_summary(c) != 0) {
+        tls_ctx_free(c->tls);
         return 1;
+    }
     if (hold_pmqos(c, &q) != 0 || load(c, &idx) < 0) {
         pmqos_release(&q);
         if (c->summary_fp != NULL)
             fclose(c->summary_fp);
+        tls_ctx_free(c->tls);
         return 1;
     }
     rc = run(c, &idx, &q);
     pmqos_release(&q);
     index_free(&idx);
+    tls_ctx_free(c->tls);
     return rc;
 }
 

@@ -14,6 +14,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/rd.h"
+#include "core/tls.h"
 #include "sock.h"
 
 #define READ_CHUNK (64u * 1024)
@@ -35,8 +36,10 @@ static void
 sconn_flush(struct sconn *c)
 {
     while (c->out_off < c->out.len) {
-        ssize_t n =
-            write(c->fd, c->out.data + c->out_off, c->out.len - c->out_off);
+        ssize_t n = c->tls != NULL ? tls_send(c->tls, c->out.data + c->out_off,
+                                              c->out.len - c->out_off)
+                                   : write(c->fd, c->out.data + c->out_off,
+                                           c->out.len - c->out_off);
         if (c->write_t0_ns != 0) { /* a delayed reply: time its write() */
             delay_hist_add(&c->core.w->st.write, mt_now_ns() - c->write_t0_ns);
             c->write_t0_ns = 0;
@@ -50,6 +53,9 @@ sconn_flush(struct sconn *c)
             continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
             break;
+        if (c->tls != NULL && errno == EPROTO)
+            mt_warn("replay: conn %lld from %s: TLS error writing: %s",
+                    (long long)c->core.id, c->peer, tls_conn_why(c->tls));
         c->dead = true;
         return;
     }
@@ -59,10 +65,14 @@ sconn_flush(struct sconn *c)
     }
     sconn_watch(c,
                 (c->out.len - c->out_off > SERVER_OUT_PAUSE ? 0 : LOOP_READ) |
-                    (c->out_off < c->out.len ? LOOP_WRITE : 0));
+                    (c->out_off < c->out.len ||
+                             (c->tls != NULL && tls_wants_write(c->tls))
+                         ? LOOP_WRITE
+                         : 0));
 }
 
 static void on_timer(struct loop *l, struct loop_timer *t, void *arg);
+static void on_conn_io(struct loop *l, int fd, void *arg, unsigned events);
 
 /* A timer release at now, at position pos of its loop's timer batch:
  * which lateness histogram it belongs to (server-side diagnosis of
@@ -121,8 +131,12 @@ on_timer(struct loop *l, struct loop_timer *t, void *arg)
         sconn_flush(c);
         c->write_t0_ns = 0;
     }
-    if (c->dead)
+    if (c->dead) {
         sconn_close(c, "write failed");
+        return;
+    }
+    if (c->tls != NULL && tls_pending(c->tls) && (c->watching & LOOP_READ))
+        on_conn_io(l, c->fd, c, LOOP_READ); /* reading resumed: may close c */
 }
 
 /* A reply was built: due already (no delay) -> written once the input is
@@ -155,6 +169,10 @@ sconn_close(struct sconn *c, const char *why)
         mt_info("replay: conn %lld from %s closed: %s", (long long)c->core.id,
                 c->peer, why);
     loop_fd_del(c->l, c->fd);
+    if (c->tls != NULL) {
+        tls_close_notify(c->tls); /* best effort */
+        tls_conn_free(c->tls);
+    }
     close(c->fd);
     replay_conn_close(&c->core, cancel_timer, c->l);
     mt_buf_free(&c->in);
@@ -186,7 +204,7 @@ sconn_check_len(struct sconn *c, char *tmp, size_t tmp_n, const char **why)
  * (SO_TIMESTAMPNS, CLOCK_REALTIME ns; 0 when the kernel gave none).
  */
 static ssize_t
-sconn_recv(struct sconn *c, uint64_t *rx_ns)
+sconn_recv(struct sconn *c, uint64_t *rx_ns, bool *more)
 {
     union {
         char buf[CMSG_SPACE(sizeof(struct timespec))];
@@ -197,6 +215,11 @@ sconn_recv(struct sconn *c, uint64_t *rx_ns)
     struct cmsghdr *cm;
     ssize_t n;
 
+    *more = false;
+    if (c->tls != NULL) {
+        *rx_ns = 0;
+        return tls_recv(c->tls, iov.iov_base, iov.iov_len, more);
+    }
     memset(&mh, 0, sizeof(mh));
     mh.msg_iov = &iov;
     mh.msg_iovlen = 1;
@@ -230,9 +253,11 @@ sconn_read_lag(struct sconn *c, uint64_t rx_ns)
         delay_hist_add(&c->core.w->st.read_lag, now - rx_ns);
 }
 
-/* Reads once; false when the connection must close (reason in *why). */
+/* Reads once; false when the connection must close (reason in *why).
+ * *more: TLS bytes may wait inside OpenSSL (read again, no event comes). */
 static bool
-sconn_read(struct sconn *c, const char **why, char *tmp, size_t tmp_n)
+sconn_read(struct sconn *c, const char **why, char *tmp, size_t tmp_n,
+           bool *more)
 {
     struct mt_err err = {0};
     uint64_t rx_ns;
@@ -244,10 +269,15 @@ sconn_read(struct sconn *c, const char **why, char *tmp, size_t tmp_n)
         *why = "request larger than maxMessageSizeBytes";
         return false;
     }
-    n = sconn_recv(c, &rx_ns);
+    n = sconn_recv(c, &rx_ns, more);
     if (n < 0) {
         if (errno == EAGAIN || errno == EINTR)
             return true;
+        if (c->tls != NULL && errno == EPROTO) {
+            snprintf(tmp, tmp_n, "TLS error: %s", tls_conn_why(c->tls));
+            *why = tmp;
+            return false;
+        }
         if (errno != ECONNRESET) /* a driver's close: not worth a line */
             *why = strerror(errno);
         return false;
@@ -283,6 +313,34 @@ sconn_read(struct sconn *c, const char **why, char *tmp, size_t tmp_n)
     return sconn_check_len(c, tmp, tmp_n, why);
 }
 
+/*
+ * One handshake step of a TLS connection (no request is read before it is
+ * done); false when it failed (logged).  Until it is done, c is watched
+ * for what OpenSSL waits for, and --msg-timeout-s bounds it (msg_start_ns).
+ */
+static bool
+sconn_tls_handshake(struct sconn *c)
+{
+    int rc = tls_handshake(c->tls);
+
+    if (rc == -EAGAIN) {
+        sconn_watch(c, tls_wants_write(c->tls) ? LOOP_READ | LOOP_WRITE
+                                               : LOOP_READ);
+        return true;
+    }
+    if (rc < 0) {
+        mt_warn("replay: conn %lld from %s: TLS handshake failed: %s; "
+                "closing the connection (a client without tls=true, or one "
+                "that does not trust --tls-cert, fails here)",
+                (long long)c->core.id, c->peer, tls_conn_why(c->tls));
+        return false;
+    }
+    c->msg_start_ns = 0;
+    c->last_io_ns = loop_update_time(c->l);
+    sconn_watch(c, LOOP_READ);
+    return true;
+}
+
 static void
 on_conn_io(struct loop *l, int fd, void *arg, unsigned events)
 {
@@ -293,12 +351,37 @@ on_conn_io(struct loop *l, int fd, void *arg, unsigned events)
 
     (void)l;
     (void)fd;
-    if (events & (LOOP_READ | LOOP_ERROR))
-        keep = sconn_read(c, &why, tmp, sizeof(tmp));
+    if (c->tls != NULL && !tls_conn_ready(c->tls)) {
+        if (!sconn_tls_handshake(c)) {
+            sconn_close(c, NULL); /* logged */
+            return;
+        }
+        if (!tls_conn_ready(c->tls))
+            return; /* watching what OpenSSL waits for */
+    }
+    if (c->tls != NULL && (events & LOOP_WRITE) && tls_wants_write(c->tls))
+        events |= LOOP_READ; /* OpenSSL had to write before reading on */
+    if (events & (LOOP_READ | LOOP_ERROR)) {
+        bool more = false;
+        keep = sconn_read(c, &why, tmp, sizeof(tmp), &more);
+        /* decrypted bytes the input buffer could not take at once */
+        while (keep && more && !c->dead &&
+               c->out.len - c->out_off <= SERVER_OUT_PAUSE)
+            keep = sconn_read(c, &why, tmp, sizeof(tmp), &more);
+    }
     if (c->out.len > c->out_off)
         sconn_flush(c);
     else if (keep)
         sconn_watch(c, LOOP_READ);
+    /* TLS: reading resumed (output drained) with bytes OpenSSL decrypted
+     * earlier: no socket event will announce them */
+    while (keep && !c->dead && c->tls != NULL && tls_pending(c->tls) &&
+           (c->watching & LOOP_READ)) {
+        bool more = false;
+        keep = sconn_read(c, &why, tmp, sizeof(tmp), &more);
+        if (c->out.len > c->out_off)
+            sconn_flush(c);
+    }
     if (!keep || c->dead)
         sconn_close(c, why ? why : (c->dead ? "write failed" : NULL));
 }
@@ -336,11 +419,23 @@ sconn_open(struct sconn *c, struct loop *l, struct replay_worker *w,
     mt_buf_init(&c->in, IN_MAX);
     mt_buf_init(&c->out, OUT_MAX);
     sock_addr_text(ss, c->peer, sizeof(c->peer));
+    if (o->tls != NULL) {
+        c->tls = tls_conn_new(o->tls, fd, NULL);
+        if (c->tls == NULL) {
+            mt_buf_free(&c->in);
+            mt_buf_free(&c->out);
+            return -ENOMEM;
+        }
+        c->msg_start_ns = c->last_io_ns; /* the handshake's time limit */
+    }
     replay_conn_init(&c->core, w, on_emit, c);
     set_self(fd, &c->core);
     rc = loop_fd_add(l, fd, LOOP_READ, on_conn_io, c);
-    if (rc < 0)
+    if (rc < 0) {
+        tls_conn_free(c->tls);
+        c->tls = NULL;
         return rc;
+    }
     c->watching = LOOP_READ;
     return 0;
 }
@@ -353,6 +448,14 @@ sconn_expired(struct sconn *c, uint64_t now, char *tmp, size_t tmp_n)
 
     if (c->msg_start_ns != 0 && !reading)
         c->msg_start_ns = now;
+    if (o->msg_timeout_ns && c->msg_start_ns != 0 &&
+        now - c->msg_start_ns >= o->msg_timeout_ns && c->tls != NULL &&
+        !tls_conn_ready(c->tls)) {
+        snprintf(tmp, tmp_n,
+                 "TLS handshake not complete after %.1f s (--msg-timeout-s)",
+                 (double)(now - c->msg_start_ns) / 1e9);
+        return tmp;
+    }
     if (o->msg_timeout_ns && c->msg_start_ns != 0 &&
         now - c->msg_start_ns >= o->msg_timeout_ns) {
         snprintf(tmp, tmp_n,

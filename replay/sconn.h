@@ -11,6 +11,12 @@
  * connections and the connection limits are the server's (server.c): it
  * allocates each sconn, and the closed callback gives it back.
  *
+ * With --tls-cert (server_opts.tls) every connection is TLS: the
+ * handshake runs first (bounded by --msg-timeout-s), then requests are
+ * read and replies written through core/tls.h; bytes OpenSSL decrypted
+ * but the input buffer could not take are read on without waiting for an
+ * event (epoll cannot see them).  Such reads have no kernel receive time.
+ *
  * Threading: a sconn is used only by the thread of its loop.
  */
 #ifndef MT_REPLAY_SCONN_H
@@ -27,6 +33,7 @@
 #include "server.h"
 
 struct sconn;
+struct tls_conn;
 
 /* Called once by sconn_close(), last: the owner unlinks and frees c. */
 typedef void sconn_closed_fn(struct sconn *c, void *arg);
@@ -38,6 +45,7 @@ struct sconn {
     sconn_closed_fn *closed;     /* the owner's */
     void *closed_arg;            /* borrowed */
     int fd;                      /* owned */
+    struct tls_conn *tls;        /* owned: with --tls-cert; else NULL */
     struct mt_buf in, out;       /* owned */
     size_t out_off;              /* bytes of out already written */
     unsigned watching;           /* LOOP_READ / LOOP_WRITE */

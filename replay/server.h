@@ -17,6 +17,8 @@
 #include "delay.h"
 #include "index.h"
 
+struct tls_ctx;
+
 #define SERVER_THREADS_MAX 256
 #define SERVER_CONNS_DEFAULT 16384
 #define SERVER_OUT_PAUSE (8u << 20) /* stop reading a conn above this */
@@ -40,6 +42,8 @@ struct server_opts {
     bool compress_set;       /* --compressors given: use compress_mask */
     unsigned compress_mask;  /* instead of the recorded server's list */
     const struct auth_cfg *auth; /* borrowed: --credentials; NULL: none */
+    struct tls_ctx *tls;         /* borrowed: --tls-cert, every connection is
+                                    TLS (sconn.c); NULL: plain TCP */
 };
 
 #define SERVER_MSG_TIMEOUT_DEFAULT_NS (30ull * 1000000000ull)

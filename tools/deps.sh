@@ -10,7 +10,7 @@ PKGS=(build-essential pkg-config clang libclang-rt-14-dev clang-format
       zlib1g-dev libsnappy-dev libssl-dev libidn-dev zstd
       python3 python3-pymongo python3-mockupdb python3-zstandard python3-snappy
       tshark jq gnuplot-nox fonts-liberation
-      haproxy socat procps iproute2 libcap2-bin groff-base)
+      haproxy socat openssl procps iproute2 libcap2-bin groff-base)
 
 missing=()
 for p in "${PKGS[@]}"; do
