@@ -12,6 +12,16 @@
  * from its input alone.  The input is fed in
  * chunks (the first byte picks the chunk size, as a socket would split it);
  * every emitted reply is released and checked to parse.
+ *
+ * Every input runs twice: as before, and (since session 10) on a second
+ * worker whose replay authenticates like mongod --auth (--credentials):
+ * the user "user" of admin with RFC 5802 / RFC 7677's salts, 4096
+ * iterations and password "pencil", and the RFC 7677 server nonce, so a
+ * stream that replays RFC 7677's conversation (the seed
+ * auth-rfc7677-then-find) logs in and reaches the recorded exchanges;
+ * anything else meets conn.c's Unauthorized path, saslStart/saslContinue
+ * and logout.  The corpus's old inputs keep their meaning in the first
+ * pass.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -26,6 +36,14 @@ static struct index idx;
 static struct cursor_table cursors;
 static struct replay_shared sh;
 static struct replay_worker worker;
+static struct replay_shared sh_auth; /* the same, with --credentials */
+static struct replay_worker worker_auth;
+static struct scram_user user;
+static struct auth_cfg auth = {
+    .creds = {&user, 1},
+    .enabled = true,
+    .test_snonce = "%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0", /* RFC 7677's */
+};
 static uint8_t *inbuf; /* the connection's input buffer, grown as needed */
 static size_t inbuf_cap;
 
@@ -46,6 +64,38 @@ record(int32_t rid, const char *req, const char *reply)
     bson_destroy(p);
     mt_buf_free(&mq);
     mt_buf_free(&mp);
+}
+
+/* sh_auth: sh plus the user of RFC 5802 / RFC 7677 ("user", "pencil"). */
+static void
+init_auth(void)
+{
+    static const uint8_t s1[] = {0x41, 0x25, 0xc2, 0x47, 0xe4, 0x3a,
+                                 0xb1, 0xe9, 0x3c, 0x6d, 0xff, 0x76};
+    static const uint8_t s256[] = {0x5b, 0x6d, 0x99, 0x68, 0x9d, 0x12,
+                                   0x35, 0x8e, 0xec, 0xa0, 0x4b, 0x14,
+                                   0x12, 0x36, 0xfa, 0x81};
+    char hex[33];
+
+    memcpy(user.db, "admin", 6);
+    memcpy(user.name, "user", 5);
+    /* salts "QSXCR+Q6sek8bf92" (RFC 5802), "W22ZaJ0SNY7soEsUEjb6gQ==" (RFC
+     * 7677); SCRAM-SHA-1 keys from MongoDB's digest of the password */
+    if (scram_mongo_digest("user", "pencil", hex) != 0 ||
+        scram_secret_derive(SCRAM_SHA1, hex, 32, s1, sizeof(s1), 4096,
+                            &user.sec[SCRAM_SHA1]) != 0 ||
+        scram_secret_derive(SCRAM_SHA256, "pencil", 6, s256, sizeof(s256), 4096,
+                            &user.sec[SCRAM_SHA256]) != 0)
+        abort();
+    sh_auth.idx = &idx;
+    sh_auth.cursors = &cursors;
+    handshake_init(&sh_auth.hs, idx.hello, idx.hello_len);
+    sh_auth.hs.compressors = HANDSHAKE_COMPRESSORS_ALL;
+    sh_auth.delay = sh.delay;
+    sh_auth.auth = &auth;
+    atomic_init(&sh_auth.next_conn_id, 1);
+    if (replay_worker_init(&worker_auth, &sh_auth, 1) < 0)
+        abort();
 }
 
 static void
@@ -80,6 +130,7 @@ init_once(void)
     atomic_init(&sh.next_conn_id, 1);
     if (replay_worker_init(&worker, &sh, 1) < 0)
         abort();
+    init_auth();
 }
 
 static void
@@ -97,19 +148,14 @@ on_emit(struct replay_conn *c, struct replay_reply *r, void *arg)
     /* a streamed hello stays linked; replay_conn_close frees it */
 }
 
-int
-LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+/* One connection of w fed data in chunks of chunk bytes. */
+static void
+feed(struct replay_worker *w, const uint8_t *data, size_t size, size_t chunk)
 {
     struct replay_conn c;
     uint8_t *buf;
-    size_t chunk, have = 0, off, used;
+    size_t have = 0, off, used;
 
-    init_once();
-    if (size < 1)
-        return 0;
-    chunk = (size_t)data[0] * 7 + 1;
-    data++;
-    size--;
     if (size > inbuf_cap) {
         free(inbuf);
         inbuf = malloc(size);
@@ -120,7 +166,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     buf = inbuf;
     if (cursor_table_init(&cursors, 1000, 1) < 0)
         abort();
-    replay_conn_init(&c, &worker, on_emit, NULL);
+    replay_conn_init(&c, w, on_emit, NULL);
     for (off = 0; off < size;) {
         size_t n = size - off < chunk ? size - off : chunk;
         memcpy(buf + have, data + off, n);
@@ -133,5 +179,18 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     replay_conn_close(&c, NULL, NULL);
     cursor_table_free(&cursors);
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    size_t chunk;
+
+    init_once();
+    if (size < 1)
+        return 0;
+    chunk = (size_t)data[0] * 7 + 1;
+    feed(&worker, data + 1, size - 1, chunk);
+    feed(&worker_auth, data + 1, size - 1, chunk);
     return 0;
 }
