@@ -19,6 +19,9 @@
  *               the server's certificate against FILE (PEM) and its name
  *               against the host of --target
  *   --tls-insecure  TLS without any verification
+ *   --ready     print "loadgen: ready" on stderr once every connection is
+ *               set up (handshakes done), just before the load starts: a
+ *               benchmark samples the proxy's CPU time from there
  *
  * With TLS each connection completes its handshake (and --hello) before
  * the load starts, one connection at a time: handshakes are not in the
@@ -96,7 +99,7 @@ static struct mt_buf lg_req; /* the find, requestID patched per send */
 static double lg_duration = 3.0, lg_warmup = 0.5;
 static uint64_t lg_requests_max;
 static _Atomic uint64_t lg_requests;
-static bool lg_hello;
+static bool lg_hello, lg_ready;
 static struct tls_ctx *lg_tls; /* owned; NULL: plain TCP */
 static char lg_tls_host[256];  /* --target's host, for the name check */
 static uint32_t *lg_hs;        /* owned: handshake ns per connection */
@@ -506,7 +509,7 @@ lg_usage(void)
     fprintf(stderr, "usage: loadgen --target HOST:PORT [--conns N] "
                     "[--threads T] [--duration S | --requests N] "
                     "[--warmup S] [--hello] [--label TEXT] "
-                    "[--tls-ca FILE | --tls-insecure]\n");
+                    "[--tls-ca FILE | --tls-insecure] [--ready]\n");
     return 2;
 }
 
@@ -577,6 +580,10 @@ main(int argc, char **argv)
             tls_insecure = true;
             continue;
         }
+        if (strcmp(a, "--ready") == 0) {
+            lg_ready = true;
+            continue;
+        }
         if (val == NULL)
             return lg_usage();
         i++;
@@ -631,6 +638,10 @@ main(int argc, char **argv)
         for (int k = 0; k < th[i].nconns; k++)
             if (lg_connect(&th[i], &th[i].conns[k]) < 0)
                 return 1;
+    }
+    if (lg_ready) {
+        fprintf(stderr, "loadgen: ready\n");
+        fflush(stderr);
     }
     t0 = mt_now_ns() + (uint64_t)(lg_warmup * 1e9);
     for (int i = 0; i < nthreads; i++)
