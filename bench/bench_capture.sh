@@ -86,39 +86,9 @@ pmqos_now() {
 
 start_fixedsrv
 
-# CPU ticks (utime + stime, all threads) of process $1
-cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null || echo 0; }
-HZ=$(getconf CLK_TCK)
-
-# run LABEL CONNS -> prints the loadgen line, sets P50 P99 RPS and CPU (the
-# proxy's CPU us per request, "-" without a proxy)
-run() {
-    local line c0=0 c1=0
-    [ -n "$PROXY_PID" ] && c0=$(cpu_ticks "$PROXY_PID")
-    line=$("$LOADGEN" --target 127.0.0.1:$PROXY_PORT --conns "$2" --duration "$SECS" \
-        --warmup "$WARM" --label "$1") || die "loadgen $1 failed: $line"
-    [ -n "$PROXY_PID" ] && c1=$(cpu_ticks "$PROXY_PID")
-    P50=$(sed -n 's/.* p50_us=\([0-9.]*\).*/\1/p' <<<"$line")
-    P99=$(sed -n 's/.* p99_us=\([0-9.]*\).*/\1/p' <<<"$line")
-    RPS=$(sed -n 's/.* rps=\([0-9.]*\).*/\1/p' <<<"$line")
-    CPU=-
-    [ -n "$PROXY_PID" ] && CPU=$(awk "BEGIN { printf \"%.2f\", ($c1 - $c0) / $HZ * 1e6 / ($RPS * ($SECS + $WARM)) }")
-    echo "  $line proxy_cpu_us_per_req=$CPU" >&2
-}
 TABLES=${TABLES:-1 2 3}
 want_table() { [[ " $TABLES " == *" $1 "* ]]; }
 calc() { awk "BEGIN { printf \"%.1f\", $* }"; }
-# median_ci: the 95 % distribution-free confidence interval of the median
-# of the numbers on stdin (one per line or space-separated): the order
-# statistics x(k) and x(n+1-k), k the largest with P(Bin(n, 1/2) <= k-1)
-# <= 0.025 (coverage >= 95 %; e.g. n = 15: x(4)-x(12), n = 31: x(10)-x(22))
-median_ci() {
-    tr ' ' '\n' | grep -v '^$' | sort -g | awk '{ v[NR] = $1 } END {
-        n = NR; t = 0.5 ^ n; c = 0; k = 0
-        for (i = 0; i <= n; i++) { c += t; if (c > 0.025) break; k = i + 1; t = t * (n - i) / (i + 1) }
-        if (k < 1) print "n/a"; else printf "%.3f-%.3fx", v[k], v[n + 1 - k] }'
-}
-median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 echo "mtrace capture vs HAProxy $(haproxy -v | awk 'NR==1 {print $3}') vs socat," \
     "loopback, $(nproc) cpus, $SECS s per run, $THREADS proxy threads"

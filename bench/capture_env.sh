@@ -3,8 +3,11 @@
 # bench/run.sh does not run it): bench/common.sh (the temp dir and the
 # cleanup trap, free_port, wait_port), the fixed-reply upstream, and
 # starting and stopping the proxy under test (mtrace capture, a second
-# mtrace binary, HAProxy in TCP mode, socat, or none).  The caller sets TOP, BUILD, MTRACE, MTRACE_B, THREADS and
-# BENCH_NAME (for messages) before sourcing it.  PIN=1 pins each proxy's
+# mtrace binary, HAProxy in TCP mode, HAProxy terminating TLS, socat, or
+# none), and run (one loadgen measurement, with the proxy's CPU per
+# request).  The caller sets TOP, BUILD, MTRACE, MTRACE_B, THREADS, SECS,
+# WARM and BENCH_NAME (for messages) before sourcing it, and TLS_PEM (a
+# certificate chain followed by its key) for haproxy-tls.  PIN=1 pins each proxy's
 # threads one per CPU, the same way for both: mtrace capture --pin-loops
 # (loop i on CPU i) and HAProxy's cpu-map auto:1/1-THREADS 0-(THREADS-1)
 # (thread i on CPU i-1); default 0: the scheduler places them.
@@ -30,8 +33,8 @@ PROXY_PORT=""
 PROXY_TRACE=""
 PROXY_SEQ=0
 # start_proxy KIND [mtrace args...]: KIND direct, mtrace, mtrace-b
-# ($MTRACE_B), haproxy or socat in front of $UP; sets PROXY_PORT and
-# PROXY_PID (empty for direct)
+# ($MTRACE_B), haproxy, haproxy-tls (bind ... ssl crt $TLS_PEM) or socat
+# in front of $UP; sets PROXY_PORT and PROXY_PID (empty for direct)
 start_proxy() {
     local kind=$1; shift
     case $kind in
@@ -57,8 +60,10 @@ start_proxy() {
         PROXY_PORT=$(grep -o 'listening on 127.0.0.1:[0-9]*' "$TMP/mtrace.err" | cut -d: -f2)
         [ -n "$PROXY_PORT" ] || die "mtrace capture did not start: $(cat "$TMP/mtrace.err")"
         ;;
-    haproxy)
+    haproxy | haproxy-tls)
         PROXY_PORT=$(free_port)
+        local ssl=""
+        [ "$kind" = haproxy-tls ] && ssl=" ssl crt ${TLS_PEM:?TLS_PEM not set}"
         cat >"$TMP/haproxy.cfg" <<HAPROXY
 global
     nbthread $THREADS
@@ -70,7 +75,7 @@ defaults
     timeout client 60s
     timeout server 60s
 frontend f
-    bind 127.0.0.1:$PROXY_PORT
+    bind 127.0.0.1:$PROXY_PORT$ssl
     default_backend b
 backend b
     server s1 127.0.0.1:$UP
@@ -88,7 +93,7 @@ HAPROXY
         PIDS+=($PROXY_PID)
         wait_port "$PROXY_PORT"
         ;;
-    *) die "unknown proxy kind '$kind' (direct, mtrace, mtrace-b, haproxy, socat)" ;;
+    *) die "unknown proxy kind '$kind' (direct, mtrace, mtrace-b, haproxy, haproxy-tls, socat)" ;;
     esac
 }
 stop_proxy() {
@@ -98,4 +103,48 @@ stop_proxy() {
     PROXY_PID=""
     [ -z "$PROXY_TRACE" ] || rm -f "$PROXY_TRACE"
     PROXY_TRACE=""
+}
+
+# CPU ticks (utime + stime, all threads) of process $1
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null || echo 0; }
+HZ=$(getconf CLK_TCK)
+
+# run LABEL CONNS [loadgen args...] -> prints the loadgen line to stderr,
+# sets P50 P99 RPS, CPU (the proxy's CPU us per request, "-" without a
+# proxy) and, with TLS, HS (loadgen's handshake p50, us) and TLSDESC.
+# The proxy's CPU time is sampled before loadgen starts and after it
+# ends (connection set-up included), or with RUN_READY=1 from loadgen's
+# "ready" (every connection set up and its TLS handshake done; polled
+# every few ms, so up to ~10 ms of the warm-up may be missed: CPU per
+# request is then under-stated by that fraction of SECS + WARM)
+run() {
+    local line c0=0 c1=0 label=$1 conns=$2 lg i
+    shift 2
+    if [ "${RUN_READY:-0}" = 1 ]; then
+        "$LOADGEN" --target 127.0.0.1:$PROXY_PORT --conns "$conns" --duration "$SECS" \
+            --warmup "$WARM" --label "$label" --ready "$@" >"$TMP/lg.out" 2>"$TMP/lg.err" &
+        lg=$!
+        PIDS+=("$lg")
+        for ((i = 0; i < 6000; i++)); do
+            grep -q '^loadgen: ready' "$TMP/lg.err" && break
+            kill -0 "$lg" 2>/dev/null || break
+            sleep 0.005
+        done
+        [ -n "$PROXY_PID" ] && c0=$(cpu_ticks "$PROXY_PID")
+        wait "$lg" || die "loadgen $label failed: $(cat "$TMP/lg.out" "$TMP/lg.err")"
+        line=$(cat "$TMP/lg.out")
+    else
+        [ -n "$PROXY_PID" ] && c0=$(cpu_ticks "$PROXY_PID")
+        line=$("$LOADGEN" --target 127.0.0.1:$PROXY_PORT --conns "$conns" --duration "$SECS" \
+            --warmup "$WARM" --label "$label" "$@") || die "loadgen $label failed: $line"
+    fi
+    [ -n "$PROXY_PID" ] && c1=$(cpu_ticks "$PROXY_PID")
+    P50=$(sed -n 's/.* p50_us=\([0-9.]*\).*/\1/p' <<<"$line")
+    P99=$(sed -n 's/.* p99_us=\([0-9.]*\).*/\1/p' <<<"$line")
+    RPS=$(sed -n 's/.* rps=\([0-9.]*\).*/\1/p' <<<"$line")
+    HS=$(sed -n 's/.* tls_hs_p50_us=\([0-9.]*\).*/\1/p' <<<"$line")
+    TLSDESC=$(sed -n 's/.* tls=\([^ ]*\).*/\1/p' <<<"$line")
+    CPU=-
+    [ -n "$PROXY_PID" ] && CPU=$(awk "BEGIN { printf \"%.2f\", ($c1 - $c0) / $HZ * 1e6 / ($RPS * ($SECS + $WARM)) }")
+    echo "  $line proxy_cpu_us_per_req=$CPU" >&2
 }

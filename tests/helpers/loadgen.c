@@ -6,7 +6,7 @@
  *
  *     loadgen --target HOST:PORT [--conns N] [--threads T]
  *             [--duration S | --requests N] [--warmup S] [--hello]
- *             [--label TEXT]
+ *             [--label TEXT] [--tls-ca FILE | --tls-insecure]
  *
  *   --conns     connections (default 1), spread over --threads event loops
  *               (default 1)
@@ -15,6 +15,18 @@
  *   --warmup    run S seconds untimed first (default 0.5)
  *   --hello     send an OP_MSG hello on each connection before the load
  *   --label     first word of the result line (default "loadgen")
+ *   --tls-ca    connect with TLS (core/tls.h's client context), verifying
+ *               the server's certificate against FILE (PEM) and its name
+ *               against the host of --target
+ *   --tls-insecure  TLS without any verification
+ *   --ready     print "loadgen: ready" on stderr once every connection is
+ *               set up (handshakes done), just before the load starts: a
+ *               benchmark samples the proxy's CPU time from there
+ *
+ * With TLS each connection completes its handshake (and --hello) before
+ * the load starts, one connection at a time: handshakes are not in the
+ * RTT figures.  The requests then go through SSL_write/SSL_read
+ * (tls_send/tls_recv, non-blocking, on the same event loops).
  *
  * The request is {find: "test_col", filter: {_id: "test-doc-1"}, limit: 1,
  * singleBatch: true, $db: "benchmark_db"}; a reply must answer its request
@@ -23,6 +35,11 @@
  *
  *   LABEL conns=N threads=T requests=R errors=E secs=S rps=X
  *         p50_us=.. p90_us=.. p99_us=.. p999_us=.. max_us=.. mean_us=..
+ *
+ * and with TLS, at the end of that line: tls=PROTOCOL/CIPHER (of the
+ * first connection) tls_hs_p50_us=.. tls_hs_max_us=.. (each handshake
+ * from tls_conn_new to its completion, the TCP connect excluded, with no
+ * other connection handshaking at the same time).
  *
  * Exit status 0, 1 when a connection failed or nothing was measured, 2 on
  * bad usage.
@@ -33,6 +50,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,6 +64,7 @@
 #include "core/loop.h"
 #include "core/mem.h"
 #include "core/rd.h"
+#include "core/tls.h"
 #include "core/wire.h"
 
 #define LG_THREADS_MAX 64
@@ -54,6 +73,8 @@
 struct lg_conn {
     struct lg_thread *t;
     int fd;
+    struct tls_conn *tls; /* owned; NULL: plain TCP */
+    bool dead;            /* lg_fail ran: no longer watched */
     int32_t req_id;
     uint64_t sent_ns;
     uint8_t *req;     /* owned: this connection's copy of the request */
@@ -78,7 +99,12 @@ static struct mt_buf lg_req; /* the find, requestID patched per send */
 static double lg_duration = 3.0, lg_warmup = 0.5;
 static uint64_t lg_requests_max;
 static _Atomic uint64_t lg_requests;
-static bool lg_hello;
+static bool lg_hello, lg_ready;
+static struct tls_ctx *lg_tls; /* owned; NULL: plain TCP */
+static char lg_tls_host[256];  /* --target's host, for the name check */
+static uint32_t *lg_hs;        /* owned: handshake ns per connection */
+static size_t lg_hs_n;
+static char lg_tls_desc[96];
 
 static int
 lg_resolve(const char *spec)
@@ -112,9 +138,47 @@ lg_build(void)
     return rc;
 }
 
-/* Blocking hello round trip on a fresh socket. */
+/* Waits (up to 10 s) until fd is readable, or writable when out. */
 static int
-lg_do_hello(int fd)
+lg_poll(int fd, bool out)
+{
+    struct pollfd pfd = {.fd = fd, .events = out ? POLLOUT : POLLIN};
+    return poll(&pfd, 1, 10000) == 1 ? 0 : -1;
+}
+
+/* send() for the set-up phase: plain sockets are blocking then; a TLS
+ * socket is non-blocking and waited for with poll(). */
+static ssize_t
+lg_bsend(int fd, struct tls_conn *tc, const void *p, size_t n)
+{
+    ssize_t r;
+
+    if (tc == NULL)
+        return send(fd, p, n, MSG_NOSIGNAL);
+    while ((r = tls_send(tc, p, n)) < 0 && errno == EAGAIN)
+        if (lg_poll(fd, true) < 0)
+            return -1;
+    return r;
+}
+
+/* recv() for the set-up phase, as lg_bsend. */
+static ssize_t
+lg_brecv(int fd, struct tls_conn *tc, void *p, size_t n)
+{
+    ssize_t r;
+    bool more;
+
+    if (tc == NULL)
+        return recv(fd, p, n, 0);
+    while ((r = tls_recv(tc, p, n, &more)) < 0 && errno == EAGAIN)
+        if (lg_poll(fd, tls_wants_write(tc)) < 0)
+            return -1;
+    return r;
+}
+
+/* Blocking hello round trip on a fresh socket (tc: its TLS, or NULL). */
+static int
+lg_do_hello(int fd, struct tls_conn *tc)
 {
     bson_t h = BSON_INITIALIZER;
     struct mt_buf b;
@@ -127,13 +191,13 @@ lg_do_hello(int fd)
     mt_buf_init(&b, 1 << 20);
     rc = wire_encode_msg(&b, 1, 0, 0, &h, NULL, 0);
     bson_destroy(&h);
-    if (rc < 0 || send(fd, b.data, b.len, MSG_NOSIGNAL) != (ssize_t)b.len) {
+    if (rc < 0 || lg_bsend(fd, tc, b.data, b.len) != (ssize_t)b.len) {
         mt_buf_free(&b);
         return -1;
     }
     mt_buf_free(&b);
     while (got < need) {
-        ssize_t n = recv(fd, rep + got, sizeof(rep) - got, 0);
+        ssize_t n = lg_brecv(fd, tc, rep + got, sizeof(rep) - got);
         if (n <= 0)
             return -1;
         got += (size_t)n;
@@ -149,8 +213,6 @@ lg_do_hello(int fd)
     return 0;
 }
 
-static void lg_on_conn(struct loop *l, int fd, void *arg, unsigned ev);
-
 static int
 fcntl_nonblock(int fd)
 {
@@ -165,6 +227,28 @@ lg_send(struct lg_conn *c)
     wr_le32(c->req + 4, (uint32_t)c->req_id);
     c->sent_ns = mt_now_ns();
     return send(c->fd, c->req, lg_req.len, MSG_NOSIGNAL) == (ssize_t)lg_req.len;
+}
+
+/* lg_send through TLS.  The request (~120 bytes) goes out as one record
+ * into an empty socket buffer (one request in flight): EAGAIN is not
+ * expected, and is waited out with poll() rather than queued. */
+static bool
+lg_send_tls(struct lg_conn *c)
+{
+    size_t off = 0;
+
+    c->req_id++;
+    wr_le32(c->req + 4, (uint32_t)c->req_id);
+    c->sent_ns = mt_now_ns();
+    while (off < lg_req.len) {
+        ssize_t n = tls_send(c->tls, c->req + off, lg_req.len - off);
+        if (n < 0 && errno == EAGAIN && lg_poll(c->fd, true) == 0)
+            continue;
+        if (n <= 0)
+            return false;
+        off += (size_t)n;
+    }
+    return true;
 }
 
 static void
@@ -193,28 +277,20 @@ lg_fail(struct lg_conn *c, const char *why)
 {
     if (c->t->errors++ < 5)
         fprintf(stderr, "loadgen: connection %d: %s\n", c->fd, why);
+    c->dead = true;
     loop_fd_del(c->t->l, c->fd);
 }
 
-static void
-lg_on_conn(struct loop *l, int fd, void *arg, unsigned ev)
+/* n bytes were appended to c->in at now: when they complete the reply,
+ * records its RTT and sends the next request.  Inlined, so that the
+ * plain path's machine code stays what it was before TLS (a direct call
+ * of lg_send, no extra call). */
+static inline __attribute__((always_inline)) void
+lg_got(struct lg_conn *c, uint64_t now, bool (*send_fn)(struct lg_conn *))
 {
-    struct lg_conn *c = arg;
-    ssize_t n;
     size_t need = 0;
-    uint64_t now;
     struct mt_err err = {0};
 
-    if (mt_buf_reserve(&c->in, 65536) < 0)
-        return lg_fail(c, "reply too big");
-    n = recv(fd, c->in.data + c->in.len, 65536, 0);
-    if (n <= 0) {
-        if (n < 0 && (errno == EAGAIN || errno == EINTR))
-            return;
-        return lg_fail(c, n == 0 ? "server closed" : strerror(errno));
-    }
-    now = mt_now_ns();
-    c->in.len += (size_t)n;
     if (wire_frame(c->in.data, c->in.len, WIRE_MSG_LEN_MAX, &need, &err) !=
         MT_OK)
         return; /* partial (or bad: the next read fails the same way) */
@@ -229,8 +305,53 @@ lg_on_conn(struct loop *l, int fd, void *arg, unsigned ev)
         return lg_fail(c, "unexpected extra bytes");
     mt_buf_reset(&c->in);
     lg_record(c->t, now - c->sent_ns);
-    if (!lg_send(c))
+    if (!send_fn(c))
         lg_fail(c, "send failed");
+}
+
+static void
+lg_on_conn(struct loop *l, int fd, void *arg, unsigned ev)
+{
+    struct lg_conn *c = arg;
+    ssize_t n;
+
+    if (mt_buf_reserve(&c->in, 65536) < 0)
+        return lg_fail(c, "reply too big");
+    n = recv(fd, c->in.data + c->in.len, 65536, 0);
+    if (n <= 0) {
+        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+            return;
+        return lg_fail(c, n == 0 ? "server closed" : strerror(errno));
+    }
+    c->in.len += (size_t)n;
+    lg_got(c, mt_now_ns(), lg_send);
+}
+
+/* lg_on_conn for a TLS connection: reads until OpenSSL needs the socket
+ * (the loop is edge-triggered and decrypted bytes are invisible to it). */
+static void
+lg_on_conn_tls(struct loop *l, int fd, void *arg, unsigned ev)
+{
+    struct lg_conn *c = arg;
+    ssize_t n;
+    bool more = true;
+
+    while (more) {
+        if (mt_buf_reserve(&c->in, 65536) < 0)
+            return lg_fail(c, "reply too big");
+        n = tls_recv(c->tls, c->in.data + c->in.len, 65536, &more);
+        if (n <= 0) {
+            if (n < 0 && (errno == EAGAIN || errno == EINTR))
+                return;
+            return lg_fail(c, n == 0            ? "server closed"
+                              : errno == EPROTO ? tls_conn_why(c->tls)
+                                                : strerror(errno));
+        }
+        c->in.len += (size_t)n;
+        lg_got(c, mt_now_ns(), lg_send_tls);
+        if (c->dead)
+            return;
+    }
 }
 
 static void
@@ -255,15 +376,67 @@ lg_thread_main(void *arg)
 {
     struct lg_thread *t = arg;
 
-    for (int i = 0; i < t->nconns; i++)
-        if (!lg_send(&t->conns[i]))
-            lg_fail(&t->conns[i], "send failed");
+    for (int i = 0; i < t->nconns; i++) {
+        struct lg_conn *c = &t->conns[i];
+        if (!(c->tls ? lg_send_tls(c) : lg_send(c)))
+            lg_fail(c, "send failed");
+    }
     loop_update_time(t->l);
     loop_timer_start(t->l, &t->t_warm,
                      loop_deadline_after(t->l, (uint64_t)(lg_warmup * 1e9)),
                      lg_on_warm, t);
     loop_run(t->l);
     return NULL;
+}
+
+/* TLS handshake on c's connected socket (made non-blocking), waited
+ * for with poll(); its duration goes into lg_hs. */
+static int
+lg_tls_connect(struct lg_conn *c)
+{
+    uint64_t t0;
+    int rc;
+
+    if (fcntl_nonblock(c->fd) < 0)
+        return -1;
+    c->tls = tls_conn_new(lg_tls, c->fd, lg_tls_host[0] ? lg_tls_host : NULL);
+    if (c->tls == NULL)
+        return -1;
+    t0 = mt_now_ns();
+    while ((rc = tls_handshake(c->tls)) == -EAGAIN)
+        if (lg_poll(c->fd, tls_wants_write(c->tls)) < 0)
+            break;
+    if (rc != 0) {
+        fprintf(stderr, "loadgen: TLS handshake failed: %s\n",
+                rc == -EAGAIN ? "timed out" : tls_conn_why(c->tls));
+        return -1;
+    }
+    t0 = mt_now_ns() - t0;
+    lg_hs[lg_hs_n++] = t0 > UINT32_MAX ? UINT32_MAX : (uint32_t)t0;
+    if (lg_tls_desc[0] == 0) {
+        tls_conn_desc(c->tls, lg_tls_desc, sizeof(lg_tls_desc));
+        for (char *p = lg_tls_desc; *p; p++)
+            if (*p == ' ')
+                *p = '/';
+    }
+    return 0;
+}
+
+/* The host part of a HOST:PORT or [V6]:PORT spec, into lg_tls_host. */
+static void
+lg_tls_set_host(const char *spec)
+{
+    const char *colon = strrchr(spec, ':');
+    size_t n = colon ? (size_t)(colon - spec) : strlen(spec);
+
+    if (n >= 2 && spec[0] == '[' && spec[n - 1] == ']') {
+        spec++;
+        n -= 2;
+    }
+    if (n < sizeof(lg_tls_host)) {
+        memcpy(lg_tls_host, spec, n);
+        lg_tls_host[n] = 0;
+    }
 }
 
 static int
@@ -279,7 +452,9 @@ lg_connect(struct lg_thread *t, struct lg_conn *c)
         return -1;
     }
     setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    if (lg_hello && lg_do_hello(c->fd) < 0) {
+    if (lg_tls != NULL && lg_tls_connect(c) < 0)
+        return -1;
+    if (lg_hello && lg_do_hello(c->fd, c->tls) < 0) {
         fprintf(stderr, "loadgen: hello failed\n");
         return -1;
     }
@@ -290,7 +465,8 @@ lg_connect(struct lg_thread *t, struct lg_conn *c)
     if (c->req == NULL)
         return -1;
     memcpy(c->req, lg_req.data, lg_req.len);
-    return loop_fd_add(t->l, c->fd, LOOP_READ, lg_on_conn, c);
+    return loop_fd_add(t->l, c->fd, LOOP_READ,
+                       c->tls ? lg_on_conn_tls : lg_on_conn, c);
 }
 
 static int
@@ -334,7 +510,8 @@ lg_usage(void)
 {
     fprintf(stderr, "usage: loadgen --target HOST:PORT [--conns N] "
                     "[--threads T] [--duration S | --requests N] "
-                    "[--warmup S] [--hello] [--label TEXT]\n");
+                    "[--warmup S] [--hello] [--label TEXT] "
+                    "[--tls-ca FILE | --tls-insecure] [--ready]\n");
     return 2;
 }
 
@@ -364,17 +541,24 @@ lg_report(const char *label, struct lg_thread *th, int nthreads, int conns,
     for (size_t i = 0; i < n; i++)
         sum += all[i];
     if (n == 0) {
-        printf("%s conns=%d threads=%d requests=0 errors=%llu\n", label, conns,
+        printf("%s conns=%d threads=%d requests=0 errors=%llu", label, conns,
                nthreads, (unsigned long long)errors);
     } else {
         printf("%s conns=%d threads=%d requests=%zu errors=%llu secs=%.3f "
                "rps=%.0f p50_us=%.1f p90_us=%.1f p99_us=%.1f p999_us=%.1f "
-               "max_us=%.1f mean_us=%.1f\n",
+               "max_us=%.1f mean_us=%.1f",
                label, conns, nthreads, n, (unsigned long long)errors, secs,
                (double)n / secs, lg_pct(all, n, 0.5), lg_pct(all, n, 0.9),
                lg_pct(all, n, 0.99), lg_pct(all, n, 0.999), all[n - 1] / 1e3,
                sum / (double)n / 1e3);
     }
+    if (lg_hs_n > 0) {
+        qsort(lg_hs, lg_hs_n, sizeof(*lg_hs), lg_cmp);
+        printf(" tls=%s tls_hs_p50_us=%.1f tls_hs_max_us=%.1f",
+               lg_tls_desc[0] ? lg_tls_desc : "?", lg_pct(lg_hs, lg_hs_n, 0.5),
+               lg_hs[lg_hs_n - 1] / 1e3);
+    }
+    printf("\n");
     fflush(stdout);
     mt_free(all);
 }
@@ -382,7 +566,8 @@ lg_report(const char *label, struct lg_thread *th, int nthreads, int conns,
 int
 main(int argc, char **argv)
 {
-    const char *target = NULL, *label = "loadgen";
+    const char *target = NULL, *label = "loadgen", *tls_ca = NULL;
+    bool tls_insecure = false;
     long conns = 1, nthreads = 1, v;
     struct lg_thread th[LG_THREADS_MAX];
     uint64_t t0, t1;
@@ -393,6 +578,14 @@ main(int argc, char **argv)
             lg_hello = true;
             continue;
         }
+        if (strcmp(a, "--tls-insecure") == 0) {
+            tls_insecure = true;
+            continue;
+        }
+        if (strcmp(a, "--ready") == 0) {
+            lg_ready = true;
+            continue;
+        }
         if (val == NULL)
             return lg_usage();
         i++;
@@ -400,6 +593,8 @@ main(int argc, char **argv)
             target = val;
         else if (strcmp(a, "--label") == 0)
             label = val;
+        else if (strcmp(a, "--tls-ca") == 0)
+            tls_ca = val;
         else if (strcmp(a, "--conns") == 0 && lg_arg_int(val, 1, 100000, &v))
             conns = v;
         else if (strcmp(a, "--threads") == 0 &&
@@ -418,6 +613,18 @@ main(int argc, char **argv)
     }
     if (target == NULL || lg_resolve(target) < 0 || lg_build() < 0)
         return lg_usage();
+    if (tls_ca != NULL && tls_insecure)
+        return lg_usage();
+    if (tls_ca != NULL || tls_insecure) {
+        struct mt_err err = {0};
+        lg_tls = tls_ctx_client_new(tls_ca, tls_insecure, &err);
+        lg_hs = mt_calloc((size_t)conns, sizeof(*lg_hs));
+        if (lg_tls == NULL || lg_hs == NULL) {
+            fprintf(stderr, "loadgen: %s\n", err.msg);
+            return 1;
+        }
+        lg_tls_set_host(target);
+    }
     if (nthreads > conns)
         nthreads = conns;
     memset(th, 0, sizeof(th));
@@ -434,6 +641,10 @@ main(int argc, char **argv)
             if (lg_connect(&th[i], &th[i].conns[k]) < 0)
                 return 1;
     }
+    if (lg_ready) {
+        fprintf(stderr, "loadgen: ready\n");
+        fflush(stderr);
+    }
     t0 = mt_now_ns() + (uint64_t)(lg_warmup * 1e9);
     for (int i = 0; i < nthreads; i++)
         pthread_create(&th[i].th, NULL, lg_thread_main, &th[i]);
@@ -444,6 +655,10 @@ main(int argc, char **argv)
               t1 > t0 ? (double)(t1 - t0) / 1e9 : 1e-9);
     for (int i = 0; i < nthreads; i++) {
         for (int k = 0; k < th[i].nconns; k++) {
+            if (th[i].conns[k].tls != NULL) {
+                tls_close_notify(th[i].conns[k].tls);
+                tls_conn_free(th[i].conns[k].tls);
+            }
             close(th[i].conns[k].fd);
             mt_free(th[i].conns[k].req);
             mt_buf_free(&th[i].conns[k].in);
@@ -454,5 +669,7 @@ main(int argc, char **argv)
         if (th[i].errors)
             return 1;
     }
+    tls_ctx_free(lg_tls);
+    mt_free(lg_hs);
     return 0;
 }
