@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "replay/auth.h"
+#include "scram_rfc.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -29,29 +30,16 @@ static struct scram_creds creds = {&user, 1};
 static void
 init_user(void)
 {
-    static const uint8_t s1[] = {0x41, 0x25, 0xc2, 0x47, 0xe4, 0x3a,
-                                 0xb1, 0xe9, 0x3c, 0x6d, 0xff, 0x76};
-    static const uint8_t s256[] = {0x5b, 0x6d, 0x99, 0x68, 0x9d, 0x12,
-                                   0x35, 0x8e, 0xec, 0xa0, 0x4b, 0x14,
-                                   0x12, 0x36, 0xfa, 0x81};
-
-    if (user.db[0] != '\0')
-        return;
-    memcpy(user.db, "admin", 6);
-    memcpy(user.name, "user", 5);
-    /* RFC 5802 salt "QSXCR+Q6sek8bf92", RFC 7677 "W22ZaJ0SNY7soEsUEjb6gQ==" */
-    (void)scram_secret_derive(SCRAM_SHA1, "pencil", 6, s1, sizeof(s1), 4096,
-                              &user.sec[SCRAM_SHA1]);
-    (void)scram_secret_derive(SCRAM_SHA256, "pencil", 6, s256, sizeof(s256),
-                              4096, &user.sec[SCRAM_SHA256]);
+    if (user.db[0] == '\0')
+        scram_rfc_user(&user, "pencil"); /* RFC 5802's SCRAM-SHA-1 keys */
 }
 
 static void
 conversation(uint8_t flag, const uint8_t *p, size_t n)
 {
     enum scram_mech mech = (flag & 1) ? SCRAM_SHA256 : SCRAM_SHA1;
-    const char *snonce = mech == SCRAM_SHA1 ? "3rfcNHYJY1ZVvWVs7j"
-                                            : "%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0";
+    const char *snonce =
+        mech == SCRAM_SHA1 ? SCRAM_RFC5802_SNONCE : SCRAM_RFC7677_SNONCE;
     struct scram_client_first f1;
     struct scram_client_final f2;
     struct scram_conv cv;
