@@ -269,6 +269,7 @@ struct tls_conn *
 tls_conn_new(struct tls_ctx *ctx, int fd, const char *host)
 {
     struct tls_conn *c = mt_calloc(1, sizeof(*c));
+    bool ip;
 
     if (c == NULL)
         return NULL;
@@ -283,15 +284,15 @@ tls_conn_new(struct tls_ctx *ctx, int fd, const char *host)
         return c;
     }
     SSL_set_connect_state(c->ssl);
-    if (host != NULL && !tls_host_is_ip(host) &&
-        SSL_set_tlsext_host_name(c->ssl, host) != 1)
+    if (host == NULL)
+        return c;
+    ip = tls_host_is_ip(host); /* an IP: no SNI, checked against IP SANs */
+    if (!ip && SSL_set_tlsext_host_name(c->ssl, host) != 1)
         goto fail;
-    if (host != NULL && ctx->verify) {
-        if (tls_host_is_ip(host) ? X509_VERIFY_PARAM_set1_ip_asc(
-                                       SSL_get0_param(c->ssl), host) != 1
-                                 : SSL_set1_host(c->ssl, host) != 1)
-            goto fail;
-    }
+    if (ctx->verify &&
+        (ip ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(c->ssl), host) != 1
+            : SSL_set1_host(c->ssl, host) != 1))
+        goto fail;
     return c;
 fail:
     ERR_clear_error();
