@@ -42,7 +42,7 @@ pair_check(const struct trace_rec *rec, struct mt_buf *b)
     struct mt_err err;
     uint32_t len;
 
-    check(rec->type >= TRACE_REC_HEADER && rec->type <= TRACE_REC_END);
+    check(rec->type >= TRACE_REC_HEADER && rec->type <= TRACE_REC_TYPE_MAX);
     check(trace__rec_check(rec, &err) == 0);
     mt_buf_reset(b);
     check(trace__rec_encode(b, rec, &err) == 0);
