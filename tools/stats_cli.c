@@ -233,6 +233,21 @@ json_num(FILE *out, const char *key, double v, bool comma)
     fprintf(out, "%s\"%s\":%.6f", comma ? "," : "", key, v);
 }
 
+/* {"count":N,"mean":..,"stdev_pct":..,"p50":..,"p90":..,"p99":..,"max":..}:
+ * a latency summary in ms (stats --json latency_ms.*, tls.*.handshake_ms). */
+static void
+json_sum(FILE *out, const struct stats_sum *sum)
+{
+    fprintf(out, "{\"count\":%" PRIu64, sum->count);
+    json_num(out, "mean", sum->mean_ms, true);
+    json_num(out, "stdev_pct", sum->stdev_pct, true);
+    json_num(out, "p50", sum->p50_ms, true);
+    json_num(out, "p90", sum->p90_ms, true);
+    json_num(out, "p99", sum->p99_ms, true);
+    json_num(out, "max", sum->max_ms, true);
+    fputc('}', out);
+}
+
 static void
 print_json_cmds(FILE *out, struct stats *s)
 {
@@ -259,14 +274,8 @@ print_json_cmds(FILE *out, struct stats *s)
         if (k++ > 0)
             fputc(',', out);
         msginfo_json_str(out, s->cmds[i].name);
-        fprintf(out, ":{\"count\":%" PRIu64, sum.count);
-        json_num(out, "mean", sum.mean_ms, true);
-        json_num(out, "stdev_pct", sum.stdev_pct, true);
-        json_num(out, "p50", sum.p50_ms, true);
-        json_num(out, "p90", sum.p90_ms, true);
-        json_num(out, "p99", sum.p99_ms, true);
-        json_num(out, "max", sum.max_ms, true);
-        fputc('}', out);
+        fputc(':', out);
+        json_sum(out, &sum);
     }
     fputc('}', out);
 }
@@ -337,12 +346,9 @@ print_json_tls(FILE *out, struct stats *s)
                 l->failed, l->resumed, l->peer_cert, l->peer_verified);
         json_tls_names(out, "versions", l->versions, l->nversions);
         json_tls_names(out, "ciphers", l->ciphers, l->nciphers);
-        fprintf(out, ",\"handshake_ms\":{\"count\":%" PRIu64, sum.count);
-        json_num(out, "mean", sum.mean_ms, true);
-        json_num(out, "p50", sum.p50_ms, true);
-        json_num(out, "p99", sum.p99_ms, true);
-        json_num(out, "max", sum.max_ms, true);
-        fputs("}}", out);
+        fputs(",\"handshake_ms\":", out);
+        json_sum(out, &sum);
+        fputc('}', out);
     }
     fputc('}', out);
 }
