@@ -224,10 +224,11 @@ run(const struct replay_opts *c, struct index *idx, struct pmqos *q)
     if (pmqos_current(&seen.kernel_us) < 0)
         seen.kernel_us = -1;
     pmqos_release(q);
-    replay_summary_print(stderr, st, c->auth.enabled);
+    replay_summary_print(stderr, st, c->auth.enabled, c->tls != NULL);
     replay_summary_print_pmqos(stderr, &seen);
     if (c->summary_fp != NULL &&
-        replay_summary_json(c->summary_fp, c->summary_json, st, &seen) < 0)
+        replay_summary_json(c->summary_fp, c->summary_json, st, c->tls != NULL,
+                            &seen) < 0)
         rc = 1;
     if (c->strict && st->missed > 0) {
         fprintf(stderr,

@@ -16,9 +16,47 @@ ms(uint64_t ns)
     return (double)ns / 1e6;
 }
 
+/* The TLS line: handshakes completed (by version, their time), failed
+ * (by cause, the causes seen only) and aborted (when any). */
+static void
+print_tls(FILE *f, const struct tlsstats *t)
+{
+    const char *sep = " (";
+
+    fprintf(f,
+            "mtrace replay: TLS: %llu handshakes completed (TLSv1.2 %llu, "
+            "TLSv1.3 %llu",
+            (unsigned long long)t->completed,
+            (unsigned long long)t->version[TLSSTATS_TLS12],
+            (unsigned long long)t->version[TLSSTATS_TLS13]);
+    if (t->version[TLSSTATS_VERSION_OTHER] > 0)
+        fprintf(f, ", other %llu",
+                (unsigned long long)t->version[TLSSTATS_VERSION_OTHER]);
+    fprintf(f,
+            "; accept to completion p50 %.3f p99 %.3f max %.3f ms), %llu "
+            "failed",
+            ms(delay_hist_quantile(&t->time, 0.5)),
+            ms(delay_hist_quantile(&t->time, 0.99)), ms(t->time.max_ns),
+            (unsigned long long)tlsstats_failed(t));
+    for (int i = 0; i < TLSSTATS_FAIL_N; i++) {
+        if (t->failed[i] == 0)
+            continue;
+        fprintf(f, "%s%s %llu", sep, tlsstats_fail_text(i),
+                (unsigned long long)t->failed[i]);
+        sep = ", ";
+    }
+    if (sep[0] == ',')
+        fputc(')', f);
+    if (t->aborted > 0)
+        fprintf(f, ", %llu aborted when replay stopped",
+                (unsigned long long)t->aborted);
+    fputc('\n', f);
+}
+
 /* See replay_summary.h. */
 void
-replay_summary_print(FILE *f, const struct replay_stats *st, bool auth)
+replay_summary_print(FILE *f, const struct replay_stats *st, bool auth,
+                     bool tls)
 {
     const struct delay_hist *q = &st->requested, *a = &st->achieved,
                             *l = &st->late;
@@ -43,6 +81,8 @@ replay_summary_print(FILE *f, const struct replay_stats *st, bool auth)
                 (unsigned long long)st->speculative,
                 (unsigned long long)st->auth_failed,
                 (unsigned long long)st->unauthorized);
+    if (tls)
+        print_tls(f, &st->tls);
     fprintf(f,
             "mtrace replay: delay (ms, n=%llu) requested p50 %.3f p99 %.3f "
             "max %.3f | achieved p50 %.3f p99 %.3f max %.3f | late p50 %.3f "
@@ -111,10 +151,29 @@ json_hist(FILE *f, const char *name, const struct delay_hist *h)
             ms(delay_hist_quantile(h, 0.99)), ms(h->max_ns));
 }
 
+/* "tls":{...}, of a replay with --tls-cert (docs/replay.md). */
+static void
+json_tls(FILE *f, const struct tlsstats *t)
+{
+    fprintf(f, "\"tls\":{\"completed\":%llu,\"versions\":{",
+            (unsigned long long)t->completed);
+    for (int i = 0; i < TLSSTATS_VERSION_N; i++)
+        fprintf(f, "%s\"%s\":%llu", i ? "," : "", tlsstats_version_name(i),
+                (unsigned long long)t->version[i]);
+    fprintf(f, "},\"failed\":%llu,\"failed_by\":{",
+            (unsigned long long)tlsstats_failed(t));
+    for (int i = 0; i < TLSSTATS_FAIL_N; i++)
+        fprintf(f, "%s\"%s\":%llu", i ? "," : "", tlsstats_fail_key(i),
+                (unsigned long long)t->failed[i]);
+    fprintf(f, "},\"aborted\":%llu,", (unsigned long long)t->aborted);
+    json_hist(f, "handshake", &t->time);
+    fputs("},", f);
+}
+
 /* See replay_summary.h. */
 int
 replay_summary_json(FILE *f, const char *path, const struct replay_stats *st,
-                    const struct replay_pmqos_seen *p)
+                    bool tls, const struct replay_pmqos_seen *p)
 {
     fprintf(f,
             "{\"requests\":%llu,\"connections\":%llu,\"served\":%llu,"
@@ -133,6 +192,10 @@ replay_summary_json(FILE *f, const char *path, const struct replay_stats *st,
             (unsigned long long)st->speculative,
             (unsigned long long)st->auth_failed,
             (unsigned long long)st->unauthorized);
+    if (tls)
+        json_tls(f, &st->tls);
+    else
+        fputs("\"tls\":null,", f);
     if (p->held_us >= 0)
         fprintf(f, "\"cpu_dma_latency_us\":%d,", p->held_us);
     else

@@ -21,19 +21,22 @@ struct replay_pmqos_seen {
 };
 
 /* The summary lines of st to f; the authentication line when auth (or
- * when an authentication was refused). */
-void replay_summary_print(FILE *f, const struct replay_stats *st, bool auth);
+ * when an authentication was refused), the TLS line when tls
+ * (--tls-cert). */
+void replay_summary_print(FILE *f, const struct replay_stats *st, bool auth,
+                          bool tls);
 
 /* The CPU wake-up latency line of p to f. */
 void replay_summary_print_pmqos(FILE *f, const struct replay_pmqos_seen *p);
 
 /*
  * Writes st and p to f (opened at start for --summary-json path) as one
- * JSON object and a newline, and closes f.  0, or -1 when a write or the
- * close failed (logged with path).
+ * JSON object and a newline, and closes f; "tls" is null unless tls
+ * (--tls-cert).  0, or -1 when a write or the close failed (logged with
+ * path).
  */
 int replay_summary_json(FILE *f, const char *path,
-                        const struct replay_stats *st,
+                        const struct replay_stats *st, bool tls,
                         const struct replay_pmqos_seen *p);
 
 #endif
