@@ -80,38 +80,33 @@ tlsstats_failed(const struct tlsstats *t)
     return n;
 }
 
-static const char *const fail_key[TLSSTATS_FAIL_N] = {
-    [TLSSTATS_NOT_TLS] = "not_tls",
-    [TLSSTATS_NO_CLIENT_CERT] = "no_client_cert",
-    [TLSSTATS_CLIENT_CERT] = "client_cert_refused",
-    [TLSSTATS_SERVER_CERT] = "server_cert_refused",
-    [TLSSTATS_CLOSED] = "closed",
-    [TLSSTATS_TIMEOUT] = "timeout",
-    [TLSSTATS_OTHER] = "other",
-};
-
-static const char *const fail_text[TLSSTATS_FAIL_N] = {
-    [TLSSTATS_NOT_TLS] = "not TLS",
-    [TLSSTATS_NO_CLIENT_CERT] = "no client certificate",
-    [TLSSTATS_CLIENT_CERT] = "client certificate refused",
-    [TLSSTATS_SERVER_CERT] = "server certificate refused by the client",
-    [TLSSTATS_CLOSED] = "closed by the client",
-    [TLSSTATS_TIMEOUT] = "timed out",
-    [TLSSTATS_OTHER] = "other TLS error",
+/* Each cause's JSON key and the summary's words for it. */
+static const struct {
+    const char *key, *text;
+} fail_names[TLSSTATS_FAIL_N] = {
+    [TLSSTATS_NOT_TLS] = {"not_tls", "not TLS"},
+    [TLSSTATS_NO_CLIENT_CERT] = {"no_client_cert", "no client certificate"},
+    [TLSSTATS_CLIENT_CERT] = {"client_cert_refused",
+                              "client certificate refused"},
+    [TLSSTATS_SERVER_CERT] = {"server_cert_refused",
+                              "server certificate refused by the client"},
+    [TLSSTATS_CLOSED] = {"closed", "closed by the client"},
+    [TLSSTATS_TIMEOUT] = {"timeout", "timed out"},
+    [TLSSTATS_OTHER] = {"other", "other TLS error"},
 };
 
 const char *
 tlsstats_fail_key(enum tlsstats_fail f)
 {
     MT_ASSERT(f >= 0 && f < TLSSTATS_FAIL_N);
-    return fail_key[f];
+    return fail_names[f].key;
 }
 
 const char *
 tlsstats_fail_text(enum tlsstats_fail f)
 {
     MT_ASSERT(f >= 0 && f < TLSSTATS_FAIL_N);
-    return fail_text[f];
+    return fail_names[f].text;
 }
 
 const char *
