@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
-# bench_capture_tls.sh -- what a TLS client leg costs: the recording proxy
-# terminating TLS (`mtrace capture --tls-cert`) side by side with HAProxy
-# (TCP mode, `bind ... ssl crt`, nbthread = THREADS) doing the same job,
-# on loopback, same client and same upstream:
+# bench_capture_tls.sh -- what a TLS leg costs: the recording proxy
+# terminating TLS (`mtrace capture --tls-cert`, LEG=client, the default)
+# or originating it (`mtrace capture --target-tls`, LEG=target) side by
+# side with HAProxy (TCP mode, nbthread = THREADS) doing the same job
+# (`bind ... ssl crt`, or `server ... ssl verify required ca-file`), on
+# loopback, same client and same upstream:
 #
 #   client:   $BUILD/helpers/loadgen --tls-ca (closed loop, one find in
 #             flight per connection; each connection's TLS handshake is
 #             done before the load starts and is not in the RTT figures)
-#   upstream: $BUILD/helpers/fixedsrv (plain TCP; both proxies forward
-#             plaintext to it)
+#   upstream: $BUILD/helpers/fixedsrv (LEG=client: plain TCP, both
+#             proxies forward plaintext to it; LEG=target: a second one
+#             with --tls-cert for the TLS rows, the same certificate,
+#             each handshake on its loop before the first request)
 #
 # Rows (kinds), all in every repetition, interleaved, the order reversed
 # in odd repetitions (the first of a pair tends to win on a VM):
@@ -17,6 +21,14 @@
 #   haproxy-tls  loadgen =TLS=> haproxy ssl crt -> fixedsrv
 #   mtrace, haproxy  the same proxies without TLS (PLAIN=1, the default):
 #                what the TLS leg adds to each proxy, in the same run
+# With LEG=target the TLS rows are instead
+#   direct-tls   loadgen =TLS=> fixedsrv --tls-cert (what a client pays
+#                talking TLS to the server itself, no proxy)
+#   mtrace-tls   loadgen -> mtrace capture --target-tls --target-tls-ca
+#                =TLS=> fixedsrv --tls-cert (chain and IP SAN verified)
+#   haproxy-tls  loadgen -> haproxy server ... ssl verify required
+#                ca-file =TLS=> fixedsrv --tls-cert (chain verified;
+#                HAProxy checks no name without verifyhost/sni)
 #
 # 1. latency at 1 connection (from the 1-connection runs of 2): p50/p99
 #    medians, added over the direct plain connection of the same
@@ -33,16 +45,17 @@
 #
 # Certificates: a CA and a server certificate (SAN IP:127.0.0.1,
 # DNS:localhost, RSA 2048) made with the openssl CLI in the temp dir; the
-# same PEM (chain + key) for both proxies.  The other leg (--target-tls)
-# is not measured here: fixedsrv speaks no TLS, and a TLS terminator in
-# front of it would be a third process on the benchmark's CPUs whose cost
-# lands on both rows (see docs/benchmarks.md).
+# same PEM (chain + key) for both proxies (LEG=target: for fixedsrv).
+# fixedsrv issues no session tickets and keeps no session cache (core/tls),
+# so neither proxy resumes a session toward it; the handshakes happen
+# before loadgen's "ready" either way.
 #
 # Env: SECS (seconds per measurement, default 3), WARM (default 0.5),
 #      THREADS (mtrace/haproxy threads, default: nproc), REPS (repetitions,
 #      default 1; the CI needs 6 or more), T2_CONNS (default "1 16 256"),
 #      PLAIN (1: also the plain mtrace and HAProxy rows; default 1), BUILD,
-#      MTRACE, PIN (as bench_capture.sh: see bench/capture_env.sh).
+#      MTRACE, PIN (as bench_capture.sh: see bench/capture_env.sh),
+#      LEG (client, the default, or target: which leg of the proxy is TLS).
 # Every process it starts is stopped on exit; files go to a mktemp dir.
 set -u
 TOP=${TOP:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -56,6 +69,7 @@ THREADS=${THREADS:-$(nproc)}
 REPS=${REPS:-1}
 PLAIN=${PLAIN:-1}
 T2_CONNS=${T2_CONNS:-1 16 256}
+LEG=${LEG:-client}
 BENCH_NAME=bench_capture_tls
 . "$TOP/bench/capture_env.sh"
 
@@ -65,6 +79,9 @@ done
 command -v haproxy >/dev/null || die "haproxy not installed (tools/deps.sh)"
 command -v openssl >/dev/null || die "openssl (the command-line tool) not installed"
 "$LOADGEN" --tls-insecure 2>&1 | grep -q -- --tls-ca || die "$LOADGEN has no --tls-ca (rebuild: make helpers)"
+case $LEG in client | target) ;; *) die "LEG=$LEG: client or target" ;; esac
+[ "$LEG" = target ] && { "$FIXEDSRV" --tls-cert 2>&1 | grep -q -- --tls-cert ||
+    die "$FIXEDSRV has no --tls-cert (rebuild: make helpers)"; }
 
 # make_certs: $TMP/ca.pem, and $TMP/server.pem (certificate then key)
 make_certs() {
@@ -83,18 +100,26 @@ make_certs() {
     CA=$TMP/ca.pem TLS_PEM=$TMP/server.pem
 }
 make_certs
-start_fixedsrv
+UPT=""
+if [ "$LEG" = target ]; then
+    start_fixedsrv --tls-cert "$TLS_PEM"
+    UPT=$UP
+fi
+start_fixedsrv # UP: the plain one
 
-# start KIND: start_proxy for the rows above
+# start KIND: start_proxy for the rows above (UP=... applies to that call)
 start() {
-    case $1 in
-    mtrace-tls) start_proxy mtrace --tls-cert "$TLS_PEM" ;;
+    case $LEG,$1 in
+    client,mtrace-tls) start_proxy mtrace --tls-cert "$TLS_PEM" ;;
+    target,mtrace-tls) UP=$UPT start_proxy mtrace --target-tls --target-tls-ca "$CA" ;;
+    target,haproxy-tls) UP=$UPT start_proxy haproxy-ttls ;;
+    target,direct-tls) UP=$UPT start_proxy direct ;;
     *) start_proxy "$1" ;;
     esac
 }
-# loadgen's TLS arguments for KIND
+# loadgen's TLS arguments for KIND: the rows where the client speaks TLS
 lg_args() {
-    case $1 in *-tls) echo "--tls-ca $CA" ;; esac
+    case $LEG,$1 in client,*-tls | target,direct-tls) echo "--tls-ca $CA" ;; esac
 }
 f2() { awk "BEGIN { printf \"%.2f\", $* }"; }
 # med FORMAT: the median of the numbers on stdin, printf'd
@@ -104,11 +129,23 @@ RUN_READY=1
 
 KINDS="direct mtrace-tls haproxy-tls"
 [ "$PLAIN" = 1 ] && KINDS="direct mtrace mtrace-tls haproxy-tls haproxy"
+[ "$LEG" = target ] && KINDS="$KINDS direct-tls"
 
-echo "mtrace capture --tls-cert vs HAProxy $(haproxy -v | awk 'NR==1 {print $3}') (TCP mode, bind ssl crt)," \
+if [ "$LEG" = client ]; then
+    echo -n "mtrace capture --tls-cert vs HAProxy $(haproxy -v | awk 'NR==1 {print $3}') (TCP mode, bind ssl crt), "
+else
+    echo -n "mtrace capture --target-tls --target-tls-ca vs HAProxy $(haproxy -v | awk 'NR==1 {print $3}')" \
+        "(TCP mode, server ssl verify required ca-file), "
+fi
+echo \
     "$(openssl version | awk '{print $1, $2}'), loopback, $(nproc) cpus, $SECS s per run (+ $WARM s warm-up)," \
     "$THREADS proxy threads, $REPS repetition(s), interleaved"
-echo "certificate: RSA 2048 signed by a throwaway CA; upstream fixedsrv plain; rows: $KINDS"
+if [ "$LEG" = client ]; then
+    echo "certificate: RSA 2048 signed by a throwaway CA; upstream fixedsrv plain; rows: $KINDS"
+else
+    echo "certificate: RSA 2048 signed by a throwaway CA, served by fixedsrv --tls-cert to the TLS rows" \
+        "(direct is plain); rows: $KINDS"
+fi
 echo "date: $(date -u +%FT%TZ); load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 [ "$PIN" = 1 ] && echo "PIN=1: mtrace capture --pin-loops, HAProxy cpu-map (one thread per CPU, both)"
 
@@ -129,7 +166,11 @@ for n in $T2_CONNS; do
         done
     done
 done
-echo "negotiated: mtrace-tls ${DESC[mtrace-tls]:-?}, haproxy-tls ${DESC[haproxy-tls]:-?}"
+if [ "$LEG" = client ]; then
+    echo "negotiated: mtrace-tls ${DESC[mtrace-tls]:-?}, haproxy-tls ${DESC[haproxy-tls]:-?}"
+else
+    echo "negotiated (loadgen to fixedsrv, direct-tls): ${DESC[direct-tls]:-?}"
+fi
 echo
 
 # pairs A B: per repetition, the numbers of list A op list B
@@ -158,7 +199,7 @@ if [[ " $T2_CONNS " == *" 1 "* ]]; then
 fi
 
 echo "## 2. throughput (requests/s, closed loop, medians of $REPS; ratio: mtrace-tls / haproxy-tls per repetition;"
-echo "##    CPU: proxy's CPU us per request; hs: loadgen's TLS handshake p50, us, one at a time before the load)"
+echo "##    CPU: proxy's CPU us per request; hs: loadgen's TLS handshake p50, us, one at a time before the load$([ "$LEG" = target ] && echo "; none with LEG=target: loadgen speaks plain TCP to both proxies"))"
 printf "| %5s | %9s | %10s | %11s | %8s | %15s | %13s | %7s | %8s | %8s | %7s | %7s |\n" conns direct mtrace-tls \
     haproxy-tls ratio "95% CI" min-max won "CPU mt" "CPU hap" "hs mt" "hs hap"
 printf "|-------|-----------|------------|-------------|----------|-----------------|---------------|---------|----------|----------|---------|---------|\n"

@@ -16,13 +16,16 @@ LOADGEN=$BUILD/helpers/loadgen
 FIXEDSRV=$BUILD/helpers/fixedsrv
 . "$TOP/bench/common.sh"
 
-# start_fixedsrv: the upstream, one thread; sets UP (its port) and FS (pid)
+# start_fixedsrv [fixedsrv args...]: the upstream, one thread; sets UP
+# (its port) and FS (pid); may run more than once (one file each)
+FS_SEQ=0
 start_fixedsrv() {
-    "$FIXEDSRV" --threads 1 >"$TMP/fixedsrv.out" &
+    local out=$TMP/fixedsrv.$((++FS_SEQ)).out
+    "$FIXEDSRV" --threads 1 "$@" >"$out" &
     FS=$!
     PIDS+=("$FS")
-    for ((i = 0; i < 100; i++)); do grep -q READY "$TMP/fixedsrv.out" && break; sleep 0.02; done
-    UP=$(awk '/READY/ {print $2}' "$TMP/fixedsrv.out")
+    for ((i = 0; i < 100; i++)); do grep -q READY "$out" && break; sleep 0.02; done
+    UP=$(awk '/READY/ {print $2}' "$out")
     [ -n "$UP" ] || die "fixedsrv did not start"
 }
 
@@ -33,8 +36,10 @@ PROXY_PORT=""
 PROXY_TRACE=""
 PROXY_SEQ=0
 # start_proxy KIND [mtrace args...]: KIND direct, mtrace, mtrace-b
-# ($MTRACE_B), haproxy, haproxy-tls (bind ... ssl crt $TLS_PEM) or socat
-# in front of $UP; sets PROXY_PORT and PROXY_PID (empty for direct)
+# ($MTRACE_B), haproxy, haproxy-tls (bind ... ssl crt $TLS_PEM),
+# haproxy-ttls (TLS to the server: server ... ssl verify required ca-file
+# $CA) or socat in front of $UP; sets PROXY_PORT and PROXY_PID (empty for
+# direct)
 start_proxy() {
     local kind=$1; shift
     case $kind in
@@ -60,10 +65,11 @@ start_proxy() {
         PROXY_PORT=$(grep -o 'listening on 127.0.0.1:[0-9]*' "$TMP/mtrace.err" | cut -d: -f2)
         [ -n "$PROXY_PORT" ] || die "mtrace capture did not start: $(cat "$TMP/mtrace.err")"
         ;;
-    haproxy | haproxy-tls)
+    haproxy | haproxy-tls | haproxy-ttls)
         PROXY_PORT=$(free_port)
-        local ssl=""
+        local ssl="" srv_ssl=""
         [ "$kind" = haproxy-tls ] && ssl=" ssl crt ${TLS_PEM:?TLS_PEM not set}"
+        [ "$kind" = haproxy-ttls ] && srv_ssl=" ssl verify required ca-file ${CA:?CA not set}"
         cat >"$TMP/haproxy.cfg" <<HAPROXY
 global
     nbthread $THREADS
@@ -78,7 +84,7 @@ frontend f
     bind 127.0.0.1:$PROXY_PORT$ssl
     default_backend b
 backend b
-    server s1 127.0.0.1:$UP
+    server s1 127.0.0.1:$UP$srv_ssl
 HAPROXY
         haproxy -q -f "$TMP/haproxy.cfg" &
         PROXY_PID=$!
@@ -93,7 +99,7 @@ HAPROXY
         PIDS+=($PROXY_PID)
         wait_port "$PROXY_PORT"
         ;;
-    *) die "unknown proxy kind '$kind' (direct, mtrace, mtrace-b, haproxy, haproxy-tls, socat)" ;;
+    *) die "unknown proxy kind '$kind' (direct, mtrace, mtrace-b, haproxy, haproxy-tls, haproxy-ttls, socat)" ;;
     esac
 }
 stop_proxy() {

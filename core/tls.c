@@ -37,7 +37,8 @@ struct tls_conn {
     /* A result to report at the next tls_recv (the call that met it had
      * bytes to return first): 1 EOF, 2 the failure (fail_errno). */
     int stash;
-    int fail_errno; /* once failed: the errno every later call reports */
+    int fail_errno;       /* once failed: the errno every later call reports */
+    enum tls_cause cause; /* once failed: why, for statistics */
     char why[TLS_WHY_LEN];
 };
 
@@ -339,6 +340,41 @@ tls_pending(const struct tls_conn *c)
     return c->stash != 0 || SSL_pending(c->ssl) > 0;
 }
 
+/* The cause of a TLS error (SSL_ERROR_SSL) whose first queued reason is
+ * err, the certificate check's verdict being verify. */
+static enum tls_cause
+tls_cause_of(unsigned long err, long verify)
+{
+    if (verify != X509_V_OK)
+        return TLS_CAUSE_PEER_CERT;
+    if (ERR_GET_LIB(err) != ERR_LIB_SSL)
+        return TLS_CAUSE_OTHER;
+    switch (ERR_GET_REASON(err)) {
+    case SSL_R_WRONG_VERSION_NUMBER: /* no TLS record header */
+    case SSL_R_HTTP_REQUEST:
+    case SSL_R_HTTPS_PROXY_REQUEST:
+    case SSL_R_UNKNOWN_PROTOCOL:
+    case SSL_R_PACKET_LENGTH_TOO_LONG:
+    case SSL_R_RECORD_LENGTH_MISMATCH:
+        return TLS_CAUSE_NOT_TLS;
+    case SSL_R_PEER_DID_NOT_RETURN_A_CERTIFICATE:
+        return TLS_CAUSE_NO_CERT;
+    case SSL_R_CERTIFICATE_VERIFY_FAILED:
+        return TLS_CAUSE_PEER_CERT;
+    case SSL_R_SSLV3_ALERT_BAD_CERTIFICATE: /* the peer's alerts */
+    case SSL_R_SSLV3_ALERT_UNSUPPORTED_CERTIFICATE:
+    case SSL_R_SSLV3_ALERT_CERTIFICATE_REVOKED:
+    case SSL_R_SSLV3_ALERT_CERTIFICATE_EXPIRED:
+    case SSL_R_SSLV3_ALERT_CERTIFICATE_UNKNOWN:
+    case SSL_R_TLSV1_ALERT_UNKNOWN_CA:
+        return TLS_CAUSE_CERT_REFUSED;
+    case SSL_R_UNEXPECTED_EOF_WHILE_READING:
+        return TLS_CAUSE_CLOSED;
+    default:
+        return TLS_CAUSE_OTHER;
+    }
+}
+
 /*
  * Fills c->why after OpenSSL call result r failed with SSL_get_error e
  * (not WANT_*); returns the errno to report.  The certificate check's
@@ -352,6 +388,9 @@ tls_fail(struct tls_conn *c, int e, int saved_errno)
     c->failed = true;
     c->fail_errno = EPROTO;
     c->why[0] = '\0';
+    c->cause = e == SSL_ERROR_SYSCALL || e == SSL_ERROR_ZERO_RETURN
+                   ? TLS_CAUSE_CLOSED
+                   : tls_cause_of(ERR_peek_error(), v);
     if (e == SSL_ERROR_SYSCALL) {
         tls_collect(c->why, sizeof(c->why));
         if (c->why[0] == '\0')
@@ -404,6 +443,7 @@ tls_handshake(struct tls_conn *c)
     if (e == SSL_ERROR_SYSCALL && se == 0 && ERR_peek_error() == 0) {
         c->failed = true;
         c->fail_errno = ECONNRESET;
+        c->cause = TLS_CAUSE_CLOSED;
         snprintf(c->why, sizeof(c->why),
                  "the peer closed the connection during the handshake");
         return MT_EPROTO;
@@ -556,4 +596,18 @@ tls_conn_info(const struct tls_conn *c, struct tls_info *out)
     out->peer_cert = SSL_get0_peer_certificate(c->ssl) != NULL;
     out->peer_verified = out->peer_cert && c->verify &&
                          SSL_get_verify_result(c->ssl) == X509_V_OK;
+}
+
+/* See tls.h. */
+int
+tls_conn_version(const struct tls_conn *c)
+{
+    return c->ready ? SSL_version(c->ssl) : 0;
+}
+
+/* See tls.h. */
+enum tls_cause
+tls_conn_cause(const struct tls_conn *c)
+{
+    return c->failed ? c->cause : TLS_CAUSE_NONE;
 }

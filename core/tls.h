@@ -143,6 +143,29 @@ struct tls_info {
  * Cost: a few OpenSSL getters, no allocation. */
 void tls_conn_info(const struct tls_conn *c, struct tls_info *out);
 
+/* The negotiated protocol version once the handshake completed
+ * (0x0303 TLS 1.2, 0x0304 TLS 1.3, as on the wire), else 0. */
+int tls_conn_version(const struct tls_conn *c);
+
+/* Why a connection failed, as far as OpenSSL's first reason and the
+ * certificate check tell (for statistics; tls_conn_why has the text). */
+enum tls_cause {
+    TLS_CAUSE_NONE = 0,     /* nothing failed */
+    TLS_CAUSE_NOT_TLS,      /* the peer sent something else than TLS (a
+                               plain MongoDB client, an HTTP request) */
+    TLS_CAUSE_NO_CERT,      /* a certificate was required; the peer sent
+                               none */
+    TLS_CAUSE_PEER_CERT,    /* the peer's certificate did not verify */
+    TLS_CAUSE_CERT_REFUSED, /* the peer refused ours (its alert: unknown
+                               CA, bad certificate, ...) */
+    TLS_CAUSE_CLOSED,       /* the peer closed or reset the connection */
+    TLS_CAUSE_OTHER,        /* any other TLS error (no shared version or
+                               cipher, a malformed message, ...) */
+};
+
+/* The cause of c's failure; TLS_CAUSE_NONE while nothing failed. */
+enum tls_cause tls_conn_cause(const struct tls_conn *c);
+
 /* True when host is an IPv4 or IPv6 address literal (no SNI for it). */
 bool tls_host_is_ip(const char *host);
 

@@ -74,6 +74,7 @@ replay_stats_init(struct replay_stats *s)
     delay_hist_init(&s->read_lag);
     delay_hist_init(&s->late_first);
     delay_hist_init(&s->late_queued);
+    tlsstats_init(&s->tls);
 }
 
 #define MAX_U64(a, b) ((a) > (b) ? (a) : (b))
@@ -107,6 +108,7 @@ replay_stats_merge(struct replay_stats *dst, const struct replay_stats *src)
     delay_hist_merge(&dst->read_lag, &src->read_lag);
     delay_hist_merge(&dst->late_first, &src->late_first);
     delay_hist_merge(&dst->late_queued, &src->late_queued);
+    tlsstats_merge(&dst->tls, &src->tls);
     dst->batch_max = MAX_U64(dst->batch_max, src->batch_max);
     /* wake-up lateness and window: those of the busiest loop (most
      * timer wake-ups); an idle loop's rare wake-ups say little */

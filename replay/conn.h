@@ -30,6 +30,7 @@
 #include "index.h"
 #include "keycache.h"
 #include "match.h"
+#include "tlsstats.h"
 
 #define REPLAY_MISS_CODE 47 /* NoMatchingDocument */
 #define REPLAY_MISS_CODENAME "NoMatchingDocument"
@@ -77,6 +78,7 @@ struct replay_stats {
                                       counts summed, max the maximum, the
                                       rest the busiest loop's */
     uint64_t wake_top_n;           /* merge: that loop's wake-ups + 1 */
+    struct tlsstats tls;           /* --tls-cert: handshakes (sconn.c) */
 };
 
 /* Per loop thread. */

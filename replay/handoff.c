@@ -22,15 +22,17 @@ handoff_free(struct handoff *h)
 {
     int fd;
     struct sockaddr_storage ss;
+    uint64_t t;
 
-    while (handoff_pop(h, &fd, &ss))
+    while (handoff_pop(h, &fd, &ss, &t))
         close(fd);
     pthread_mutex_destroy(&h->mu);
 }
 
 /* Appends fd; false (nothing queued) when HANDOFF_MAX are waiting. */
 bool
-handoff_push(struct handoff *h, int fd, const struct sockaddr_storage *peer)
+handoff_push(struct handoff *h, int fd, const struct sockaddr_storage *peer,
+             uint64_t accepted_ns)
 {
     size_t n;
     bool ok = false;
@@ -41,6 +43,7 @@ handoff_push(struct handoff *h, int fd, const struct sockaddr_storage *peer)
         struct handoff_item *it = &h->items[(h->head + n) % HANDOFF_MAX];
         it->fd = fd;
         it->peer = *peer;
+        it->accepted_ns = accepted_ns;
         atomic_store(&h->len, n + 1);
         ok = true;
     }
@@ -48,9 +51,11 @@ handoff_push(struct handoff *h, int fd, const struct sockaddr_storage *peer)
     return ok;
 }
 
-/* Removes the oldest entry into *fd / *peer; false when empty. */
+/* Removes the oldest entry into *fd / *peer / *accepted_ns; false when
+ * empty. */
 bool
-handoff_pop(struct handoff *h, int *fd, struct sockaddr_storage *peer)
+handoff_pop(struct handoff *h, int *fd, struct sockaddr_storage *peer,
+            uint64_t *accepted_ns)
 {
     size_t n;
     bool ok = false;
@@ -62,6 +67,7 @@ handoff_pop(struct handoff *h, int *fd, struct sockaddr_storage *peer)
     if (n > 0) {
         *fd = h->items[h->head].fd;
         *peer = h->items[h->head].peer;
+        *accepted_ns = h->items[h->head].accepted_ns;
         h->head = (h->head + 1) % HANDOFF_MAX;
         atomic_store(&h->len, n - 1);
         ok = true;

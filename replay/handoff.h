@@ -17,6 +17,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/socket.h>
 
 #define HANDOFF_MAX 256 /* queued connections per loop; then kept locally */
@@ -24,6 +25,7 @@
 struct handoff_item {
     int fd; /* owned by the queue while queued */
     struct sockaddr_storage peer;
+    uint64_t accepted_ns; /* the accepting loop's clock at accept() */
 };
 
 struct handoff {
@@ -37,13 +39,15 @@ void handoff_init(struct handoff *h);
 /* Closes the fds still queued. */
 void handoff_free(struct handoff *h);
 
-/* Thread-safe: queues fd (ownership passes to the queue); false when the
- * queue is full (the caller keeps fd). */
+/* Thread-safe: queues fd (ownership passes to the queue) with its peer
+ * address and accept time; false when the queue is full (the caller keeps
+ * fd). */
 bool handoff_push(struct handoff *h, int fd,
-                  const struct sockaddr_storage *peer);
+                  const struct sockaddr_storage *peer, uint64_t accepted_ns);
 
-/* Thread-safe: the oldest queued fd (ownership passes to the caller), or
- * false when empty.  Lock-free when empty. */
-bool handoff_pop(struct handoff *h, int *fd, struct sockaddr_storage *peer);
+/* Thread-safe: the oldest queued fd (ownership passes to the caller), its
+ * peer and accept time, or false when empty.  Lock-free when empty. */
+bool handoff_pop(struct handoff *h, int *fd, struct sockaddr_storage *peer,
+                 uint64_t *accepted_ns);
 
 #endif

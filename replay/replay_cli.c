@@ -1,5 +1,6 @@
 /*
- * replay_cli.c -- `mtrace replay`: options, trace loading, the exit summary.
+ * replay_cli.c -- `mtrace replay`: options and help; replay_run.c serves
+ * what they say, replay_summary.c prints the exit summary.
  *
  *     mtrace replay [--listen HOST:PORT] [--delay-ms X] [--jitter-ms J]
  *                   [--delay-dist fixed|uniform|normal|lognormal] [--seed N]
@@ -21,26 +22,19 @@
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <arpa/inet.h>
-#include <sys/resource.h>
-#include <unistd.h>
 
 #include "core/addr.h"
-#include "core/log.h"
-#include "core/mem.h"
 #include "core/pmqos.h"
 #include "core/sched.h"
-#include "core/tls.h"
-#include "core/trace.h"
 #include "core/wire.h"
 #include "auth.h"
 #include "handshake.h"
-#include "index.h"
+#include "replay_run.h"
 #include "server.h"
 
 /* A sleeping CPU wakes tens of us late (measured on the 2-core test VM:
@@ -48,26 +42,6 @@
  * loop spins the last stretch before a release, as long as its own
  * measured wake-up p99 (bench/timer_wake.c), at most this long. */
 #define CLI_SPIN_MAX_DEFAULT_US (LOOP_SPIN_AUTO_MAX_NS / 1000)
-
-struct cli {
-    struct server_opts so;
-    struct match_rules rules;
-    bool strict;
-    uint64_t spin_max_ns; /* bound of --spin-us auto */
-    const char *summary_json;
-    FILE *summary_fp; /* owned: --summary-json, opened before serving */
-    const char *trace;
-    int dma_lat_us;               /* --cpu-dma-latency; -1: no request */
-    char *creds[SCRAM_USERS_MAX]; /* borrowed from argv: USER:PASSWORD */
-    size_t ncreds;
-    const char *auth_source; /* --auth-source; NULL: admin */
-    uint32_t iterations;     /* --scram-iterations; 0: mongod's defaults */
-    struct auth_cfg auth;    /* owned: the users, keys derived */
-    /* TLS (--tls-cert ...): paths borrowed from argv; the context is
-     * owned, built before the trace is read, given to the server. */
-    const char *tls_cert, *tls_key, *tls_ca;
-    struct tls_ctx *tls;
-};
 
 static void
 usage(FILE *out)
@@ -284,7 +258,7 @@ static const struct option longopts[] = {
 
 /* A TLS option (checked together in tls_setup). */
 static void
-parse_tls_opt(struct cli *c, int opt, const char *a)
+parse_tls_opt(struct replay_opts *c, int opt, const char *a)
 {
     if (opt == OPT_TLS_CERT)
         c->tls_cert = a;
@@ -296,7 +270,7 @@ parse_tls_opt(struct cli *c, int opt, const char *a)
 
 /* One option; 0, or the exit status for bad usage. */
 static int
-parse_opt(struct cli *c, int opt, const char *a)
+parse_opt(struct replay_opts *c, int opt, const char *a)
 {
     struct delay_cfg *d = &c->so.delay;
     double v;
@@ -443,7 +417,7 @@ parse_opt(struct cli *c, int opt, const char *a)
  * so), and each password overwritten in argv (as mysql does) so that ps
  * shows it less.  0, or the exit status 2. */
 static int
-setup_auth(struct cli *c)
+setup_auth(struct replay_opts *c)
 {
     uint32_t it[SCRAM_MECHS] = {SCRAM_ITER_SHA1_DEFAULT,
                                 SCRAM_ITER_SHA256_DEFAULT};
@@ -476,7 +450,7 @@ setup_auth(struct cli *c)
 }
 
 static int
-parse_args(struct cli *c, int argc, char **argv)
+parse_args(struct replay_opts *c, int argc, char **argv)
 {
     int opt, rc;
 
@@ -522,433 +496,15 @@ parse_args(struct cli *c, int argc, char **argv)
     return setup_auth(c);
 }
 
-static double
-ms(uint64_t ns)
-{
-    return (double)ns / 1e6;
-}
-
-static void
-print_summary(FILE *f, const struct replay_stats *st, bool auth)
-{
-    const struct delay_hist *q = &st->requested, *a = &st->achieved,
-                            *l = &st->late;
-
-    fprintf(f,
-            "mtrace replay: %llu requests on %llu connections: served %llu "
-            "(matched %llu, built-in %llu, hello %llu), missed %llu, "
-            "unacknowledged %llu, bad input %llu, timed out %llu; "
-            "compressed replies %llu\n",
-            (unsigned long long)st->requests, (unsigned long long)st->conns,
-            (unsigned long long)st->served, (unsigned long long)st->matched,
-            (unsigned long long)st->builtin, (unsigned long long)st->hello,
-            (unsigned long long)st->missed, (unsigned long long)st->unacked,
-            (unsigned long long)st->bad_input, (unsigned long long)st->timeouts,
-            (unsigned long long)st->compressed);
-    if (auth || st->auth_failed > 0)
-        fprintf(f,
-                "mtrace replay: authentication: %llu succeeded (%llu begun "
-                "in hello), %llu failed; %llu commands refused before "
-                "authentication\n",
-                (unsigned long long)st->auth_ok,
-                (unsigned long long)st->speculative,
-                (unsigned long long)st->auth_failed,
-                (unsigned long long)st->unauthorized);
-    fprintf(f,
-            "mtrace replay: delay (ms, n=%llu) requested p50 %.3f p99 %.3f "
-            "max %.3f | achieved p50 %.3f p99 %.3f max %.3f | late p50 %.3f "
-            "p99 %.3f max %.3f\n",
-            (unsigned long long)a->n, ms(delay_hist_quantile(q, 0.5)),
-            ms(delay_hist_quantile(q, 0.99)), ms(q->max_ns),
-            ms(delay_hist_quantile(a, 0.5)), ms(delay_hist_quantile(a, 0.99)),
-            ms(a->max_ns), ms(delay_hist_quantile(l, 0.5)),
-            ms(delay_hist_quantile(l, 0.99)), ms(l->max_ns));
-    fprintf(f,
-            "mtrace replay: timer wake-ups %llu (lateness p50 %.1f p99 %.1f "
-            "max %.1f us), spin window %.1f us, %llu busy polls; reply "
-            "write() p50 %.1f p99 %.1f us; request read lag p50 %.1f p99 "
-            "%.1f us\n",
-            (unsigned long long)st->wake.wakes, st->wake.p50_ns / 1e3,
-            st->wake.p99_ns / 1e3, st->wake.max_ns / 1e3,
-            st->wake.spin_ns / 1e3, (unsigned long long)st->wake.spins,
-            delay_hist_quantile(&st->write, 0.5) / 1e3,
-            delay_hist_quantile(&st->write, 0.99) / 1e3,
-            delay_hist_quantile(&st->read_lag, 0.5) / 1e3,
-            delay_hist_quantile(&st->read_lag, 0.99) / 1e3);
-    fprintf(f,
-            "mtrace replay: timed releases: first of their batch %llu (late "
-            "p99 %.1f us), queued behind others %llu (late p99 %.1f us), "
-            "largest batch %llu; connections per loop %llu..%llu\n",
-            (unsigned long long)st->late_first.n,
-            delay_hist_quantile(&st->late_first, 0.99) / 1e3,
-            (unsigned long long)st->late_queued.n,
-            delay_hist_quantile(&st->late_queued, 0.99) / 1e3,
-            (unsigned long long)st->batch_max,
-            (unsigned long long)st->loop_conns_min,
-            (unsigned long long)st->loop_conns_max);
-}
-
-/* What the PM QoS request was: ours (-1: none) and the bound the kernel
- * applied at the end of serving (the smallest of every holder's; -1:
- * unreadable, e.g. without root). */
-struct pmqos_seen {
-    int held_us;
-    int kernel_us;
-};
-
-static void
-print_pmqos(FILE *f, const struct pmqos_seen *p)
-{
-    char kern[48] = "unreadable";
-
-    if (p->kernel_us >= 0)
-        snprintf(kern, sizeof(kern), "%d us", p->kernel_us);
-    if (p->held_us >= 0)
-        fprintf(f,
-                "mtrace replay: CPU wake-up latency request: held %d us "
-                "through %s from start to exit (kernel bound while serving: "
-                "%s)\n",
-                p->held_us, PMQOS_DEV, kern);
-    else
-        fprintf(f,
-                "mtrace replay: CPU wake-up latency request: none "
-                "(--cpu-dma-latency not given; kernel bound while serving: "
-                "%s)\n",
-                kern);
-}
-
-static void
-json_hist(FILE *f, const char *name, const struct delay_hist *h)
-{
-    fprintf(f,
-            "\"%s\":{\"n\":%llu,\"mean_ms\":%.6f,\"p50_ms\":%.6f,"
-            "\"p90_ms\":%.6f,\"p99_ms\":%.6f,\"max_ms\":%.6f}",
-            name, (unsigned long long)h->n,
-            h->n ? h->sum_ns / (double)h->n / 1e6 : 0.0,
-            ms(delay_hist_quantile(h, 0.5)), ms(delay_hist_quantile(h, 0.9)),
-            ms(delay_hist_quantile(h, 0.99)), ms(h->max_ns));
-}
-
-/* Writes the summary to F (opened by open_summary) and closes it. */
-static int
-write_json(FILE *f, const char *path, const struct replay_stats *st,
-           const struct pmqos_seen *p)
-{
-    fprintf(f,
-            "{\"requests\":%llu,\"connections\":%llu,\"served\":%llu,"
-            "\"matched\":%llu,\"builtin\":%llu,\"hello\":%llu,\"missed\":%llu,"
-            "\"unacknowledged\":%llu,\"bad_input\":%llu,\"timeouts\":%llu,"
-            "\"early\":%llu,\"compressed\":%llu,\"auth_ok\":%llu,"
-            "\"auth_speculative\":%llu,\"auth_failed\":%llu,"
-            "\"unauthorized\":%llu,",
-            (unsigned long long)st->requests, (unsigned long long)st->conns,
-            (unsigned long long)st->served, (unsigned long long)st->matched,
-            (unsigned long long)st->builtin, (unsigned long long)st->hello,
-            (unsigned long long)st->missed, (unsigned long long)st->unacked,
-            (unsigned long long)st->bad_input, (unsigned long long)st->timeouts,
-            (unsigned long long)st->early, (unsigned long long)st->compressed,
-            (unsigned long long)st->auth_ok,
-            (unsigned long long)st->speculative,
-            (unsigned long long)st->auth_failed,
-            (unsigned long long)st->unauthorized);
-    if (p->held_us >= 0)
-        fprintf(f, "\"cpu_dma_latency_us\":%d,", p->held_us);
-    else
-        fputs("\"cpu_dma_latency_us\":null,", f);
-    if (p->kernel_us >= 0)
-        fprintf(f, "\"cpu_latency_bound_us\":%d,", p->kernel_us);
-    else
-        fputs("\"cpu_latency_bound_us\":null,", f);
-    json_hist(f, "requested", &st->requested);
-    fputc(',', f);
-    json_hist(f, "achieved", &st->achieved);
-    fputc(',', f);
-    json_hist(f, "late", &st->late);
-    fputc(',', f);
-    json_hist(f, "write", &st->write);
-    fputc(',', f);
-    json_hist(f, "read_lag", &st->read_lag);
-    fputc(',', f);
-    json_hist(f, "late_first", &st->late_first);
-    fputc(',', f);
-    json_hist(f, "late_queued", &st->late_queued);
-    fprintf(f,
-            ",\"batch_max\":%llu,\"loop_conns_min\":%llu,"
-            "\"loop_conns_max\":%llu",
-            (unsigned long long)st->batch_max,
-            (unsigned long long)st->loop_conns_min,
-            (unsigned long long)st->loop_conns_max);
-    fprintf(f,
-            ",\"wake\":{\"wakes\":%llu,\"p50_us\":%.3f,\"p99_us\":%.3f,"
-            "\"max_us\":%.3f,\"spin_us\":%.3f,\"spins\":%llu}}\n",
-            (unsigned long long)st->wake.wakes, st->wake.p50_ns / 1e3,
-            st->wake.p99_ns / 1e3, st->wake.max_ns / 1e3,
-            st->wake.spin_ns / 1e3, (unsigned long long)st->wake.spins);
-    if (ferror(f) != 0 || fclose(f) != 0) {
-        mt_error("replay: cannot write %s: %s", path, strerror(errno));
-        return -1;
-    }
-    return 0;
-}
-
-static int
-load(const struct cli *c, struct index *idx)
-{
-    struct mt_err err = {0};
-    struct trace_reader *tr = strcmp(c->trace, "-") == 0
-                                  ? trace_reader_open_fp(stdin, &err)
-                                  : trace_reader_open(c->trace, &err);
-    int rc;
-
-    if (tr == NULL) {
-        fprintf(stderr, "mtrace replay: cannot read trace %s: %s\n", c->trace,
-                err.msg[0] ? err.msg : mt_strerror(err.code));
-        return -1;
-    }
-    index_init(idx, &c->rules);
-    rc = index_load(idx, tr, &err);
-    trace_reader_free(tr);
-    if (rc < 0) {
-        fprintf(stderr, "mtrace replay: %s: %s\n", c->trace, err.msg);
-        return -1;
-    }
-    if (idx->st.exchanges == 0 && idx->hello == NULL) {
-        /* a server that misses every command only hides the mistake */
-        fprintf(stderr,
-                "mtrace replay: %s: no request/reply exchange in its %llu "
-                "records (%llu requests, %llu replies): nothing to answer "
-                "from; record one with 'mtrace capture'\n",
-                c->trace, (unsigned long long)idx->st.records,
-                (unsigned long long)idx->st.requests,
-                (unsigned long long)idx->st.replies);
-        index_free(idx);
-        return -1;
-    }
-    return 0;
-}
-
-/* 10 000 connections need more than the usual 1024 descriptors: raise the
- * soft limit to the hard one, and say so when that is not enough. */
-static void
-raise_fd_limit(size_t conns_max)
-{
-    struct rlimit rl;
-    size_t want = (conns_max ? conns_max : SERVER_CONNS_DEFAULT) + 64;
-
-    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
-        return;
-    if (rl.rlim_cur < rl.rlim_max) {
-        rl.rlim_cur = rl.rlim_max;
-        (void)setrlimit(RLIMIT_NOFILE, &rl);
-        (void)getrlimit(RLIMIT_NOFILE, &rl);
-    }
-    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want)
-        mt_warn("replay: open files limited to %llu: fewer than --max-conns "
-                "connections can be accepted (raise ulimit -n)",
-                (unsigned long long)rl.rlim_cur);
-}
-
-static int
-serve(const struct cli *c, struct index *idx, struct replay_stats *st)
-{
-    struct mt_err err = {0};
-    struct server_opts so;
-    struct server *s;
-    sigset_t set;
-    int sig;
-
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    /* a shell starts background jobs with SIGINT ignored: an ignored signal
-     * never reaches sigwait, so take both back before blocking them */
-    signal(SIGINT, SIG_DFL);
-    signal(SIGTERM, SIG_DFL);
-    pthread_sigmask(SIG_BLOCK, &set, NULL);
-    signal(SIGPIPE, SIG_IGN);
-    raise_fd_limit(c->so.conns_max);
-    so = c->so;
-    so.tls = c->tls;
-    s = server_start(&so, idx, &err);
-    if (s == NULL) {
-        fprintf(stderr, "mtrace replay: %s\n", err.msg);
-        return -1;
-    }
-    sched_warn_rt_cores("replay", c->so.rt_prio, server_threads(s),
-                        "docs/replay.md");
-    /* an IPv6 address in brackets, as a URI wants it */
-    mt_info("replay: listening on %s%s%s:%u%s with %d loops%s; %llu "
-            "exchanges under %llu keys from %s (%llu getMore batches, hello "
-            "%s, %llu skipped)",
-            strchr(c->so.host, ':') ? "[" : "", c->so.host,
-            strchr(c->so.host, ':') ? "]" : "", server_port(s),
-            c->tls == NULL      ? ""
-            : c->tls_ca != NULL ? " (TLS, client certificates required)"
-                                : " (TLS)",
-            server_threads(s), c->so.rt_prio > 0 ? " (SCHED_FIFO)" : "",
-            (unsigned long long)(idx->st.exchanges - idx->st.getmores),
-            (unsigned long long)idx->st.groups, c->trace,
-            (unsigned long long)idx->st.getmores,
-            idx->hello ? "recorded" : "built-in",
-            (unsigned long long)idx->st.skipped);
-    if (c->auth.enabled)
-        mt_info("replay: authenticating like mongod --auth: %zu user%s of "
-                "database %s, SCRAM-SHA-1 (%u iterations) and SCRAM-SHA-256 "
-                "(%u iterations)",
-                c->auth.creds.n, c->auth.creds.n == 1 ? "" : "s",
-                c->auth.creds.users[0].db,
-                c->auth.creds.users[0].sec[SCRAM_SHA1].iterations,
-                c->auth.creds.users[0].sec[SCRAM_SHA256].iterations);
-    if (idx->st.auth > 0)
-        mt_info("replay: %llu recorded authentication exchanges (saslStart, "
-                "saslContinue, ...) are never served: %s",
-                (unsigned long long)idx->st.auth,
-                c->auth.enabled ? "replay runs its own SCRAM conversations"
-                                : "start replay with --credentials to "
-                                  "authenticate clients");
-    sigwait(&set, &sig);
-    server_stop(s);
-    server_stats(s, st);
-    server_free(s);
-    return 0;
-}
-
-/* --summary-json FILE is created before anything else, so that a path
- * that cannot be written fails at start, not after a long run whose
- * summary would be lost.  0, or 1 (said why). */
-static int
-open_summary(struct cli *c)
-{
-    if (c->summary_json == NULL)
-        return 0;
-    c->summary_fp = fopen(c->summary_json, "w");
-    if (c->summary_fp == NULL) {
-        fprintf(stderr,
-                "mtrace replay: --summary-json %s: cannot create it: %s\n",
-                c->summary_json, strerror(errno));
-        return 1;
-    }
-    return 0;
-}
-
-/* --cpu-dma-latency: held before the trace is read and the listeners
- * open, so a refusal leaves nothing listening.  0, or 1 on refusal. */
-static int
-hold_pmqos(const struct cli *c, struct pmqos *q)
-{
-    struct mt_err err = {0};
-
-    pmqos_init(q);
-    if (c->dma_lat_us < 0)
-        return 0;
-    if (pmqos_hold(q, c->dma_lat_us, &err) < 0) {
-        fprintf(stderr,
-                "mtrace replay: --cpu-dma-latency %d: %s; run without the "
-                "option, or as root\n",
-                c->dma_lat_us, err.msg);
-        return 1;
-    }
-    mt_info("replay: holding a CPU wake-up latency request of %d us (%s) "
-            "until exit",
-            c->dma_lat_us, PMQOS_DEV);
-    return 0;
-}
-
-/* --tls-cert: the certificate and key are read before the trace is, so a
- * bad file fails at once.  0, 1 (runtime: a file unreadable or refused),
- * or 2 (bad usage). */
-static int
-tls_setup(struct cli *c)
-{
-    struct mt_err err = {0};
-
-    if (c->tls_cert == NULL && (c->tls_key != NULL || c->tls_ca != NULL)) {
-        fprintf(stderr, "mtrace replay: --tls-key and --tls-ca need "
-                        "--tls-cert; run 'mtrace replay --help'\n");
-        return 2;
-    }
-    if (c->tls_cert == NULL)
-        return 0;
-    c->tls = tls_ctx_server_new(c->tls_cert, c->tls_key, c->tls_ca, &err);
-    if (c->tls == NULL) {
-        fprintf(stderr, "mtrace replay: %s\n", err.msg);
-        return 1;
-    }
-    return 0;
-}
-
-/* Serves until SIGINT/SIGTERM with the loaded index; the summary and
- * --summary-json after.  Returns the exit status. */
-static int
-run(const struct cli *c, struct index *idx, struct pmqos *q)
-{
-    struct pmqos_seen seen = {.held_us = q->us, .kernel_us = -1};
-    struct replay_stats *st = mt_malloc(sizeof(*st));
-    int rc = 0;
-
-    if (st == NULL || serve(c, idx, st) < 0) {
-        mt_free(st);
-        if (c->summary_fp != NULL)
-            fclose(c->summary_fp);
-        return 1;
-    }
-    if (pmqos_current(&seen.kernel_us) < 0)
-        seen.kernel_us = -1;
-    pmqos_release(q);
-    print_summary(stderr, st, c->auth.enabled);
-    print_pmqos(stderr, &seen);
-    if (c->summary_fp != NULL &&
-        write_json(c->summary_fp, c->summary_json, st, &seen) < 0)
-        rc = 1;
-    if (c->strict && st->missed > 0) {
-        fprintf(stderr,
-                "mtrace replay: --strict: %llu requests had no "
-                "recorded reply\n",
-                (unsigned long long)st->missed);
-        rc = 1;
-    }
-    mt_free(st);
-    return rc;
-}
-
-/* After the options: the trace loaded, served, summarised.  The exit
- * status. */
-static int
-start(struct cli *c)
-{
-    struct index idx;
-    struct pmqos q;
-    int rc;
-
-    if ((rc = tls_setup(c)) != 0)
-        return rc;
-    if (open_summary(c) != 0) {
-        tls_ctx_free(c->tls);
-        return 1;
-    }
-    if (hold_pmqos(c, &q) != 0 || load(c, &idx) < 0) {
-        pmqos_release(&q);
-        if (c->summary_fp != NULL)
-            fclose(c->summary_fp);
-        tls_ctx_free(c->tls);
-        return 1;
-    }
-    rc = run(c, &idx, &q);
-    pmqos_release(&q);
-    index_free(&idx);
-    tls_ctx_free(c->tls);
-    return rc;
-}
-
 int
 replay_cli_main(int argc, char **argv)
 {
-    struct cli c;
+    struct replay_opts c;
     int rc = parse_args(&c, argc, argv);
 
     if (rc != 0)
         return rc < 0 ? 0 : rc;
-    rc = start(&c);
+    rc = replay_run(&c);
     auth_cfg_free(&c.auth);
     return rc;
 }

@@ -16,6 +16,7 @@
 #include "core/rd.h"
 #include "core/tls.h"
 #include "sock.h"
+#include "tlsstats.h"
 
 #define READ_CHUNK (64u * 1024)
 #define IN_MAX ((size_t)WIRE_MSG_LEN_MAX + READ_CHUNK)
@@ -170,6 +171,9 @@ sconn_close(struct sconn *c, const char *why)
                 c->peer, why);
     loop_fd_del(c->l, c->fd);
     if (c->tls != NULL) {
+        if (!tls_conn_ready(c->tls)) /* failed, timed out, or stopped */
+            tlsstats_add_unfinished(&c->core.w->st.tls, tls_conn_cause(c->tls),
+                                    c->tls_expired);
         tls_close_notify(c->tls); /* best effort */
         tls_conn_free(c->tls);
     }
@@ -337,6 +341,8 @@ sconn_tls_handshake(struct sconn *c)
     }
     c->msg_start_ns = 0;
     c->last_io_ns = loop_update_time(c->l);
+    tlsstats_add_completed(&c->core.w->st.tls, tls_conn_version(c->tls),
+                           c->last_io_ns - c->accepted_ns);
     sconn_watch(c, LOOP_READ);
     return true;
 }
@@ -401,8 +407,8 @@ set_self(int fd, struct replay_conn *c)
 int
 sconn_open(struct sconn *c, struct loop *l, struct replay_worker *w,
            const struct server_opts *o, int fd,
-           const struct sockaddr_storage *ss, sconn_closed_fn *closed,
-           void *closed_arg)
+           const struct sockaddr_storage *ss, uint64_t accepted_ns,
+           sconn_closed_fn *closed, void *closed_arg)
 {
     int one = 1;
     int rc;
@@ -416,6 +422,8 @@ sconn_open(struct sconn *c, struct loop *l, struct replay_worker *w,
     c->closed_arg = closed_arg;
     c->fd = fd;
     c->last_io_ns = loop_update_time(l);
+    /* a clock of another loop (hand-off): the same CLOCK_MONOTONIC */
+    c->accepted_ns = accepted_ns <= c->last_io_ns ? accepted_ns : c->last_io_ns;
     mt_buf_init(&c->in, IN_MAX);
     mt_buf_init(&c->out, OUT_MAX);
     sock_addr_text(ss, c->peer, sizeof(c->peer));
@@ -454,6 +462,7 @@ sconn_expired(struct sconn *c, uint64_t now, char *tmp, size_t tmp_n)
         snprintf(tmp, tmp_n,
                  "TLS handshake not complete after %.1f s (--msg-timeout-s)",
                  (double)(now - c->msg_start_ns) / 1e9);
+        c->tls_expired = true;
         return tmp;
     }
     if (o->msg_timeout_ns && c->msg_start_ns != 0 &&

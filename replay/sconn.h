@@ -16,6 +16,9 @@
  * read and replies written through core/tls.h; bytes OpenSSL decrypted
  * but the input buffer could not take are read on without waiting for an
  * event (epoll cannot see them).  Such reads have no kernel receive time.
+ * Each connection's handshake is counted once in its loop's statistics
+ * (tlsstats.h): completed, with its time from accept(), or failed / aborted
+ * when the connection closes before it completed.
  *
  * Threading: a sconn is used only by the thread of its loop.
  */
@@ -54,21 +57,24 @@ struct sconn {
     uint64_t write_t0_ns;        /* a timed release's write() starts, or 0 */
     uint64_t last_io_ns;         /* last read or write progress */
     uint64_t msg_start_ns; /* first byte of the incomplete message, or 0 */
+    uint64_t accepted_ns;  /* the loop clock at accept() */
+    bool tls_expired;      /* TLS: the handshake outlived --msg-timeout-s */
     char peer[64];
     struct sconn *prev, *next; /* the owner's list */
 };
 
 /*
- * Takes the accepted socket fd as connection c (zeroed by the caller):
- * TCP_NODELAY and SO_TIMESTAMPNS, buffers, the core connection (a new
- * connectionId from w's shared part), and LOOP_READ on l.  o and w must
- * outlive c.  0, or the negative code of loop_fd_add(): then nothing is
- * watched and the caller closes fd and frees c (no closed callback).
+ * Takes the socket fd, accepted at accepted_ns (loop clock), as connection
+ * c (zeroed by the caller): TCP_NODELAY and SO_TIMESTAMPNS, buffers, the
+ * core connection (a new connectionId from w's shared part), and
+ * LOOP_READ on l.  o and w must outlive c.  0, or the negative code of
+ * loop_fd_add(): then nothing is watched and the caller closes fd and
+ * frees c (no closed callback).
  */
 int sconn_open(struct sconn *c, struct loop *l, struct replay_worker *w,
                const struct server_opts *o, int fd,
-               const struct sockaddr_storage *ss, sconn_closed_fn *closed,
-               void *closed_arg);
+               const struct sockaddr_storage *ss, uint64_t accepted_ns,
+               sconn_closed_fn *closed, void *closed_arg);
 
 /*
  * Closes c now: logs why (info level; NULL: nothing logged), stops
@@ -82,7 +88,8 @@ void sconn_close(struct sconn *c, const char *why);
  * NULL: a message incomplete for --msg-timeout-s, or no progress for
  * --idle-timeout-s.  A connection we stopped reading (its client does not
  * read its replies) is not charged for a slow message; one whose output
- * makes no progress counts as idle.
+ * makes no progress counts as idle.  The caller closes c when it returns
+ * a reason (a TLS handshake's timeout is counted as such then).
  */
 const char *sconn_expired(struct sconn *c, uint64_t now, char *tmp,
                           size_t tmp_n);

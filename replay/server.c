@@ -73,7 +73,8 @@ on_closed(struct sconn *c, void *arg)
 /* Takes fd as one of sl's connections; the caller has counted it in
  * sl->load (undone here if it cannot be kept). */
 static void
-accept_one(struct sloop *sl, int fd, const struct sockaddr_storage *ss)
+accept_one(struct sloop *sl, int fd, const struct sockaddr_storage *ss,
+           uint64_t accepted_ns)
 {
     struct sconn *c;
 
@@ -86,7 +87,8 @@ accept_one(struct sloop *sl, int fd, const struct sockaddr_storage *ss)
         close(fd);
         return;
     }
-    if (sconn_open(c, sl->l, &sl->w, &sl->srv->o, fd, ss, on_closed, sl) < 0) {
+    if (sconn_open(c, sl->l, &sl->w, &sl->srv->o, fd, ss, accepted_ns,
+                   on_closed, sl) < 0) {
         atomic_fetch_sub(&sl->srv->nconns, 1);
         atomic_fetch_sub(&sl->load, 1);
         mt_warn("replay: cannot watch connection fd %d; closed", fd);
@@ -123,20 +125,21 @@ sloop_pick(struct sloop *sl)
 
 /* Keeps fd, or queues it for a less loaded loop and wakes that loop. */
 static void
-accept_route(struct sloop *sl, int fd, const struct sockaddr_storage *ss)
+accept_route(struct sloop *sl, int fd, const struct sockaddr_storage *ss,
+             uint64_t accepted_ns)
 {
     struct sloop *t = sloop_pick(sl);
 
     if (t != sl) {
         atomic_fetch_add(&t->load, 1);
-        if (handoff_push(&t->ho, fd, ss)) {
+        if (handoff_push(&t->ho, fd, ss, accepted_ns)) {
             loop_wake(t->l);
             return;
         }
         atomic_fetch_sub(&t->load, 1); /* its queue is full: keep it */
     }
     atomic_fetch_add(&sl->load, 1);
-    accept_one(sl, fd, ss);
+    accept_one(sl, fd, ss, accepted_ns);
 }
 
 /* Before the loop sleeps: the connections other loops passed to it. */
@@ -145,11 +148,12 @@ on_before_sleep(struct loop *l, void *arg)
 {
     struct sloop *sl = arg;
     struct sockaddr_storage ss;
+    uint64_t accepted_ns;
     int fd;
 
     (void)l;
-    while (handoff_pop(&sl->ho, &fd, &ss))
-        accept_one(sl, fd, &ss);
+    while (handoff_pop(&sl->ho, &fd, &ss, &accepted_ns))
+        accept_one(sl, fd, &ss, accepted_ns);
 }
 
 static void
@@ -157,7 +161,6 @@ on_accept(struct loop *l, int lfd, void *arg, unsigned events)
 {
     struct sloop *sl = arg;
 
-    (void)l;
     (void)events;
     for (int i = 0; i < 64; i++) {
         struct sockaddr_storage ss;
@@ -169,7 +172,8 @@ on_accept(struct loop *l, int lfd, void *arg, unsigned events)
                 mt_warn("replay: accept: %s", strerror(errno));
             return;
         }
-        accept_route(sl, fd, &ss);
+        /* the start of a TLS handshake's time (one clock read) */
+        accept_route(sl, fd, &ss, loop_update_time(l));
     }
 }
 

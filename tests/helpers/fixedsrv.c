@@ -4,6 +4,7 @@
  * benchmarks (no Python, no per-request work beyond framing).
  *
  *     fixedsrv [--listen HOST:PORT] [--threads N] [--pad BYTES] [--compress]
+ *              [--tls-cert PEM [--tls-key PEM]]
  *
  *   --listen    default 127.0.0.1:0 (a free port); prints "READY <port>"
  *               on stdout once listening
@@ -13,6 +14,10 @@
  *               snappy, zlib, zstd it names (in the client's order), and
  *               accept OP_COMPRESSED requests; the reply to a compressed
  *               request is compressed with the same compressor
+ *   --tls-cert  serve TLS (core/tls.h's server context: the certificate
+ *               chain, and the key unless --tls-key names it); each
+ *               connection's handshake runs on the loop before its first
+ *               request (the upstream of the --target-tls benchmark)
  *
  * Answers: hello / isMaster / ismaster (OP_MSG, or legacy OP_QUERY with an
  * OP_REPLY) with a MongoDB 7.0 standalone hello; find with
@@ -38,6 +43,7 @@
 #include "core/loop.h"
 #include "core/mem.h"
 #include "core/rd.h"
+#include "core/tls.h"
 #include "core/wire.h"
 
 #define FS_READ 65536
@@ -53,9 +59,11 @@ static struct loop *fs_loops[FS_THREADS_MAX];
 static int fs_nloops;
 static volatile sig_atomic_t fs_stopping;
 static bool fs_compress;
+static struct tls_ctx *fs_tls; /* --tls-cert; NULL: plain TCP */
 
 struct fs_conn {
     int fd;
+    struct tls_conn *tls;  /* owned; NULL: plain TCP */
     struct mt_buf in, out; /* owned */
     int32_t next_id;
 };
@@ -121,6 +129,7 @@ static void
 fs_close(struct loop *l, struct fs_conn *c)
 {
     loop_fd_del(l, c->fd);
+    tls_conn_free(c->tls);
     close(c->fd);
     mt_buf_free(&c->in);
     mt_buf_free(&c->out);
@@ -236,8 +245,12 @@ static void fs_on_conn(struct loop *l, int fd, void *arg, unsigned ev);
 static bool
 fs_flush(struct loop *l, struct fs_conn *c)
 {
+    bool want_write = false;
+
     while (c->out.len > 0) {
-        ssize_t w = send(c->fd, c->out.data, c->out.len, MSG_NOSIGNAL);
+        ssize_t w = c->tls != NULL
+                        ? tls_send(c->tls, c->out.data, c->out.len)
+                        : send(c->fd, c->out.data, c->out.len, MSG_NOSIGNAL);
         if (w < 0 && errno == EINTR)
             continue;
         if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
@@ -246,8 +259,39 @@ fs_flush(struct loop *l, struct fs_conn *c)
             return false;
         mt_buf_consume(&c->out, (size_t)w);
     }
-    return loop_fd_mod(l, c->fd, LOOP_READ | (c->out.len ? LOOP_WRITE : 0)) ==
-           0;
+    if (c->tls != NULL && tls_wants_write(c->tls))
+        want_write = true; /* a read or handshake step must write first */
+    return loop_fd_mod(l, c->fd,
+                       LOOP_READ |
+                           (c->out.len || want_write ? LOOP_WRITE : 0)) == 0;
+}
+
+/* Reads what is there into c->in: > 0 bytes, 0 nothing now, -1 closed or
+ * failed (logged when it is a TLS error).  With TLS, reads until OpenSSL
+ * has nothing decrypted left (epoll cannot see those bytes). */
+static ssize_t
+fs_read(struct fs_conn *c)
+{
+    ssize_t n, got = 0;
+    bool more = true;
+
+    while (more) {
+        if (mt_buf_reserve(&c->in, FS_READ) < 0)
+            return -1;
+        more = false;
+        n = c->tls != NULL
+                ? tls_recv(c->tls, c->in.data + c->in.len, FS_READ, &more)
+                : recv(c->fd, c->in.data + c->in.len, FS_READ, 0);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+            return got;
+        if (n < 0 && errno == EPROTO)
+            fprintf(stderr, "fixedsrv: TLS: %s\n", tls_conn_why(c->tls));
+        if (n <= 0)
+            return -1;
+        c->in.len += (size_t)n;
+        got += n;
+    }
+    return got;
 }
 
 static void
@@ -257,18 +301,29 @@ fs_on_conn(struct loop *l, int fd, void *arg, unsigned ev)
     ssize_t n;
     size_t off = 0, need;
 
+    if (c->tls != NULL && !tls_conn_ready(c->tls)) {
+        int rc = tls_handshake(c->tls);
+        if (rc == -EAGAIN) {
+            if (!fs_flush(l, c))
+                fs_close(l, c);
+            return;
+        }
+        if (rc < 0) {
+            fprintf(stderr, "fixedsrv: TLS handshake: %s\n",
+                    tls_conn_why(c->tls));
+            fs_close(l, c);
+            return;
+        }
+        ev |= LOOP_READ; /* the client's first request may be in already */
+    }
+    if (c->tls != NULL && tls_wants_write(c->tls))
+        ev |= LOOP_READ; /* the read that wanted the socket writable */
     if (ev & (LOOP_READ | LOOP_ERROR)) {
-        if (mt_buf_reserve(&c->in, FS_READ) < 0) {
+        n = fs_read(c);
+        if (n < 0) {
             fs_close(l, c);
             return;
         }
-        n = recv(fd, c->in.data + c->in.len, FS_READ, 0);
-        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
-            fs_close(l, c);
-            return;
-        }
-        if (n > 0)
-            c->in.len += (size_t)n;
         for (;;) {
             struct mt_err err = {0};
             int rc = wire_frame(c->in.data + off, c->in.len - off,
@@ -304,9 +359,16 @@ fs_on_accept(struct loop *l, int lfd, void *arg, unsigned ev)
         }
         c->fd = fd;
         c->next_id = 1;
+        if (fs_tls != NULL &&
+            (c->tls = tls_conn_new(fs_tls, fd, NULL)) == NULL) {
+            close(fd);
+            mt_free(c);
+            return;
+        }
         mt_buf_init(&c->in, WIRE_MSG_LEN_MAX + FS_READ);
         mt_buf_init(&c->out, 64u * 1024 * 1024);
         if (loop_fd_add(l, fd, LOOP_READ, fs_on_conn, c) < 0) {
+            tls_conn_free(c->tls);
             close(fd);
             mt_free(c);
         }
@@ -360,7 +422,7 @@ fs_listen(const char *spec, int nthreads, int *fds)
 int
 main(int argc, char **argv)
 {
-    const char *listen_spec = "127.0.0.1:0";
+    const char *listen_spec = "127.0.0.1:0", *tls_cert = NULL, *tls_key = NULL;
     int nthreads = 1, port, fds[FS_THREADS_MAX];
     pthread_t th[FS_THREADS_MAX];
     struct sigaction sa;
@@ -374,10 +436,23 @@ main(int argc, char **argv)
             setenv("FIXEDSRV_PAD", argv[++i], 1);
         else if (strcmp(argv[i], "--compress") == 0)
             fs_compress = true;
+        else if (strcmp(argv[i], "--tls-cert") == 0 && i + 1 < argc)
+            tls_cert = argv[++i];
+        else if (strcmp(argv[i], "--tls-key") == 0 && i + 1 < argc)
+            tls_key = argv[++i];
         else {
             fprintf(stderr, "usage: fixedsrv [--listen HOST:PORT] "
-                            "[--threads N] [--pad BYTES] [--compress]\n");
+                            "[--threads N] [--pad BYTES] [--compress] "
+                            "[--tls-cert PEM [--tls-key PEM]]\n");
             return 2;
+        }
+    }
+    if (tls_cert != NULL) {
+        struct mt_err err = {0};
+        fs_tls = tls_ctx_server_new(tls_cert, tls_key, NULL, &err);
+        if (fs_tls == NULL) {
+            fprintf(stderr, "fixedsrv: %s\n", err.msg);
+            return 1;
         }
     }
     if (nthreads < 1 || nthreads > FS_THREADS_MAX) {

@@ -16,6 +16,16 @@
 #     of the CA is required (pymongo with and without one).
 #  4. Usage: --tls-key without --tls-cert exits 2; an unreadable
 #     certificate exits 1 before listening.
+#  5. TLS statistics (--summary-json "tls", the summary's TLS line): every
+#     driver connection of 1. counted as a completed handshake, none
+#     failed (libmongoc's single client: exactly 1); the plain client and
+#     the HTTP request of 2. as not TLS, the silent client as timed out,
+#     pymongo without a client certificate of 3. as such; and exactly,
+#     under --tls-ca: libmongoc and 3 Python ssl clients with a client
+#     certificate (one limited to TLS 1.2) complete, and one each of a
+#     plain MongoDB hello, no client certificate, a certificate of another
+#     CA, a client that does not trust replay's certificate, a client
+#     closing at once and a silent one fail with that cause.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/replay_lib.sh"
 PYWL=$TOP/tests/integration/replay_workload.py
@@ -56,8 +66,29 @@ check_replay() { # NAME MISSPATTERN
     echo "ok: $1 over TLS: $(wc -l <"$TMP/$1.capture") calls identical to the recording, miss reported"
 }
 
+# tls_stats JSON CHECK...: each CHECK a Python expression over d (the
+# --summary-json object) and t (its "tls"), e.g. 't["failed"] == 0'
+tls_stats() {
+    local json=$1
+    shift
+    "$PYTHON" - "$json" "$@" <<'PY' || fail "TLS statistics of $json: $(cat "$json")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+t = d["tls"]
+for check in sys.argv[2:]:
+    if not eval(check):
+        sys.exit("not true: %s (tls: %s, connections %d)" % (check, json.dumps(t), d["connections"]))
+print("ok: TLS statistics: %d connections, %d handshakes completed (%s; p50 %.3f ms), %d failed %s"
+      % (d["connections"], t["completed"], t["versions"], t["handshake"]["p50_ms"], t["failed"],
+         {k: v for k, v in t["failed_by"].items() if v}))
+PY
+}
+# every connection is counted once: completed, failed or aborted
+ALL='t["completed"] + t["failed"] + t["aborted"] == d["connections"]'
+SUMS='t["failed"] == sum(t["failed_by"].values()) and t["handshake"]["n"] == t["completed"] and t["completed"] == sum(t["versions"].values())'
+
 # 1. pymongo, sequential and threaded, and 2. a plain client in between
-start_replay REP "$TMP/py.zst" --tls-cert "$PEM" --msg-timeout-s 1
+start_replay REP "$TMP/py.zst" --tls-cert "$PEM" --msg-timeout-s 1 --summary-json "$TMP/s1.json"
 log=$TMP/replay.$REP.log
 grep -q "listening on 127.0.0.1:$REP (TLS)" "$log" || fail "no TLS listening line: $(cat "$log")"
 "$PYTHON" "$PYWL" "mongodb://127.0.0.1:$REP/?$TQ" --miss >"$TMP/py.replay" || fail "pymongo over TLS failed"
@@ -105,27 +136,42 @@ grep -q "TLS handshake not complete after .*; closing it" "$log" || fail "no log
 same_lines "$TMP/py.capture" "$TMP/py2.replay"
 echo "ok: a TLS client is served after a plain client, garbage and a silent client"
 stop_wait $REPLAY_PID || fail "replay exited $?"
+# 5. the plain pymongo client's connections (its monitor retries) and the
+# HTTP request: not TLS; the silent client: timed out; nothing else (but
+# a connection the plain client's exit closed before it sent anything)
+tls_stats "$TMP/s1.json" "$ALL" "$SUMS" 't["aborted"] == 0' 't["completed"] >= 2' \
+    't["failed_by"]["not_tls"] >= 2' 't["failed_by"]["timeout"] == 1' \
+    't["failed"] == t["failed_by"]["not_tls"] + t["failed_by"]["closed"] + 1'
+grep -q "TLS: [0-9]* handshakes completed (TLSv1.2 0, TLSv1.3 [0-9]*; accept to completion p50 .*), [0-9]* failed (not TLS [0-9]*, .*timed out 1)$" \
+    "$TMP/replay.$REP.log" || fail "no TLS summary line: $(tail -8 "$TMP/replay.$REP.log")"
+grep "TLS: " "$TMP/replay.$REP.log"
 
-start_replay REP "$TMP/pyt.zst" --tls-cert "$PEM" --threads 2
+start_replay REP "$TMP/pyt.zst" --tls-cert "$PEM" --threads 2 --summary-json "$TMP/s.json"
 "$PYTHON" "$PYWL" "mongodb://127.0.0.1:$REP/?$TQ" --threads 10 --miss >"$TMP/pyt.replay" || fail "threaded pymongo over TLS"
 check_replay pyt '"call": "miss"'
 stop_wait $REPLAY_PID || fail "replay exited $?"
+# 5. N driver connections over two loops: N handshakes completed
+tls_stats "$TMP/s.json" "$ALL" "$SUMS" 't["completed"] == d["connections"] >= 2' 't["failed"] == 0'
 
 # Node.js driver
-start_replay REP "$TMP/node.zst" --tls-cert "$PEM"
+start_replay REP "$TMP/node.zst" --tls-cert "$PEM" --summary-json "$TMP/s.json"
 node "$NODEWL" "mongodb://127.0.0.1:$REP/?$TQ" --miss >"$TMP/node.replay" || fail "node over TLS failed"
 grep -v '"call":"miss"' "$TMP/node.replay" >"$TMP/node.hits"
 same_lines "$TMP/node.capture" "$TMP/node.hits"
 grep -q '"call":"miss","error":47' "$TMP/node.replay" || fail "node: miss not 47"
 echo "ok: node over TLS: $(wc -l <"$TMP/node.capture") calls identical to the recording, miss reported"
 stop_wait $REPLAY_PID || fail "replay exited $?"
+tls_stats "$TMP/s.json" "$ALL" "$SUMS" 't["completed"] == d["connections"] >= 2' 't["failed"] == 0'
 
 # libmongoc
-start_replay REP "$TMP/c.zst" --tls-cert "$PEM"
+start_replay REP "$TMP/c.zst" --tls-cert "$PEM" --summary-json "$TMP/s.json"
 "$CWL" "mongodb://127.0.0.1:$REP/?serverSelectionTimeoutMS=5000&$TQ" --miss >"$TMP/c.replay" ||
     fail "mongoc over TLS failed"
 check_replay c '"call": "miss"'
 stop_wait $REPLAY_PID || fail "replay exited $?"
+# a single-threaded libmongoc client: one connection, one handshake
+tls_stats "$TMP/s.json" "$ALL" "$SUMS" 'd["connections"] == 1' 't["completed"] == 1' \
+    't["versions"]["TLSv1.3"] == 1' 't["failed"] == 0'
 
 # requests of several MB (8 MiB, 3 x 15 MiB near maxMessageSizeBytes, 4
 # MiB): recorded through a TLS capture proxy (TLS client -> plain mock),
@@ -151,7 +197,7 @@ echo "ok: $(wc -l <"$TMP/big.capture") large-request calls through the TLS proxy
 
 # 3. key in its own file, client certificates required
 start_replay REP "$TMP/py.zst" --tls-cert "$TMP/certs/server.crt" --tls-key "$TMP/certs/server.key" \
-    --tls-ca "$CA"
+    --tls-ca "$CA" --summary-json "$TMP/s.json"
 log=$TMP/replay.$REP.log
 "$PYTHON" - "$REP" "$CA" "$TMP/certs/client.pem" <<'PY' || fail "mutual TLS"
 import sys
@@ -173,6 +219,89 @@ PY
 grep -q "TLS handshake failed: .*certificate" "$log" || fail "no log line for the missing client certificate"
 stop_wait $REPLAY_PID || fail "replay exited $?"
 echo "ok: --tls-key in its own file; --tls-ca requires a client certificate"
+# 5. pymongo without a certificate (its monitor retries): no client
+# certificate, nothing else (but a connection closed by its exit)
+tls_stats "$TMP/s.json" "$ALL" "$SUMS" 't["aborted"] == 0' 't["completed"] >= 1' \
+    't["failed_by"]["no_client_cert"] >= 1' \
+    't["failed"] == t["failed_by"]["no_client_cert"] + t["failed_by"]["closed"]'
+
+# 5. exact counts under --tls-ca: libmongoc with a client certificate (1
+# connection), 3 Python ssl clients with one (the last TLS 1.2 only), and
+# one client of each failure cause
+start_replay REP "$TMP/c.zst" --tls-cert "$PEM" --tls-ca "$CA" --msg-timeout-s 1 \
+    --summary-json "$TMP/s.json"
+"$CWL" "mongodb://127.0.0.1:$REP/?serverSelectionTimeoutMS=5000&$TQ&tlsCertificateKeyFile=$TMP/certs/client.pem" \
+    >"$TMP/c2.replay" || fail "mongoc with a client certificate"
+same_lines "$TMP/c.capture" "$TMP/c2.replay"
+"$PYTHON" - "$REP" "$TMP/certs" <<'PY' || fail "TLS clients"
+import socket, ssl, struct, sys, time
+import bson
+port, d = int(sys.argv[1]), sys.argv[2]
+
+def ctx(ca="ca.pem", cert=None, tls12=False):
+    c = ssl.create_default_context(cafile=d + "/" + ca)
+    if cert:
+        c.load_cert_chain(d + "/" + cert)
+    if tls12:
+        c.maximum_version = ssl.TLSVersion.TLSv1_2
+    return c
+
+def tls(c, expect_ok):
+    """One connection: handshake, then a read until the server closes."""
+    s = socket.create_connection(("127.0.0.1", port))
+    s.settimeout(10)
+    try:
+        t = c.wrap_socket(s, server_hostname="127.0.0.1")
+    except ssl.SSLError as e:
+        assert not expect_ok, e
+        s.close()
+        return "refused in the handshake (%s)" % e.reason
+    v = t.version()
+    if expect_ok:
+        t.close()
+        return v
+    try:  # TLS 1.3: the server's verdict on our certificate comes now
+        t.recv(1)
+    except (ssl.SSLError, ConnectionResetError) as e:
+        return "refused at the first read (%s)" % getattr(e, "reason", e)
+    finally:
+        t.close()
+    return "closed at the first read"
+
+done = [tls(ctx(cert="client.pem"), True) for _ in range(2)]
+done.append(tls(ctx(cert="client.pem", tls12=True), True))
+assert done == ["TLSv1.3", "TLSv1.3", "TLSv1.2"], done
+print("completed:", done)
+# a plain MongoDB hello (OP_MSG) on the TLS port
+p = socket.create_connection(("127.0.0.1", port))
+body = struct.pack("<I", 0) + b"\0" + bson.BSON.encode({"hello": 1, "$db": "admin"})
+p.sendall(struct.pack("<iiii", 16 + len(body), 1, 0, 2013) + body)
+p.settimeout(10)
+try:
+    assert p.recv(100) == b"", "the plain client got an answer"
+except ConnectionResetError:
+    pass
+p.close()
+print("no client certificate:", tls(ctx(), False))
+print("a certificate of another CA:", tls(ctx(cert="other_server.pem"), False))
+print("replay's certificate not trusted:", tls(ctx(ca="other_ca.pem"), False))
+socket.create_connection(("127.0.0.1", port)).close()  # closes at once
+s = socket.create_connection(("127.0.0.1", port))  # silent: --msg-timeout-s 1
+s.settimeout(10)
+try:
+    s.recv(1)
+except ConnectionResetError:
+    pass
+print("plain, closing and silent clients done")
+PY
+stop_wait $REPLAY_PID || fail "replay exited $?"
+tls_stats "$TMP/s.json" "$ALL" "$SUMS" 'd["connections"] == 10' 't["completed"] == 4' \
+    't["versions"] == {"TLSv1.2": 1, "TLSv1.3": 3, "other": 0}' 't["failed"] == 6' 't["aborted"] == 0' \
+    'all(t["failed_by"][k] == 1 for k in ("not_tls", "no_client_cert", "client_cert_refused", "server_cert_refused", "closed", "timeout"))' \
+    't["handshake"]["p50_ms"] > 0 and t["handshake"]["p99_ms"] >= t["handshake"]["p50_ms"]'
+grep -q "TLS: 4 handshakes completed (TLSv1.2 1, TLSv1.3 3; accept to completion p50 [0-9.]* p99 [0-9.]* max [0-9.]* ms), 6 failed (not TLS 1, no client certificate 1, client certificate refused 1, server certificate refused by the client 1, closed by the client 1, timed out 1)$" \
+    "$TMP/replay.$REP.log" || fail "TLS summary line: $(grep 'TLS: ' "$TMP/replay.$REP.log")"
+grep "TLS: " "$TMP/replay.$REP.log"
 
 # 4. usage and unreadable files
 "$MTRACE" replay --listen 127.0.0.1:0 --tls-key "$TMP/certs/server.key" "$TMP/py.zst" 2>"$TMP/u.err"

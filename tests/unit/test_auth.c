@@ -15,21 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "replay/conn.h"
-
-#define OUT_MAX 64
-
-struct fixture {
-    struct index idx;
-    struct cursor_table cursors;
-    struct replay_shared sh;
-    struct auth_cfg auth;
-    struct scram_user user;
-    struct replay_worker w;
-    struct replay_conn c;
-    struct replay_reply *out[OUT_MAX];
-    size_t nout;
-};
+#include "replay_fixtures.h"
 
 /* RFC 7677 (SCRAM-SHA-256) and the auth spec's SCRAM-SHA-1 example. */
 #define CF256 "n,,n=user,r=rOprNGfwEbeRWgbNEkqO"
@@ -50,37 +36,6 @@ struct fixture {
     "c=biws,r=fyko+d2lbbFgONRv9qkxdawLHo+Vgk7qvUOKUwuWLIWg4l/9SraGMHEE,"       \
     "p=MC2T8BvbmWRckDw8oWl5IVghwCY="
 #define SV1 "v=UMWeI25JD1yNYZRMpZ4VHvhZ9e0="
-
-static void
-on_emit(struct replay_conn *c, struct replay_reply *r, void *arg)
-{
-    struct fixture *f = arg;
-
-    (void)c;
-    assert_true(f->nout < OUT_MAX);
-    f->out[f->nout++] = r;
-}
-
-static bson_t *
-json(const char *s)
-{
-    bson_error_t e;
-    bson_t *b = bson_new_from_json((const uint8_t *)s, -1, &e);
-
-    if (b == NULL)
-        fail_msg("bad JSON in test: %s: %s", s, e.message);
-    return b;
-}
-
-static void
-encode(struct mt_buf *m, int32_t rid, int32_t to, const char *js)
-{
-    bson_t *b = json(js);
-
-    mt_buf_init(m, WIRE_MSG_LEN_MAX);
-    assert_int_equal(wire_encode_msg(m, rid, to, 0, b, NULL, 0), 0);
-    bson_destroy(b);
-}
 
 static void
 derive(struct scram_secret *s, enum scram_mech m, const char *pass,
@@ -105,8 +60,8 @@ setup(void **state)
 
     match_rules_default(&r);
     index_init(&f->idx, &r);
-    encode(&q, 1, 0, "{\"find\": \"c\", \"$db\": \"d\"}");
-    encode(&p, 2, 1,
+    encode(&q, 1, 0, 0, "{\"find\": \"c\", \"$db\": \"d\"}");
+    encode(&p, 2, 1, 0,
            "{\"cursor\": {\"id\": {\"$numberLong\": \"0\"}, \"firstBatch\": "
            "[{\"_id\": 1}]}, \"ok\": 1}");
     assert_int_equal(index_add(&f->idx, q.data, q.len, p.data, p.len, 0, &err),
@@ -114,11 +69,11 @@ setup(void **state)
     mt_buf_free(&q);
     mt_buf_free(&p);
     /* a recorded conversation is not indexed (its nonces never recur) */
-    encode(&q, 3, 0,
+    encode(&q, 3, 0, 0,
            "{\"saslStart\": 1, \"mechanism\": \"SCRAM-SHA-256\", \"payload\": "
            "{\"$binary\": {\"base64\": \"AA==\", \"subType\": \"00\"}}, "
            "\"$db\": \"admin\"}");
-    encode(&p, 4, 3, "{\"conversationId\": 1, \"done\": false, \"ok\": 1}");
+    encode(&p, 4, 3, 0, "{\"conversationId\": 1, \"done\": false, \"ok\": 1}");
     assert_int_equal(index_add(&f->idx, q.data, q.len, p.data, p.len, 0, &err),
                      0);
     mt_buf_free(&q);
@@ -137,32 +92,10 @@ setup(void **state)
     f->auth.creds.n = 1;
     f->auth.enabled = true;
     f->auth.test_snonce = SN256;
-    assert_int_equal(cursor_table_init(&f->cursors, 100, 1), 0);
-    f->sh.idx = &f->idx;
-    f->sh.cursors = &f->cursors;
+    assert_null(f->idx.hello); /* the built-in hello, as before */
     f->sh.auth = &f->auth;
-    handshake_init(&f->sh.hs, NULL, 0);
-    delay_cfg_init(&f->sh.delay);
-    atomic_init(&f->sh.next_conn_id, 1);
-    replay_worker_init(&f->w, &f->sh, 1);
-    replay_conn_init(&f->c, &f->w, on_emit, f);
+    fixture_start(f, 0, 1);
     *state = f;
-    return 0;
-}
-
-static int
-teardown(void **state)
-{
-    struct fixture *f = *state;
-
-    for (size_t i = 0; i < f->nout; i++)
-        if (!replay_conn_release(&f->c, f->out[i], f->out[i]->ready_at_ns))
-            replay_reply_free(f->out[i]);
-    replay_conn_close(&f->c, NULL, NULL);
-    replay_worker_free(&f->w);
-    cursor_table_free(&f->cursors);
-    index_free(&f->idx);
-    free(f);
     return 0;
 }
 
@@ -186,7 +119,7 @@ call(struct fixture *f, const char *js, const char *msg)
 #pragma GCC diagnostic pop
         js = doc;
     }
-    encode(&m, 100 + (int32_t)f->nout, 0, js);
+    encode(&m, 100 + (int32_t)f->nout, 0, 0, js);
     assert_int_equal(replay_conn_input(&f->c, m.data, m.len, 0, &used, NULL),
                      0);
     assert_int_equal(used, m.len);
@@ -197,17 +130,6 @@ call(struct fixture *f, const char *js, const char *msg)
                      MT_OK);
     assert_true(bson_init_static(&body, w.body, w.body_len));
     return body;
-}
-
-static int64_t
-i64_at(const bson_t *b, const char *path)
-{
-    bson_iter_t it;
-
-    assert_true(bson_iter_init(&it, b));
-    if (!bson_iter_find_descendant(&it, path, &it))
-        fail_msg("no %s", path);
-    return bson_iter_as_int64(&it);
 }
 
 static const char *

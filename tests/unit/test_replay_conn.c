@@ -13,51 +13,7 @@
 #include <unistd.h>
 
 #include "core/rd.h"
-#include "replay/conn.h"
-
-#define OUT_MAX 16
-
-struct fixture {
-    struct index idx;
-    struct cursor_table cursors;
-    struct replay_shared sh;
-    struct replay_worker w;
-    struct replay_conn c;
-    struct replay_reply *out[OUT_MAX];
-    size_t nout;
-};
-
-static void
-on_emit(struct replay_conn *c, struct replay_reply *r, void *arg)
-{
-    struct fixture *f = arg;
-
-    (void)c;
-    assert_true(f->nout < OUT_MAX);
-    f->out[f->nout++] = r;
-}
-
-static bson_t *
-json(const char *s)
-{
-    bson_error_t e;
-    bson_t *b = bson_new_from_json((const uint8_t *)s, -1, &e);
-
-    if (b == NULL)
-        fail_msg("bad JSON in test: %s: %s", s, e.message);
-    return b;
-}
-
-static void
-encode(struct mt_buf *m, int32_t rid, int32_t to, uint32_t flags,
-       const char *js)
-{
-    bson_t *b = json(js);
-
-    mt_buf_init(m, WIRE_MSG_LEN_MAX);
-    assert_int_equal(wire_encode_msg(m, rid, to, flags, b, NULL, 0), 0);
-    bson_destroy(b);
-}
+#include "replay_fixtures.h"
 
 static void
 record(struct index *idx, int32_t rid, const char *req, const char *reply)
@@ -104,33 +60,8 @@ setup(void **state)
            "\"$db\": \"d\"}",
            "{\"cursor\": {\"id\": {\"$numberLong\": \"0\"}, \"nextBatch\": "
            "[{\"b\": 3}]}, \"ok\": 1}");
-    assert_int_equal(cursor_table_init(&f->cursors, 100, 1), 0);
-    f->sh.idx = &f->idx;
-    f->sh.cursors = &f->cursors;
-    handshake_init(&f->sh.hs, f->idx.hello, f->idx.hello_len);
-    delay_cfg_init(&f->sh.delay);
-    f->sh.delay.delay_ns = 1000000;
-    atomic_init(&f->sh.next_conn_id, 7);
-    replay_worker_init(&f->w, &f->sh, 1);
-    replay_conn_init(&f->c, &f->w, on_emit, f);
+    fixture_start(f, 1000000, 7); /* replies 1 ms late; conn ids from 7 */
     *state = f;
-    return 0;
-}
-
-static int
-teardown(void **state)
-{
-    struct fixture *f = *state;
-
-    for (size_t i = 0; i < f->nout; i++)
-        if (f->out[i] != NULL &&
-            !replay_conn_release(&f->c, f->out[i], f->out[i]->ready_at_ns))
-            replay_reply_free(f->out[i]); /* a stream stays with the conn */
-    replay_conn_close(&f->c, NULL, NULL);
-    replay_worker_free(&f->w);
-    cursor_table_free(&f->cursors);
-    index_free(&f->idx);
-    free(f);
     return 0;
 }
 
@@ -158,17 +89,6 @@ reply_of(struct replay_reply *r, struct wire_msg *w, bson_t *body)
 
     assert_int_equal(wire_msg_parse(r->bytes, r->len, w, &used, NULL), MT_OK);
     assert_true(bson_init_static(body, w->body, w->body_len));
-}
-
-static int64_t
-i64_at(const bson_t *b, const char *path)
-{
-    bson_iter_t it;
-
-    assert_true(bson_iter_init(&it, b));
-    if (!bson_iter_find_descendant(&it, path, &it))
-        fail_msg("no %s", path);
-    return bson_iter_as_int64(&it);
 }
 
 static bool

@@ -7,7 +7,9 @@
  * then EOF), a peer closing without close_notify (EOF), certificate
  * verification (a foreign CA, a wrong host name, an IP SAN, insecure), a
  * required client certificate, and context errors (missing file, key not
- * matching).  The certificates are made here with OpenSSL's API (EC
+ * matching); the cause of each failure (tls_conn_cause: not TLS, no or a
+ * foreign client certificate, ours refused, the peer closing) and the
+ * negotiated version.  The certificates are made here with OpenSSL's API (EC
  * P-256), written as PEM into a temp dir.
  */
 #include <setjmp.h>
@@ -236,6 +238,8 @@ test_tls_data_both_ways(void **state)
     assert_string_equal(si.sni, "localhost"); /* received */
     assert_true(ci.peer_cert && ci.peer_verified && !ci.resumed);
     assert_false(si.peer_cert || si.peer_verified || si.resumed);
+    assert_int_equal(tls_conn_version(d.s), 0x0304);
+    assert_int_equal(tls_conn_cause(d.s), TLS_CAUSE_NONE);
     /* nothing yet: EAGAIN, not EOF */
     errno = 0;
     assert_int_equal(tls_recv(d.s, buf, sizeof(buf), &more), -1);
@@ -348,12 +352,17 @@ test_tls_verify_failures(void **state)
     assert_int_equal(rs, MT_EPROTO);
     assert_non_null(strstr(tls_conn_why(d.c), "certificate verify failed"));
     assert_non_null(strstr(tls_conn_why(d.s), "unknown ca"));
+    assert_int_equal(tls_conn_cause(d.c), TLS_CAUSE_PEER_CERT);
+    assert_int_equal(tls_conn_cause(d.s), TLS_CAUSE_CERT_REFUSED);
+    assert_int_equal(tls_conn_version(d.s), 0);
     duo_close(&d);
     /* the right CA, a name the certificate does not have */
     duo_open(&d, ca_pem, "db.example.net", false, NULL, 0);
     shake(d.s, d.c, &rs, &rc);
     assert_int_equal(rc, MT_EPROTO);
     assert_non_null(strstr(tls_conn_why(d.c), "hostname mismatch"));
+    assert_int_equal(rs, MT_EPROTO); /* the client's alert */
+    assert_int_equal(tls_conn_cause(d.s), TLS_CAUSE_CERT_REFUSED);
     duo_close(&d);
     /* an IP address the SAN lists, and one it does not */
     duo_open(&d, ca_pem, "127.0.0.1", false, NULL, 0);
@@ -394,6 +403,7 @@ test_tls_client_certificate_required(void **state)
     shake(d.s, d.c, &rs, &rc);
     assert_int_equal(rs, MT_EPROTO);
     assert_non_null(strstr(tls_conn_why(d.s), "certificate"));
+    assert_int_equal(tls_conn_cause(d.s), TLS_CAUSE_NO_CERT);
     duo_close(&d);
     /* with one */
     duo_open(&d, ca_pem, "localhost", false, ca_pem, 0);
@@ -410,6 +420,89 @@ test_tls_client_certificate_required(void **state)
     assert_true(si.peer_cert && si.peer_verified);
     assert_int_equal(tls_send(d.c, "x", 1), 1);
     assert_int_equal(tls_recv(d.s, buf, sizeof(buf), &more), 1);
+    duo_close(&d);
+}
+
+/* A server handshake on sv[0] after what the peer sent (len bytes of
+ * bytes, then nothing more or, close_after, a TCP close): its cause. */
+static enum tls_cause
+server_cause(const void *bytes, size_t len, bool close_after)
+{
+    struct mt_err err = {0};
+    struct tls_ctx *ctx = tls_ctx_server_new(srv_pem, NULL, NULL, &err);
+    struct tls_conn *s;
+    enum tls_cause cause;
+    int sv[2], rc = -EAGAIN;
+
+    assert_non_null(ctx);
+    pair(sv, 0);
+    s = tls_conn_new(ctx, sv[0], NULL);
+    assert_non_null(s);
+    if (len > 0)
+        assert_int_equal(write(sv[1], bytes, len), (ssize_t)len);
+    if (close_after)
+        close(sv[1]);
+    for (int i = 0; i < 10 && rc == -EAGAIN; i++)
+        rc = tls_handshake(s);
+    assert_int_equal(rc, MT_EPROTO);
+    assert_false(tls_conn_ready(s));
+    cause = tls_conn_cause(s);
+    tls_conn_free(s);
+    tls_ctx_free(ctx);
+    close(sv[0]);
+    if (!close_after)
+        close(sv[1]);
+    return cause;
+}
+
+static void
+test_tls_failure_causes(void **state)
+{
+    /* a plain OP_MSG hello {hello: 1, $db: "admin"} */
+    static const uint8_t hello[] = {
+        0x34, 0x00, 0x00, 0x00,                   /* 0: messageLength 52 */
+        0x01, 0x00, 0x00, 0x00,                   /* 4: requestID */
+        0x00, 0x00, 0x00, 0x00,                   /* 8: responseTo */
+        0xdd, 0x07, 0x00, 0x00,                   /* 12: opCode 2013 OP_MSG */
+        0x00, 0x00, 0x00, 0x00,                   /* 16: flagBits */
+        0x00,                                     /* 20: section kind 0 */
+        0x1f, 0x00, 0x00, 0x00,                   /* 21: document length 31 */
+        0x10, 'h',  'e',  'l',  'l',  'o',  0x00, /* 25: int32 "hello" */
+        0x01, 0x00, 0x00, 0x00,                   /* 32: 1 */
+        0x02, '$',  'd',  'b',  0x00,             /* 36: string "$db" */
+        0x06, 0x00, 0x00, 0x00,                   /* 41: its length 6 */
+        'a',  'd',  'm',  'i',  'n',  0x00,       /* 45: "admin" */
+        0x00,                                     /* 51: end of document */
+    };
+    static const char http[] = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+    struct mt_err err = {0};
+    struct duo d;
+    int rs, rc;
+
+    (void)state;
+    assert_int_equal(hello[0], sizeof(hello));
+    assert_int_equal(server_cause(hello, sizeof(hello), false),
+                     TLS_CAUSE_NOT_TLS);
+    assert_int_equal(server_cause(http, strlen(http), false),
+                     TLS_CAUSE_NOT_TLS);
+    /* a peer that closes before or in the middle of its ClientHello */
+    assert_int_equal(server_cause(NULL, 0, true), TLS_CAUSE_CLOSED);
+    assert_int_equal(server_cause("\x16\x03\x01\x02\x00\x01", 6, true),
+                     TLS_CAUSE_CLOSED);
+    /* a client certificate of a CA the server does not take (the other
+     * CA's own, self-signed) */
+    duo_open(&d, ca_pem, "localhost", false, ca_pem, 0);
+    tls_conn_free(d.c);
+    tls_ctx_free(d.cctx);
+    d.cctx = tls_ctx_client_new(ca_pem, false, &err);
+    assert_non_null(d.cctx);
+    assert_int_equal(tls_ctx_client_cert(d.cctx, other_ca_pem, other_key, &err),
+                     0);
+    d.c = tls_conn_new(d.cctx, d.sv[1], "localhost");
+    shake(d.s, d.c, &rs, &rc);
+    assert_int_equal(rs, MT_EPROTO);
+    assert_int_equal(tls_conn_cause(d.s), TLS_CAUSE_PEER_CERT);
+    assert_non_null(strstr(tls_conn_why(d.s), "certificate"));
     duo_close(&d);
 }
 
@@ -455,6 +548,7 @@ main(void)
         cmocka_unit_test(test_tls_close_notify_after_data),
         cmocka_unit_test(test_tls_verify_failures),
         cmocka_unit_test(test_tls_client_certificate_required),
+        cmocka_unit_test(test_tls_failure_causes),
         cmocka_unit_test(test_tls_ctx_errors),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
