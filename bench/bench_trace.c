@@ -202,6 +202,8 @@ copy_rec(struct trace_writer *w, const struct trace_rec *rec, uint64_t *wire)
         return w ? trace_writer_conn_close(w, &rec->u.close) : 0;
     case TRACE_REC_STATS:
         return w ? trace_writer_stats(w, &rec->u.stats) : 0;
+    case TRACE_REC_TLS:
+        return w ? trace_writer_tls(w, &rec->u.tls) : 0;
     default: /* header: the writer writes its own; end: written at close */
         return 0;
     }

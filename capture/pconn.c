@@ -528,6 +528,7 @@ pconn_connected(struct pconn *c)
         return;
     }
     c->tcp_up = true;
+    c->up_ns = loop_update_time(c->pl->l);
     if (c->tls_hs)
         ptls_step(c); /* c stops connecting once the handshakes are done */
     else
@@ -600,6 +601,7 @@ pconn_connect(struct pconn *c)
     if (connect(c->sfd, (const struct sockaddr *)&p->target, p->target_len) ==
         0) {
         c->tcp_up = true;
+        c->up_ns = loop_update_time(c->pl->l);
         return 0;
     }
     if (errno == EINPROGRESS) {
@@ -646,7 +648,7 @@ pconn_accept(struct ploop *pl, int cfd, const struct sockaddr *peer,
     c->d[TRACE_DIR_S2C].fr.pool = &pl->batch;
     loop_timer_init(&c->hold_timer);
     loop_timer_init(&c->rst_timer);
-    c->last_io_ns = loop_update_time(pl->l);
+    c->last_io_ns = c->open_ns = loop_update_time(pl->l);
     pconn_format_addr(peer, c->client, sizeof(c->client));
     (void)peer_len;
     pconn_sock_opts(cfd);

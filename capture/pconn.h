@@ -168,6 +168,10 @@ struct pconn {
     struct tls_conn *tls[2];
     bool tls_hs; /* a TLS handshake is in progress (connecting too) */
     bool tcp_up; /* the upstream TCP connection is established */
+    /* When c was accepted (its conn_open record's t_ns) and when the
+     * upstream TCP connection came up: where the TLS handshake time of
+     * each leg starts (ptls.c). */
+    uint64_t open_ns, up_ns;
     /* Not forwarding yet: the upstream TCP connection or a TLS handshake
      * is in progress. */
     bool connecting;

@@ -1,6 +1,7 @@
 /*
  * precord.c -- recording a proxied connection (see precord.h): framing the
- * copy of each stream into records, connection open and close records.
+ * copy of each stream into records, connection open and close records,
+ * TLS handshake records (ptls.c fills them).
  *
  * The framer (pframe.c) copies each message into a record item as its
  * bytes arrive; when the last byte is in, the record is stamped with the
@@ -13,6 +14,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <string.h>
 
 #include <bson/bson.h>
 
@@ -212,10 +214,24 @@ precord_open(struct pconn *c)
         return;
     }
     it->u.open.conn_id = c->id;
-    it->u.open.t_ns = loop_update_time(c->pl->l);
+    it->u.open.t_ns = c->open_ns;
     snprintf(it->u.open.client, sizeof(it->u.open.client), "%s", c->client);
     snprintf(it->u.open.server, sizeof(it->u.open.server), "%s",
              c->pl->p->target_desc);
+    pconn__push(c, it);
+}
+
+/* See precord.h. */
+void
+precord_tls(struct pconn *c, const struct trace_tls *t)
+{
+    struct recq_item *it = recq_batch_item(&c->pl->batch, RECQ_TLS, sizeof(*t));
+
+    if (it == NULL) {
+        c->pl->st.lost_items++;
+        return;
+    }
+    memcpy(it->data, t, sizeof(*t));
     pconn__push(c, it);
 }
 

@@ -1,7 +1,7 @@
 /*
  * precord.h -- what a proxied connection records: each complete message
  * (framed on a copy of the stream, stamped with the time its last byte
- * was read), partial messages at close, and open/close records.
+ * was read), partial messages at close, open/close and TLS records.
  */
 #ifndef MT_CAPTURE_PRECORD_H
 #define MT_CAPTURE_PRECORD_H
@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/trace.h"
 #include "pconn.h"
 
 /*
@@ -21,8 +22,13 @@
 void precord_frame(struct pconn *c, int d, const uint8_t *p, size_t n,
                    uint64_t base, uint64_t t_ns);
 
-/* Records c's opening (both endpoints), stamped now. */
+/* Records c's opening (both endpoints), stamped with c->open_ns (the
+ * accept). */
 void precord_open(struct pconn *c);
+
+/* Records one TLS handshake of c (t copied; queued like the other
+ * records, never dropped but for lack of memory, which is counted). */
+void precord_tls(struct pconn *c, const struct trace_tls *t);
 
 /* Records what c's framers hold as partial messages, then its closing
  * with reason (enum trace_close_reason), stamped now. */

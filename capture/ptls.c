@@ -12,6 +12,7 @@
 #include "core/log.h"
 #include "core/tls.h"
 #include "core/trace.h"
+#include "precord.h"
 
 /* See ptls.h. */
 int
@@ -83,43 +84,86 @@ ptls_conn_init(struct pconn *c)
     return 0;
 }
 
+/*
+ * Records the end of leg's handshake (leg 0 the client's, 1 the
+ * target's), now: completed, or failed for why (NULL: OpenSSL's reasons).
+ * Its time runs from c's accept (leg 0) or from the upstream TCP
+ * connection's completion (leg 1).
+ */
+static void
+ptls_record(struct pconn *c, int leg, const char *why)
+{
+    struct trace_tls t = {0};
+    struct tls_info info;
+    uint64_t start = leg == 0 ? c->open_ns : c->up_ns;
+
+    t.conn_id = c->id;
+    t.t_ns = loop_update_time(c->pl->l);
+    t.leg = (uint8_t)leg;
+    t.handshake_ns = t.t_ns > start ? t.t_ns - start : 0;
+    if (why != NULL || !tls_conn_ready(c->tls[leg])) {
+        t.flags = TRACE_TLS_FAILED;
+        snprintf(t.error, sizeof(t.error), "%s",
+                 why != NULL ? why : tls_conn_why(c->tls[leg]));
+    } else {
+        tls_conn_info(c->tls[leg], &info);
+        memcpy(t.version, info.version, sizeof(t.version));
+        memcpy(t.cipher, info.cipher, sizeof(t.cipher));
+        memcpy(t.group, info.group, sizeof(t.group));
+        memcpy(t.sni, info.sni, sizeof(t.sni));
+        t.flags = (info.resumed ? TRACE_TLS_RESUMED : 0) |
+                  (info.peer_cert ? TRACE_TLS_PEER_CERT : 0) |
+                  (info.peer_verified ? TRACE_TLS_PEER_VERIFIED : 0);
+    }
+    precord_tls(c, &t);
+}
+
+/* One handshake step of leg; true when c died (the failure is logged,
+ * counted and recorded). */
+static bool
+ptls_step_leg(struct pconn *c, int leg)
+{
+    struct ploop *pl = c->pl;
+    int rc = tls_handshake(c->tls[leg]);
+
+    if (rc == 0)
+        ptls_record(c, leg, NULL);
+    if (rc >= 0 || rc == -EAGAIN)
+        return false;
+    ptls_record(c, leg, NULL);
+    if (leg == 0) {
+        mt_warn("capture: conn %llu from %s: TLS handshake with the "
+                "client failed: %s; closing the connection (a client "
+                "without TLS, or one that does not trust --tls-cert, "
+                "fails here)",
+                (unsigned long long)c->id, c->client, tls_conn_why(c->tls[0]));
+        pl->st.tls_fail++;
+        pconn__die(c, TRACE_CLOSE_ERROR);
+    } else {
+        mt_warn("capture: conn %llu from %s: TLS handshake with the "
+                "target %s failed: %s; closing the client connection "
+                "(see --target-tls-ca, --target-tls-insecure)",
+                (unsigned long long)c->id, c->client, pl->p->target_desc,
+                tls_conn_why(c->tls[1]));
+        pl->st.upstream_fail++;
+        pconn__die(c, TRACE_CLOSE_UPSTREAM_FAIL);
+    }
+    return true;
+}
+
 /* See ptls.h. */
 void
 ptls_step(struct pconn *c)
 {
-    struct ploop *pl = c->pl;
     char desc[96];
-    int rc;
 
     if (c->dead || !c->tls_hs)
         return;
-    if (c->tls[0] != NULL && !tls_conn_ready(c->tls[0])) {
-        rc = tls_handshake(c->tls[0]);
-        if (rc < 0 && rc != -EAGAIN) {
-            mt_warn("capture: conn %llu from %s: TLS handshake with the "
-                    "client failed: %s; closing the connection (a client "
-                    "without TLS, or one that does not trust --tls-cert, "
-                    "fails here)",
-                    (unsigned long long)c->id, c->client,
-                    tls_conn_why(c->tls[0]));
-            pl->st.tls_fail++;
-            pconn__die(c, TRACE_CLOSE_ERROR);
-            return;
-        }
-    }
-    if (c->tls[1] != NULL && c->tcp_up && !tls_conn_ready(c->tls[1])) {
-        rc = tls_handshake(c->tls[1]);
-        if (rc < 0 && rc != -EAGAIN) {
-            mt_warn("capture: conn %llu from %s: TLS handshake with the "
-                    "target %s failed: %s; closing the client connection "
-                    "(see --target-tls-ca, --target-tls-insecure)",
-                    (unsigned long long)c->id, c->client, pl->p->target_desc,
-                    tls_conn_why(c->tls[1]));
-            pl->st.upstream_fail++;
-            pconn__die(c, TRACE_CLOSE_UPSTREAM_FAIL);
-            return;
-        }
-    }
+    if (c->tls[0] != NULL && !tls_conn_ready(c->tls[0]) && ptls_step_leg(c, 0))
+        return;
+    if (c->tls[1] != NULL && c->tcp_up && !tls_conn_ready(c->tls[1]) &&
+        ptls_step_leg(c, 1))
+        return;
     if (!c->tcp_up || (c->tls[0] != NULL && !tls_conn_ready(c->tls[0])) ||
         (c->tls[1] != NULL && !tls_conn_ready(c->tls[1])))
         return;
@@ -169,8 +213,12 @@ ptls_expired(struct pconn *c, uint64_t now_ns)
             "%.1f s (--msg-timeout-s); closing the connection",
             (unsigned long long)c->id, c->client,
             (double)(now_ns - c->last_io_ns) / 1e9);
-    if (c->tls[0] != NULL && !tls_conn_ready(c->tls[0]))
+    if (c->tls[0] != NULL && !tls_conn_ready(c->tls[0])) {
         c->pl->st.tls_fail++;
+        ptls_record(c, 0, "handshake not complete within --msg-timeout-s");
+    }
+    if (c->tls[1] != NULL && c->tcp_up && !tls_conn_ready(c->tls[1]))
+        ptls_record(c, 1, "handshake not complete within --msg-timeout-s");
     return true;
 }
 

@@ -10,10 +10,12 @@
  *
  * A connection with a TLS side stays "connecting" (nothing forwarded,
  * nothing read for recording) until the upstream TCP connection is up
- * and every TLS handshake completed.  A failed handshake is logged with
- * OpenSSL's reason and closes the connection (trace: conn_close reason
- * `error` for the client side, `upstream-fail` for the target side);
- * the proxy keeps serving.
+ * and every TLS handshake completed.  Each handshake that ends, completed
+ * or failed, is recorded as a tls record of its leg (version, cipher,
+ * time from the accept / the upstream connect; docs/trace-format.md 2.7).
+ * A failed handshake is also logged with OpenSSL's reason and closes the
+ * connection (trace: conn_close reason `error` for the client side,
+ * `upstream-fail` for the target side); the proxy keeps serving.
  */
 #ifndef MT_CAPTURE_PTLS_H
 #define MT_CAPTURE_PTLS_H
@@ -42,8 +44,8 @@ void ptls_desc(const struct proxy *p, bool paren, char *out, size_t n);
  * side(s) p asks for.  0, or -ENOMEM. */
 int ptls_conn_init(struct pconn *c);
 
-/* Drives c's handshakes; when all are done, c stops connecting.  On a
- * failure logs it and marks c dead. */
+/* Drives c's handshakes, recording each one that ends; when all are
+ * done, c stops connecting.  On a failure logs it and marks c dead. */
 void ptls_step(struct pconn *c);
 
 /* close_notify to the destination of d (before its shutdown(SHUT_WR)). */
@@ -53,8 +55,9 @@ void ptls_notify(struct pconn *c, int d);
  * ("sending to") the socket of side (0 client, 1 server) of c. */
 void ptls_log_error(const struct pconn *c, int side, const char *how);
 
-/* While c's handshakes run: true (logged, counted) when --msg-timeout-s
- * has passed since c was accepted; the caller closes c. */
+/* While c's handshakes run: true (logged, counted, recorded as failed
+ * tls records) when --msg-timeout-s has passed since c was accepted; the
+ * caller closes c. */
 bool ptls_expired(struct pconn *c, uint64_t now_ns);
 
 /* Frees c's TLS state (before its sockets close). */

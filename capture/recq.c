@@ -250,6 +250,13 @@ recq_write_one(struct recq *q, struct recq_item *it)
     case RECQ_CLOSE:
         rc = trace_writer_conn_close(q->w, &it->u.close);
         break;
+    case RECQ_TLS: {
+        struct trace_tls t;
+        MT_ASSERT(it->cap >= sizeof(t));
+        memcpy(&t, it->data, sizeof(t));
+        rc = trace_writer_tls(q->w, &t);
+        break;
+    }
     case RECQ_MSG:
         it->u.msg.wire = it->data;
         it->u.msg.plain = NULL;

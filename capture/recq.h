@@ -1,7 +1,8 @@
 /*
  * recq.h -- the proxy's record queue and trace-writer thread.
  *
- * Event loops hand complete records (connection open/close, messages) to
+ * Event loops hand complete records (connection open/close, messages,
+ * TLS handshakes) to
  * one writer thread through a queue bounded in bytes and in records
  * (DESIGN.md rule 5).  A push never fails for lack of room: a loop checks
  * recq_over() before each socket read and, while the queue is over its
@@ -33,7 +34,10 @@
  * timer then preempts it at once instead of waiting in the run queue. */
 #define RECQ_WRITER_NICE 10
 
-enum recq_kind { RECQ_OPEN, RECQ_CLOSE, RECQ_MSG };
+/* RECQ_TLS: data[] holds a struct trace_tls (copied in and out with
+ * memcpy; one per TLS handshake, so its ~600 bytes stay out of the union
+ * every message item carries). */
+enum recq_kind { RECQ_OPEN, RECQ_CLOSE, RECQ_MSG, RECQ_TLS };
 
 /* One queued record; message bytes follow the struct. */
 struct recq_item {

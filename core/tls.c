@@ -575,6 +575,30 @@ tls_conn_desc(const struct tls_conn *c, char *out, size_t n)
 }
 
 /* See tls.h. */
+void
+tls_conn_info(const struct tls_conn *c, struct tls_info *out)
+{
+    const SSL_CIPHER *ci = SSL_get_current_cipher(c->ssl);
+    const char *name = ci != NULL ? SSL_CIPHER_standard_name(ci) : NULL;
+    const char *sni = SSL_get_servername(c->ssl, TLSEXT_NAMETYPE_host_name);
+    int nid = SSL_get_negotiated_group(c->ssl);
+    const char *group =
+        nid > 0 && !(nid & TLSEXT_nid_unknown) ? OBJ_nid2sn(nid) : NULL;
+
+    memset(out, 0, sizeof(*out));
+    snprintf(out->version, sizeof(out->version), "%s", SSL_get_version(c->ssl));
+    if (name == NULL && ci != NULL)
+        name = SSL_CIPHER_get_name(ci);
+    snprintf(out->cipher, sizeof(out->cipher), "%s", name ? name : "");
+    snprintf(out->group, sizeof(out->group), "%s", group ? group : "");
+    snprintf(out->sni, sizeof(out->sni), "%s", sni ? sni : "");
+    out->resumed = SSL_session_reused(c->ssl) == 1;
+    out->peer_cert = SSL_get0_peer_certificate(c->ssl) != NULL;
+    out->peer_verified = out->peer_cert && c->verify &&
+                         SSL_get_verify_result(c->ssl) == X509_V_OK;
+}
+
+/* See tls.h. */
 int
 tls_conn_version(const struct tls_conn *c)
 {

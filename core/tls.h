@@ -128,6 +128,21 @@ const char *tls_conn_why(const struct tls_conn *c);
  * into out (n bytes). */
 void tls_conn_desc(const struct tls_conn *c, char *out, size_t n);
 
+/* What a completed handshake negotiated (tls_conn_info). */
+struct tls_info {
+    char version[16];   /* "TLSv1.3" */
+    char cipher[64];    /* IANA name: "TLS_AES_256_GCM_SHA384" */
+    char group[32];     /* key exchange group: "X25519"; "" unknown, none */
+    char sni[256];      /* server name sent (client) or received (server) */
+    bool resumed;       /* session resumption */
+    bool peer_cert;     /* the peer presented a certificate */
+    bool peer_verified; /* ... and it was verified (the context verifies) */
+};
+
+/* Fills *out for c (after its handshake completed; strings cut to fit).
+ * Cost: a few OpenSSL getters, no allocation. */
+void tls_conn_info(const struct tls_conn *c, struct tls_info *out);
+
 /* The negotiated protocol version once the handshake completed
  * (0x0303 TLS 1.2, 0x0304 TLS 1.3, as on the wire), else 0. */
 int tls_conn_version(const struct tls_conn *c);

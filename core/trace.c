@@ -544,6 +544,15 @@ trace_writer_stats(struct trace_writer *w, const struct trace_stats *rec)
 }
 
 int
+trace_writer_tls(struct trace_writer *w, const struct trace_tls *rec)
+{
+    struct trace_rec r;
+    r.type = TRACE_REC_TLS;
+    r.u.tls = *rec;
+    return writer_add(w, &r);
+}
+
+int
 trace_writer_tick(struct trace_writer *w, uint64_t now_ns)
 {
     MT_ASSERT(w != NULL);
@@ -723,4 +732,17 @@ trace_close_reason_name(uint8_t reason)
     if (reason < sizeof(names) / sizeof(names[0]))
         return names[reason];
     return "unknown";
+}
+
+const char *
+trace_tls_leg_name(uint8_t leg)
+{
+    switch (leg) {
+    case TRACE_TLS_CLIENT:
+        return "client";
+    case TRACE_TLS_TARGET:
+        return "target";
+    default:
+        return "unknown";
+    }
 }

@@ -61,7 +61,10 @@ enum trace_rec_type {
     TRACE_REC_CONN_CLOSE = 4,
     TRACE_REC_STATS = 5,
     TRACE_REC_END = 6,
+    TRACE_REC_TLS = 7,
 };
+/* The highest record type this reader knows; higher ones are skipped. */
+#define TRACE_REC_TYPE_MAX TRACE_REC_TLS
 
 enum trace_dir {
     TRACE_DIR_C2S = 0, /* client to server (requests) */
@@ -149,6 +152,43 @@ struct trace_stats {
     struct trace_stat s[TRACE_STATS_MAX];
 };
 
+/* The two TLS legs of a proxied connection (docs/trace-format.md 2.7). */
+enum trace_tls_leg {
+    TRACE_TLS_CLIENT = 0, /* client <-> proxy: the proxy is the TLS server */
+    TRACE_TLS_TARGET = 1, /* proxy <-> target: the proxy is the TLS client */
+};
+
+/*
+ * TLS record flags: FAILED the handshake failed (error says why; version
+ * and cipher are then usually ""); RESUMED an abbreviated handshake
+ * (session resumption); PEER_CERT the peer presented a certificate;
+ * PEER_VERIFIED its chain (and, toward the target, its name) was verified.
+ */
+#define TRACE_TLS_FAILED (1u << 0)
+#define TRACE_TLS_RESUMED (1u << 1)
+#define TRACE_TLS_PEER_CERT (1u << 2)
+#define TRACE_TLS_PEER_VERIFIED (1u << 3)
+
+/*
+ * One TLS handshake of one leg of a connection.  handshake_ns: from the
+ * leg's start -- the accept of the client's TCP connection (leg 0, the
+ * conn_open record's t_ns) or the completion of the proxy's TCP connect to
+ * the target (leg 1) -- to t_ns, when the proxy's handshake call returned
+ * success (or failure).
+ */
+struct trace_tls {
+    uint64_t conn_id;
+    uint64_t t_ns;         /* the handshake completed (or failed) */
+    uint8_t leg;           /* enum trace_tls_leg */
+    uint64_t handshake_ns; /* leg start to t_ns */
+    uint8_t flags;         /* TRACE_TLS_* */
+    char version[16];      /* "TLSv1.3" */
+    char cipher[64];       /* "TLS_AES_256_GCM_SHA384" */
+    char group[32];        /* key exchange group, "X25519"; "" unknown */
+    char sni[256];         /* server name indication; "" none */
+    char error[192];       /* FAILED: OpenSSL's reasons; else "" */
+};
+
 struct trace_end {
     uint64_t t_ns;
     uint64_t records; /* records written before the end record */
@@ -164,6 +204,7 @@ struct trace_rec {
         struct trace_msg msg;
         struct trace_stats stats;
         struct trace_end end;
+        struct trace_tls tls;
     } u;
 };
 
@@ -213,6 +254,8 @@ int trace_writer_conn_close(struct trace_writer *w,
                             const struct trace_conn_close *rec);
 int trace_writer_msg(struct trace_writer *w, const struct trace_msg *rec);
 int trace_writer_stats(struct trace_writer *w, const struct trace_stats *rec);
+/* MT_ECORRUPT also for a leg other than 0/1. */
+int trace_writer_tls(struct trace_writer *w, const struct trace_tls *rec);
 
 /* Ends the open frame if it is older than TRACE_FLUSH_NS (now_ns is the
  * monotonic clock).  Cheap when nothing is pending. */
@@ -319,9 +362,11 @@ void trace_reader_set_frame_max(struct trace_reader *r, size_t len_max);
  * opened it. */
 void trace_reader_free(struct trace_reader *r);
 
-/* Human names: "c2s"/"s2c", "proxy"/"pcap"/..., "normal"/"client-reset"/... */
+/* Human names: "c2s"/"s2c", "proxy"/"pcap"/..., "normal"/"client-reset"/...,
+ * "client"/"target" (TLS legs; "unknown" for others). */
 const char *trace_dir_name(uint8_t dir);
 const char *trace_source_name(uint8_t source);
 const char *trace_close_reason_name(uint8_t reason);
+const char *trace_tls_leg_name(uint8_t leg);
 
 #endif

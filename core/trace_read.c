@@ -644,7 +644,8 @@ header_lost(struct trace_reader *r, int rc, struct mt_err *err)
                           "no intact frame after it (%llu bytes lost)",
                           (unsigned long long)r->lost);
     rd = rd_init(r->frame.data, r->frame.len);
-    if (!rd_u8(&rd, &type) || type <= TRACE_REC_HEADER || type > TRACE_REC_END)
+    if (!rd_u8(&rd, &type) || type <= TRACE_REC_HEADER ||
+        type > TRACE_REC_TYPE_MAX)
         return mt_err_set(err, MT_ECORRUPT, r->frame_off,
                           "not an mtrace trace: corrupt first frame, and the "
                           "frame at offset %llu does not start with a record",

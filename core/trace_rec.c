@@ -14,6 +14,8 @@
  *                 u32 partial_s2c
  *   5 stats       u64 t_ns u16 n, n x (str name u64 value)
  *   6 end         u64 t_ns u64 records
+ *   7 tls         u64 conn_id u64 t_ns u8 leg u64 handshake_ns u8 flags
+ *                 str version str cipher str group str sni str error
  */
 #include "trace_rec.h"
 
@@ -63,6 +65,22 @@ check_msg(const struct trace_msg *m, struct mt_err *err)
     return 0;
 }
 
+static int
+check_tls(const struct trace_tls *t, struct mt_err *err)
+{
+    if (t->leg != TRACE_TLS_CLIENT && t->leg != TRACE_TLS_TARGET)
+        return mt_err_set(err, MT_ECORRUPT, 0,
+                          "TLS leg %u is neither 0 (client) nor 1 (target)",
+                          t->leg);
+    if (check_str(t->version, sizeof(t->version), "TLS version", err) < 0 ||
+        check_str(t->cipher, sizeof(t->cipher), "TLS cipher", err) < 0 ||
+        check_str(t->group, sizeof(t->group), "TLS group", err) < 0 ||
+        check_str(t->sni, sizeof(t->sni), "TLS server name", err) < 0 ||
+        check_str(t->error, sizeof(t->error), "TLS error", err) < 0)
+        return MT_ECORRUPT;
+    return 0;
+}
+
 int
 trace__rec_check(const struct trace_rec *rec, struct mt_err *err)
 {
@@ -99,6 +117,8 @@ trace__rec_check(const struct trace_rec *rec, struct mt_err *err)
                           err) < 0)
                 return MT_ECORRUPT;
         return 0;
+    case TRACE_REC_TLS:
+        return check_tls(&rec->u.tls, err);
     default:
         return mt_err_set(err, MT_ECORRUPT, 0, "unknown record type %u",
                           rec->type);
@@ -176,6 +196,21 @@ encode_msg(struct enc *e, const struct trace_msg *m)
     enc_bytes(e, m->plain, m->plain_len);
 }
 
+static void
+encode_tls(struct enc *e, const struct trace_tls *t)
+{
+    enc_u64(e, t->conn_id);
+    enc_u64(e, t->t_ns);
+    enc_u8(e, t->leg);
+    enc_u64(e, t->handshake_ns);
+    enc_u8(e, t->flags);
+    enc_str(e, t->version);
+    enc_str(e, t->cipher);
+    enc_str(e, t->group);
+    enc_str(e, t->sni);
+    enc_str(e, t->error);
+}
+
 static size_t
 payload_len(const struct trace_rec *rec)
 {
@@ -199,6 +234,10 @@ payload_len(const struct trace_rec *rec)
     }
     case TRACE_REC_END:
         return 8 + 8;
+    case TRACE_REC_TLS:
+        return 8 + 8 + 1 + 8 + 1 + 2 + strlen(rec->u.tls.version) + 2 +
+               strlen(rec->u.tls.cipher) + 2 + strlen(rec->u.tls.group) + 2 +
+               strlen(rec->u.tls.sni) + 2 + strlen(rec->u.tls.error);
     default:
         MT_ASSERT(0 && "record type checked before");
         return 0;
@@ -249,6 +288,9 @@ encode_payload(struct enc *e, const struct trace_rec *rec)
     case TRACE_REC_END:
         enc_u64(e, rec->u.end.t_ns);
         enc_u64(e, rec->u.end.records);
+        break;
+    case TRACE_REC_TLS:
+        encode_tls(e, &rec->u.tls);
         break;
     default:
         MT_ASSERT(0 && "record type checked before");
@@ -411,6 +453,19 @@ dec_stats(struct rd *r, struct trace_stats *s)
 }
 
 static bool
+dec_tls(struct rd *r, struct trace_tls *t)
+{
+    memset(t, 0, sizeof(*t));
+    return rd_le64(r, &t->conn_id) && rd_le64(r, &t->t_ns) &&
+           rd_u8(r, &t->leg) && rd_le64(r, &t->handshake_ns) &&
+           rd_u8(r, &t->flags) && dec_str(r, t->version, sizeof(t->version)) &&
+           dec_str(r, t->cipher, sizeof(t->cipher)) &&
+           dec_str(r, t->group, sizeof(t->group)) &&
+           dec_str(r, t->sni, sizeof(t->sni)) &&
+           dec_str(r, t->error, sizeof(t->error));
+}
+
+static bool
 dec_payload(struct rd *r, struct trace_rec *rec, uint16_t *version)
 {
     switch (rec->type) {
@@ -435,6 +490,8 @@ dec_payload(struct rd *r, struct trace_rec *rec, uint16_t *version)
         return dec_stats(r, &rec->u.stats);
     case TRACE_REC_END:
         return rd_le64(r, &rec->u.end.t_ns) && rd_le64(r, &rec->u.end.records);
+    case TRACE_REC_TLS:
+        return dec_tls(r, &rec->u.tls);
     default:
         return false;
     }
@@ -448,7 +505,7 @@ trace__rec_decode(uint8_t type, const uint8_t *payload, size_t len,
     uint16_t version = TRACE_VERSION;
     bool ok;
 
-    if (type < TRACE_REC_HEADER || type > TRACE_REC_END)
+    if (type < TRACE_REC_HEADER || type > TRACE_REC_TYPE_MAX)
         return TRACE__REC_UNKNOWN;
     rec->type = type;
     ok = dec_payload(&r, rec, &version);
@@ -482,6 +539,8 @@ trace__rec_time(const struct trace_rec *rec)
         return rec->u.stats.t_ns;
     case TRACE_REC_END:
         return rec->u.end.t_ns;
+    case TRACE_REC_TLS:
+        return rec->u.tls.t_ns;
     default:
         return 0;
     }

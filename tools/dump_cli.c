@@ -48,8 +48,8 @@ usage(FILE *f)
         "  --json     one JSON object per line (jq-friendly): messages\n"
         "             have \"type\":\"msg\" and the command or reply document\n"
         "             as relaxed Extended JSON in \"body\"; connection,\n"
-        "             statistics, header and end records have their own\n"
-        "             \"type\".\n"
+        "             statistics, TLS handshake, header and end records\n"
+        "             have their own \"type\".\n"
         "  -h, --help this text\n"
         "\n"
         "TRACE may be '-' for standard input.  Exit status: 0 success,\n"
@@ -328,6 +328,28 @@ dump_msg(struct dump *d, const struct trace_msg *m)
 }
 
 static void
+json_tls(FILE *out, const struct trace_tls *t)
+{
+    fprintf(out,
+            "{\"type\":\"tls\",\"t_ns\":%" PRIu64 ",\"conn\":%" PRIu64
+            ",\"leg\":\"%s\",\"handshake_ns\":%" PRIu64
+            ",\"ok\":%s,\"version\":",
+            t->t_ns, t->conn_id, trace_tls_leg_name(t->leg), t->handshake_ns,
+            t->flags & TRACE_TLS_FAILED ? "false" : "true");
+    msginfo_json_str(out, t->version);
+    fputs(",\"cipher\":", out);
+    msginfo_json_str(out, t->cipher);
+    json_opt_str(out, "group", t->group);
+    json_opt_str(out, "sni", t->sni);
+    fprintf(out, ",\"resumed\":%s,\"peer_cert\":%s,\"peer_verified\":%s",
+            t->flags & TRACE_TLS_RESUMED ? "true" : "false",
+            t->flags & TRACE_TLS_PEER_CERT ? "true" : "false",
+            t->flags & TRACE_TLS_PEER_VERIFIED ? "true" : "false");
+    json_opt_str(out, "error", t->error);
+    fputs("}\n", out);
+}
+
+static void
 json_record(struct dump *d, const struct trace_rec *rec)
 {
     FILE *out = d->out;
@@ -382,9 +404,40 @@ json_record(struct dump *d, const struct trace_rec *rec)
                 "}\n",
                 rec->u.end.t_ns, rec->u.end.records);
         break;
+    case TRACE_REC_TLS:
+        json_tls(out, &rec->u.tls);
+        break;
     default:
         break;
     }
+}
+
+/* "conn=N tls client TLSv1.3 TLS_AES_256_GCM_SHA384 X25519 sni=h
+ * handshake=1.234ms peer-cert verified", or "... tls client FAILED after
+ * 1.234ms: why". */
+static void
+plain_tls(FILE *out, const struct trace_tls *t)
+{
+    char a[300], b[300];
+    double ms = (double)t->handshake_ns / 1e6;
+
+    fprintf(out, "conn=%" PRIu64 " tls %s ", t->conn_id,
+            trace_tls_leg_name(t->leg));
+    if (t->flags & TRACE_TLS_FAILED) {
+        fprintf(out, "FAILED after %.3fms: %s\n", ms,
+                safe(a, sizeof(a), t->error));
+        return;
+    }
+    fprintf(out, "%s %s", safe(a, sizeof(a), t->version),
+            safe(b, sizeof(b), t->cipher));
+    if (t->group[0] != '\0')
+        fprintf(out, " %s", safe(a, sizeof(a), t->group));
+    if (t->sni[0] != '\0')
+        fprintf(out, " sni=%s", safe(a, sizeof(a), t->sni));
+    fprintf(out, " handshake=%.3fms%s%s%s\n", ms,
+            t->flags & TRACE_TLS_RESUMED ? " resumed" : "",
+            t->flags & TRACE_TLS_PEER_CERT ? " peer-cert" : "",
+            t->flags & TRACE_TLS_PEER_VERIFIED ? " verified" : "");
 }
 
 static void
@@ -433,6 +486,10 @@ plain_record(struct dump *d, const struct trace_rec *rec)
     case TRACE_REC_END:
         plain_time(d, rec->u.end.t_ns);
         fprintf(out, "end (%" PRIu64 " records)\n", rec->u.end.records);
+        break;
+    case TRACE_REC_TLS:
+        plain_time(d, rec->u.tls.t_ns);
+        plain_tls(out, &rec->u.tls);
         break;
     default:
         break;

@@ -38,6 +38,8 @@ stats_free(struct stats *s)
         for (size_t i = 0; i < s->ncmds; i++)
             mt_free(s->cmds[i].lat_ns);
     mt_free(s->cmds);
+    mt_free(s->tls[0].time.lat_ns);
+    mt_free(s->tls[1].time.lat_ns);
     mt_free(s->slow);
     pending_free(&s->pend);
     mt_buf_free(&s->scratch);
@@ -358,6 +360,46 @@ capture_merge(struct trace_stats *dst, const struct trace_stats *src)
     }
 }
 
+/* Counts name in tab (n used of STATS_TLS_NAMES; the last is "(other)"). */
+static void
+tls_name_count(struct stats_tls_name *tab, size_t *n, const char *raw)
+{
+    char buf[sizeof(tab[0].name)];
+    const char *name = msginfo_printable(buf, sizeof(buf), raw);
+    size_t i;
+
+    if (name[0] == '\0')
+        name = "(none)";
+    for (i = 0; i < *n && strcmp(tab[i].name, name) != 0; i++)
+        ;
+    if (i == STATS_TLS_NAMES) {
+        i = STATS_TLS_NAMES - 1; /* "(other)" */
+    } else if (i == *n) {
+        snprintf(tab[i].name, sizeof(tab[0].name), "%s",
+                 i == STATS_TLS_NAMES - 1 ? "(other)" : name);
+        (*n)++;
+    }
+    tab[i].n++;
+}
+
+static int
+on_tls(struct stats *s, const struct trace_tls *t)
+{
+    struct stats_tls *l = &s->tls[t->leg == TRACE_TLS_TARGET];
+
+    if (t->flags & TRACE_TLS_FAILED) {
+        l->failed++;
+        return 0;
+    }
+    l->handshakes++;
+    l->resumed += (t->flags & TRACE_TLS_RESUMED) != 0;
+    l->peer_cert += (t->flags & TRACE_TLS_PEER_CERT) != 0;
+    l->peer_verified += (t->flags & TRACE_TLS_PEER_VERIFIED) != 0;
+    tls_name_count(l->versions, &l->nversions, t->version);
+    tls_name_count(l->ciphers, &l->nciphers, t->cipher);
+    return lat_add(s, &l->time, t->handshake_ns);
+}
+
 int
 stats_add(struct stats *s, const struct trace_rec *rec)
 {
@@ -383,6 +425,8 @@ stats_add(struct stats *s, const struct trace_rec *rec)
     case TRACE_REC_END:
         s->ended = true;
         return 0;
+    case TRACE_REC_TLS:
+        return on_tls(s, &rec->u.tls);
     default:
         return 0;
     }

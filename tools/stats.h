@@ -63,6 +63,22 @@ struct stats_slow {
     char ns[64];
 };
 
+/* TLS handshakes of one leg (docs/trace-format.md 2.7). */
+#define STATS_TLS_NAMES 16 /* distinct versions, ciphers; more: "(other)" */
+struct stats_tls_name {
+    char name[64];
+    uint64_t n;
+};
+struct stats_tls {
+    uint64_t handshakes; /* completed */
+    uint64_t failed;
+    uint64_t resumed, peer_cert, peer_verified; /* of the completed ones */
+    struct stats_cmd time; /* handshake_ns of the completed ones (no name) */
+    struct stats_tls_name versions[STATS_TLS_NAMES];
+    struct stats_tls_name ciphers[STATS_TLS_NAMES];
+    size_t nversions, nciphers;
+};
+
 /* A latency summary in milliseconds. */
 struct stats_sum {
     uint64_t count;
@@ -97,6 +113,7 @@ struct stats {
     struct stats_slow *slow; /* owned: a min-heap of the top slowest */
     size_t nslow, top;
     struct trace_stats capture; /* last value of each capture statistic */
+    struct stats_tls tls[2];    /* by leg: client, target */
     uint64_t records;
     bool ended;            /* the end record was read */
     struct pending pend;   /* owned */

@@ -3,8 +3,9 @@
  * messages by opcode and by command, request->reply latency per command
  * (count, mean, stdev%, p50, p90, p99, max in ms; nearest-rank
  * percentiles), failed replies by command and code, the N slowest
- * exchanges, unmatched requests and replies, and the capture statistics
- * recorded in the trace.
+ * exchanges, unmatched requests and replies, the TLS handshakes of a proxy
+ * capture by leg (counts, versions, ciphers, handshake time), and the
+ * capture statistics recorded in the trace.
  *
  * Exit status: 0 success; 1 the trace could not be opened or is truncated
  * or damaged (the statistics of every complete record are printed, then
@@ -35,7 +36,9 @@ usage(FILE *f)
             "responseTo), failed replies by command and error code (ok: 0,\n"
             "$err, QueryFailure; and write errors: writeErrors or a\n"
             "writeConcernError with ok: 1), unmatched requests and replies,\n"
-            "and the capture statistics recorded in the trace.\n"
+            "the TLS handshakes of a proxy capture by leg (count, failures,\n"
+            "versions, ciphers, handshake time) and the capture statistics\n"
+            "recorded in the trace.\n"
             "\n"
             "  --json     one JSON object instead of text\n"
             "  --top N    also list the N slowest exchanges (1..1000): time,\n"
@@ -98,6 +101,56 @@ print_slowest(FILE *out, const struct stats *s)
             out, "  %10.3f %11.6f %8" PRIu64 " %10" PRId32 "  %-20s %-5s %s\n",
             (double)x->lat_ns / 1e6, (double)(x->t_ns - s->t_first) / 1e9,
             x->conn_id, x->request_id, x->cmd, x->error ? "yes" : "", x->ns);
+    }
+}
+
+static bool
+has_tls(const struct stats *s)
+{
+    return s->tls[0].handshakes + s->tls[0].failed + s->tls[1].handshakes +
+               s->tls[1].failed >
+           0;
+}
+
+static void
+print_tls_names(FILE *out, const char *what, const struct stats_tls_name *tab,
+                size_t n)
+{
+    fprintf(out, "    %-9s", what);
+    for (size_t i = 0; i < n; i++)
+        fprintf(out, "%s%s %" PRIu64, i ? ", " : " ", tab[i].name, tab[i].n);
+    fputc('\n', out);
+}
+
+/* The TLS handshakes by leg; nothing for a trace without TLS records. */
+static void
+print_tls(FILE *out, struct stats *s)
+{
+    struct stats_sum sum;
+
+    if (!has_tls(s))
+        return;
+    fprintf(out, "\nTLS handshakes by leg (ms, from the TCP accept / "
+                 "connect to completion)\n");
+    fprintf(out, "  %-8s %10s %6s %9s %9s %9s %9s %8s\n", "leg", "handshakes",
+            "failed", "mean", "p50", "p99", "max", "verified");
+    for (int leg = 0; leg < 2; leg++) {
+        struct stats_tls *l = &s->tls[leg];
+        if (l->handshakes + l->failed == 0)
+            continue;
+        stats_summarize(&l->time, &sum);
+        fprintf(out, "  %-8s %10" PRIu64 " %6" PRIu64, trace_tls_leg_name(leg),
+                l->handshakes, l->failed);
+        if (sum.count > 0)
+            fprintf(out, " %9.3f %9.3f %9.3f %9.3f", sum.mean_ms, sum.p50_ms,
+                    sum.p99_ms, sum.max_ms);
+        else
+            fprintf(out, " %9s %9s %9s %9s", "-", "-", "-", "-");
+        fprintf(out, " %8" PRIu64 "\n", l->peer_verified);
+        if (l->handshakes == 0)
+            continue;
+        print_tls_names(out, "versions", l->versions, l->nversions);
+        print_tls_names(out, "ciphers", l->ciphers, l->nciphers);
     }
 }
 
@@ -165,6 +218,7 @@ print_text(FILE *out, struct stats *s, const char *path)
     if (s->auth_msgs)
         fprintf(out, "auth        %" PRIu64 " authentication messages\n",
                 s->auth_msgs);
+    print_tls(out, s);
     fprintf(out, "\ncapture statistics%s\n",
             s->capture.n ? "" : ": none recorded");
     for (size_t i = 0; i < s->capture.n; i++)
@@ -177,6 +231,21 @@ static void
 json_num(FILE *out, const char *key, double v, bool comma)
 {
     fprintf(out, "%s\"%s\":%.6f", comma ? "," : "", key, v);
+}
+
+/* {"count":N,"mean":..,"stdev_pct":..,"p50":..,"p90":..,"p99":..,"max":..}:
+ * a latency summary in ms (stats --json latency_ms.*, tls.*.handshake_ms). */
+static void
+json_sum(FILE *out, const struct stats_sum *sum)
+{
+    fprintf(out, "{\"count\":%" PRIu64, sum->count);
+    json_num(out, "mean", sum->mean_ms, true);
+    json_num(out, "stdev_pct", sum->stdev_pct, true);
+    json_num(out, "p50", sum->p50_ms, true);
+    json_num(out, "p90", sum->p90_ms, true);
+    json_num(out, "p99", sum->p99_ms, true);
+    json_num(out, "max", sum->max_ms, true);
+    fputc('}', out);
 }
 
 static void
@@ -205,14 +274,8 @@ print_json_cmds(FILE *out, struct stats *s)
         if (k++ > 0)
             fputc(',', out);
         msginfo_json_str(out, s->cmds[i].name);
-        fprintf(out, ":{\"count\":%" PRIu64, sum.count);
-        json_num(out, "mean", sum.mean_ms, true);
-        json_num(out, "stdev_pct", sum.stdev_pct, true);
-        json_num(out, "p50", sum.p50_ms, true);
-        json_num(out, "p90", sum.p90_ms, true);
-        json_num(out, "p99", sum.p99_ms, true);
-        json_num(out, "max", sum.max_ms, true);
-        fputc('}', out);
+        fputc(':', out);
+        json_sum(out, &sum);
     }
     fputc('}', out);
 }
@@ -252,6 +315,45 @@ print_json_failed(FILE *out, const struct stats *s)
 }
 
 static void
+json_tls_names(FILE *out, const char *key, const struct stats_tls_name *tab,
+               size_t n)
+{
+    fprintf(out, ",\"%s\":{", key);
+    for (size_t i = 0; i < n; i++) {
+        if (i > 0)
+            fputc(',', out);
+        msginfo_json_str(out, tab[i].name);
+        fprintf(out, ":%" PRIu64, tab[i].n);
+    }
+    fputc('}', out);
+}
+
+/* "tls": {"client": {...}, "target": {...}}: both legs, always. */
+static void
+print_json_tls(FILE *out, struct stats *s)
+{
+    struct stats_sum sum;
+
+    fputs(",\"tls\":{", out);
+    for (int leg = 0; leg < 2; leg++) {
+        struct stats_tls *l = &s->tls[leg];
+        stats_summarize(&l->time, &sum);
+        fprintf(out,
+                "%s\"%s\":{\"handshakes\":%" PRIu64 ",\"failed\":%" PRIu64
+                ",\"resumed\":%" PRIu64 ",\"peer_cert\":%" PRIu64
+                ",\"peer_verified\":%" PRIu64,
+                leg ? "," : "", trace_tls_leg_name(leg), l->handshakes,
+                l->failed, l->resumed, l->peer_cert, l->peer_verified);
+        json_tls_names(out, "versions", l->versions, l->nversions);
+        json_tls_names(out, "ciphers", l->ciphers, l->nciphers);
+        fputs(",\"handshake_ms\":", out);
+        json_sum(out, &sum);
+        fputc('}', out);
+    }
+    fputc('}', out);
+}
+
+static void
 print_json(FILE *out, struct stats *s, const char *path, const char *error)
 {
     fputs("{\"trace\":", out);
@@ -288,6 +390,7 @@ print_json(FILE *out, struct stats *s, const char *path, const char *error)
             s->unmatched_requests, s->unmatched_replies, s->no_reply_expected,
             s->exhaust_replies, s->pending_overflow, s->clock_backwards,
             s->samples_dropped);
+    print_json_tls(out, s);
     fputs(",\"capture_stats\":{", out);
     for (size_t i = 0; i < s->capture.n; i++) {
         if (i > 0)

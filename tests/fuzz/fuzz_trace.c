@@ -1,11 +1,11 @@
 /*
  * fuzz_trace.c -- libFuzzer target for the trace reader (core/trace_read.c)
  * and what `mtrace stats` / `mtrace dump` do with each record
- * (tools/stats.c, tools/msginfo.c).  The input is a trace file, read from
- * memory; or, when it starts with 0x01 (a header record's type byte, which
- * no zstd frame starts with), the decompressed record stream itself, which
- * is compressed here into one zstd frame -- so that mutations reach the
- * record and message parsers instead of dying in zstd's checksum.
+ * (tools/stats.c, tools/msginfo.c), TLS records included.  The input is a trace
+ * file, read from memory; or, when it starts with 0x01 (a header record's type
+ * byte, which no zstd frame starts with), the decompressed record stream
+ * itself, which is compressed here into one zstd frame -- so that mutations
+ * reach the record and message parsers instead of dying in zstd's checksum.
  * Invariants checked (abort on failure):
  *   - every record returned passes the writer's validation and re-encodes
  *     to a record that decodes again (pair assertion); a message record
@@ -42,7 +42,7 @@ pair_check(const struct trace_rec *rec, struct mt_buf *b)
     struct mt_err err;
     uint32_t len;
 
-    check(rec->type >= TRACE_REC_HEADER && rec->type <= TRACE_REC_END);
+    check(rec->type >= TRACE_REC_HEADER && rec->type <= TRACE_REC_TYPE_MAX);
     check(trace__rec_check(rec, &err) == 0);
     mt_buf_reset(b);
     check(trace__rec_encode(b, rec, &err) == 0);
@@ -143,6 +143,22 @@ read_all(const uint8_t *data, size_t size)
         check(sum.p50_ms <= sum.p99_ms && sum.p99_ms <= sum.max_ms);
         check(st.cmds[i].errors + st.cmds[i].write_errors <=
               st.cmds[i].replies);
+    }
+    for (int leg = 0; leg < 2; leg++) { /* tls records */
+        struct stats_tls *l = &st.tls[leg];
+        struct stats_sum sum;
+        uint64_t nv = 0, nc = 0;
+        stats_summarize(&l->time, &sum);
+        check(sum.count == l->handshakes);
+        check(sum.p50_ms <= sum.p99_ms && sum.p99_ms <= sum.max_ms);
+        check(l->peer_verified <= l->handshakes && l->resumed <= l->handshakes);
+        check(l->nversions <= STATS_TLS_NAMES &&
+              l->nciphers <= STATS_TLS_NAMES);
+        for (size_t i = 0; i < l->nversions; i++)
+            nv += l->versions[i].n;
+        for (size_t i = 0; i < l->nciphers; i++)
+            nc += l->ciphers[i].n;
+        check(nv == l->handshakes && nc == l->handshakes);
     }
     stats_sort_slow(&st); /* slowest first, at most 4 */
     check(st.nslow <= 4);

@@ -6,6 +6,7 @@
  * fuzz_trace.
  *
  * Usage: mktrace OUT.zst            the scenario below
+ *        mktrace --tls OUT.zst      the same with TLS handshake records
  *        mktrace --corpus DIR       seed traces for tests/data/corpus/trace
  *
  * Scenario (t relative to the header's start_mono_ns = 1 s):
@@ -20,6 +21,12 @@
  *           a malformed message (bad length), flagged TRACE_MSG_MALFORMED
  *   stats   packets=1234 gaps=0 dropped=0; conn 1 normal close, conn 2
  *           client reset; end record.
+ *   --tls   after each conn open, its TLS records (t = open + handshake):
+ *           conn 1 client TLSv1.3 TLS_AES_256_GCM_SHA384 X25519 2 ms,
+ *                  target TLSv1.3 TLS_AES_256_GCM_SHA384 3 ms, SNI
+ *                  db.example.net, peer certificate verified;
+ *           conn 2 client TLSv1.3 TLS_AES_128_GCM_SHA256 4 ms, resumed,
+ *                  target failed after 1 ms (certificate verify failed).
  * Frames are flushed after each phase, so the trace has several.
  * Exit 0 on success, 1 on failure (with a message).
  */
@@ -37,6 +44,7 @@
 
 struct gen {
     struct trace_writer *w;
+    bool tls;        /* --tls: TLS records after each conn open */
     struct mt_buf b; /* wire bytes */
     struct mt_buf p; /* plain form */
     int failed;
@@ -79,12 +87,49 @@ op_msg(struct gen *g, int32_t req, int32_t resp, uint32_t flags, bson_t *doc)
 }
 
 static void
+tls_rec(struct gen *g, const struct trace_tls *x)
+{
+    check(g, trace_writer_tls(g->w, x), "write tls");
+}
+
+/* See the top of this file. */
+static void
+tls_recs(struct gen *g, uint64_t conn, uint64_t t)
+{
+    struct trace_tls c = {.conn_id = conn, .leg = TRACE_TLS_CLIENT};
+    struct trace_tls s = {.conn_id = conn, .leg = TRACE_TLS_TARGET};
+
+    snprintf(c.version, sizeof(c.version), "TLSv1.3");
+    snprintf(c.group, sizeof(c.group), "X25519");
+    c.handshake_ns = conn == 1 ? 2 * MS : 4 * MS;
+    c.t_ns = t + c.handshake_ns;
+    snprintf(c.cipher, sizeof(c.cipher), "%s",
+             conn == 1 ? "TLS_AES_256_GCM_SHA384" : "TLS_AES_128_GCM_SHA256");
+    c.flags = conn == 1 ? 0 : TRACE_TLS_RESUMED;
+    tls_rec(g, &c);
+    snprintf(s.sni, sizeof(s.sni), "db.example.net");
+    s.handshake_ns = conn == 1 ? 3 * MS : 1 * MS;
+    s.t_ns = t + s.handshake_ns;
+    if (conn == 1) {
+        snprintf(s.version, sizeof(s.version), "TLSv1.3");
+        snprintf(s.cipher, sizeof(s.cipher), "TLS_AES_256_GCM_SHA384");
+        s.flags = TRACE_TLS_PEER_CERT | TRACE_TLS_PEER_VERIFIED;
+    } else {
+        s.flags = TRACE_TLS_FAILED;
+        snprintf(s.error, sizeof(s.error), "certificate verify failed");
+    }
+    tls_rec(g, &s);
+}
+
+static void
 conn_open(struct gen *g, uint64_t conn, uint64_t t, int port)
 {
     struct trace_conn_open o = {.conn_id = conn, .t_ns = t};
     snprintf(o.client, sizeof(o.client), "127.0.0.1:%d", port);
     snprintf(o.server, sizeof(o.server), "127.0.0.1:27017");
     check(g, trace_writer_conn_open(g->w, &o), "write conn open");
+    if (g->tls)
+        tls_recs(g, conn, t);
 }
 
 static void
@@ -242,6 +287,7 @@ write_trace(const char *path, int what)
     }
     mt_buf_init(&g.b, WIRE_MSG_LEN_MAX);
     mt_buf_init(&g.p, WIRE_MSG_LEN_MAX);
+    g.tls = (what & 16) != 0;
     if (what & 1) {
         phase_handshake(&g);
         check(&g, trace_writer_flush(g.w), "flush");
@@ -274,11 +320,14 @@ main(int argc, char **argv)
         {"handshake.zst", 1},
         {"conn2.zst", 4 | 8},
         {"hs_conn2.zst", 1 | 4 | 8},
+        {"tls.zst", 1 | 4 | 8 | 16},
     };
     int rc = 0;
 
     if (argc == 2 && argv[1][0] != '-')
         return write_trace(argv[1], 15);
+    if (argc == 3 && strcmp(argv[1], "--tls") == 0)
+        return write_trace(argv[2], 15 | 16);
     if (argc == 3 && strcmp(argv[1], "--corpus") == 0) {
         for (size_t i = 0; i < sizeof(seeds) / sizeof(seeds[0]); i++) {
             snprintf(path, sizeof(path), "%s/%s", argv[2], seeds[i].name);
@@ -286,6 +335,7 @@ main(int argc, char **argv)
         }
         return rc;
     }
-    fprintf(stderr, "usage: mktrace OUT.zst | mktrace --corpus DIR\n");
+    fprintf(stderr, "usage: mktrace OUT.zst | mktrace --tls OUT.zst | mktrace "
+                    "--corpus DIR\n");
     return 2;
 }

@@ -33,6 +33,16 @@ server certificate.
    order (TLS writes to a full socket resume on EPOLLOUT), the upstream's
    close reaches the client as close_notify + EOF, and the trace holds the
    40 replies to the one request.
+Each case also checks the trace's tls records (docs/trace-format.md 2.7,
+check_tls): every connection that forwarded messages has exactly one
+completed handshake per TLS leg, with the version the peers negotiated
+(probed first with Python's ssl against the TLS upstream; the raw client
+of case 6 compares version and cipher with what its socket reports),
+0 < handshake_ns < 10 s, the client leg starting at the conn_open's t_ns,
+every handshake before the connection's first message; failed handshakes
+are recorded (leg, error) one for one with the log lines; `mtrace stats
+--json` counts the same (tls.client / tls.target) and `mtrace dump` prints
+each one.
 """
 import json
 import os
@@ -46,7 +56,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from capture_lib import (TOP, Env, RawUpstream, Recorder, check, check_pairs,  # noqa: E402
+from capture_lib import (MTRACE, TOP, Env, RawUpstream, Recorder, check, check_pairs,  # noqa: E402
                          msgs, op_msg, op_msg_burst, recv_msg,
                          summary_bytes, wait_closed)
 from tls_lib import client_hello, make_certs, start_socat_tls  # noqa: E402
@@ -161,7 +171,84 @@ def check_trace(env, cap, text, ids, what):
     return recs
 
 
-def case_full(env, certs, mock, tls_up):
+LEG = {0: "client", 1: "target"}
+
+
+def tls_recs(recs, leg=None, ok=None):
+    return [r for r in recs if r["type"] == "tls" and (leg is None or r["leg"] == leg)
+            and (ok is None or r["ok"] == ok)]
+
+
+def probe_version(port, ca):
+    """The TLS version and cipher Python's ssl negotiates with port."""
+    ctx = ssl.create_default_context(cafile=ca)
+    with ctx.wrap_socket(socket.create_connection(("127.0.0.1", port)),
+                         server_hostname="localhost") as s:
+        return s.version(), s.cipher()[0]
+
+
+def check_tls_stats(trace, recs, version, what):
+    """`mtrace stats --json` and `mtrace dump` agree with the tls records."""
+    r = subprocess.run([MTRACE, "stats", "--json", trace], capture_output=True, text=True,
+                       timeout=60)
+    check(r.returncode == 0, "%s: stats exit %d: %s" % (what, r.returncode, r.stderr))
+    st = json.loads(r.stdout)["tls"]
+    for leg in LEG.values():
+        ok, bad, s = tls_recs(recs, leg, True), tls_recs(recs, leg, False), st[leg]
+        check(s["handshakes"] == len(ok) and s["failed"] == len(bad),
+              "%s: stats tls.%s %r, records %d ok %d failed" % (what, leg, s, len(ok), len(bad)))
+        hm = s["handshake_ms"]
+        check(hm["count"] == len(ok), "%s: stats %s handshake_ms %r" % (what, leg, hm))
+        if ok:
+            top = max(x["handshake_ns"] for x in ok) / 1e6
+            check(s["versions"] == {version: len(ok)} and
+                  0 < hm["p50"] <= hm["p99"] <= hm["max"] and abs(hm["max"] - top) < 1e-5,
+                  "%s: stats tls.%s %r (max record %.6f ms)" % (what, leg, s, top))
+    r = subprocess.run([MTRACE, "dump", trace], capture_output=True, text=True, timeout=60)
+    lines = [l for l in r.stdout.splitlines() if re.search(r" conn=\d+ tls (client|target) ", l)]
+    check(len(lines) == len(tls_recs(recs)), "%s: dump prints %d tls lines for %d records" %
+          (what, len(lines), len(tls_recs(recs))))
+
+
+def check_tls(recs, trace, legs, version, what):
+    """The tls records of a proxy trace whose TLS legs are legs (0 client,
+    1 target); see the top of this file.  Returns the records by conn."""
+    opens = {r["conn"]: r for r in recs if r["type"] == "conn_open"}
+    first = {}
+    for m in msgs(recs):
+        first.setdefault(m["conn"], m["t_ns"])
+    by = {}
+    for r in tls_recs(recs):
+        o = opens.get(r["conn"])
+        check(o is not None, "%s: tls record of unknown conn %r" % (what, r))
+        check(r["leg"] in [LEG[l] for l in legs], "%s: tls record of leg %r" % (what, r))
+        by.setdefault(r["conn"], []).append(r)
+        start = r["t_ns"] - r["handshake_ns"]
+        check(0 < r["handshake_ns"] < 10e9 and
+              (start == o["t_ns"] if r["leg"] == "client" else start >= o["t_ns"]),
+              "%s: handshake_ns %d, starts at %d, conn opened at %d (%r)" %
+              (what, r["handshake_ns"], start, o["t_ns"], r))
+        if r["ok"]:
+            check(r["version"] == version and r["cipher"].startswith("TLS_") and
+                  r["error"] is None, "%s: tls record %r, want version %s" % (what, r, version))
+            check(r["t_ns"] <= first.get(r["conn"], r["t_ns"]),
+                  "%s: handshake done after the first message: %r" % (what, r))
+        else:
+            check(r["error"], "%s: failed tls record without error: %r" % (what, r))
+    want = sorted(LEG[l] for l in legs)
+    for conn in first:
+        got = by.get(conn, [])
+        check(sorted(r["leg"] for r in got) == want and all(r["ok"] for r in got),
+              "%s: conn %d forwarded messages with tls records %r" % (what, conn, got))
+    check_tls_stats(trace, recs, version, what)
+    hs = sorted(r["handshake_ns"] / 1e6 for r in tls_recs(recs, ok=True))
+    print("%s: %d tls records, %d connections; handshakes %s ms" % (
+        what, len(tls_recs(recs)), len(opens),
+        "%.2f..%.2f" % (hs[0], hs[-1]) if hs else "none"))
+    return by
+
+
+def case_full(env, certs, mock, tls_up, version):
     ca = certs["ca"]
     cap = env.start_capture("localhost:%d" % tls_up, extra=[
         "--tls-cert", certs["server_pem"], "--target-tls", "--target-tls-ca", ca,
@@ -234,6 +321,22 @@ def case_full(env, certs, mock, tls_up):
     errs = [r for r in closes if r["reason"] == "error"]
     check(len(errs) == nlog, "%d conn_close reason error, want %d (%r)" %
           (len(errs), nlog, sorted({r["reason"] for r in closes})))
+    # every connection has its client-leg record: the failed ones one for
+    # one with the log lines, each failure with OpenSSL's reason
+    by = check_tls(recs, cap.out, (0, 1), version, "tls both ways")
+    check(all(any(r["leg"] == "client" for r in by.get(c, [])) for c in
+              {r["conn"] for r in recs if r["type"] == "conn_open"}),
+          "a connection without a client-leg tls record")
+    bad = tls_recs(recs, "client", False)
+    check(len(bad) == nlog and not tls_recs(recs, "target", False),
+          "%d failed client tls records, %d failure lines; target failures %r" %
+          (len(bad), nlog, tls_recs(recs, "target", False)))
+    check(any("wrong version number" in r["error"] for r in bad) and
+          any("unknown ca" in r["error"] for r in bad) and
+          any("--msg-timeout-s" in r["error"] for r in bad),
+          "failed tls records' errors: %r" % sorted({r["error"] for r in bad}))
+    check({x["conn"] for x in errs} >= {r["conn"] for r in bad},
+          "failed handshakes without conn_close error")
     big = [r for r in msgs(recs, "c2s") if r["cmd"] == "insert" and r["coll"] == "big"]
     check(len(big) == 1 and big[0]["len"] > 6 << 20, "6 MB insert in the trace: %r" %
           [b["len"] for b in big])
@@ -242,7 +345,7 @@ def case_full(env, certs, mock, tls_up):
                                                       len(msgs(recs)), nlog))
 
 
-def case_bad_target(env, certs, tls_up):
+def case_bad_target(env, certs, tls_up, version):
     ca = certs["ca"]
     cap = env.start_capture("localhost:%d" % tls_up, extra=[
         "--tls-cert", certs["server_pem"], "--target-tls", "--target-tls-ca",
@@ -256,16 +359,26 @@ def case_bad_target(env, certs, tls_up):
     check(closes and all(r["reason"] == "upstream-fail" for r in closes),
           "conn_close reasons %r" % [r["reason"] for r in closes])
     check(re.search(r"[1-9]\d* upstream failures", text), "summary: %s" % text)
+    bad = tls_recs(recs, "target", False)
+    check(len(bad) == len(closes) and all("certificate verify failed" in r["error"] for r in bad)
+          and {r["conn"] for r in bad} == {r["conn"] for r in closes},
+          "failed target tls records %r for %d upstream-fail closes" % (bad, len(closes)))
+    check_tls(recs, cap.out, (0, 1), version, "target not trusted")
 
     cap = env.start_capture("localhost:%d" % tls_up, extra=[
         "--tls-cert", certs["server_pem"], "--target-tls", "--target-tls-insecure"])
     check("NOT verified" in cap.stderr(), "insecure not said: %s" % cap.stderr())
     good_call(cap.port, ca, "--target-tls-insecure")
     cap.stop()
+    recs = env.dump(cap.out)
+    check_tls(recs, cap.out, (0, 1), version, "--target-tls-insecure")
+    up = tls_recs(recs, "target", True)
+    check(up and all(r["peer_cert"] and not r["peer_verified"] and r["sni"] == "localhost"
+                     for r in up), "insecure target tls records %r" % up)
     print("ok: unverifiable target refused and logged; --target-tls-insecure works")
 
 
-def case_mixed(env, certs, mock, tls_up):
+def case_mixed(env, certs, mock, tls_up, version):
     ca = certs["ca"]
     # TLS client -> plain upstream, with held replies
     cap = env.start_capture(mock, extra=["--tls-cert", certs["server_crt"], "--tls-key",
@@ -281,6 +394,7 @@ def case_mixed(env, certs, mock, tls_up):
     text = cap.stop()
     recs = check_trace(env, cap, text, rec.cmds, "tls->plain")
     check("client TLS, target plain" in recs[0]["source_desc"], recs[0]["source_desc"])
+    check_tls(recs, cap.out, (0,), version, "tls->plain")
     # plain client -> TLS upstream
     cap = env.start_capture("127.0.0.1:%d" % tls_up, extra=["--target-tls", "--target-tls-ca", ca])
     rec = Recorder()
@@ -292,11 +406,15 @@ def case_mixed(env, certs, mock, tls_up):
     text = cap.stop()
     recs = check_trace(env, cap, text, rec.cmds, "plain->tls")
     check("client plain, target TLS verified" in recs[0]["source_desc"], recs[0]["source_desc"])
+    check_tls(recs, cap.out, (1,), version, "plain->tls")
+    # an IP target: no SNI, the certificate checked against its IP SAN
+    up = tls_recs(recs, "target")
+    check(all(r["sni"] is None and r["peer_verified"] for r in up), "plain->tls records %r" % up)
     print("ok: TLS client -> plain upstream (--delay-ms 2), plain client -> TLS upstream "
           "(IP target checked against the SAN)")
 
 
-def case_mutual(env, certs, mock):
+def case_mutual(env, certs, mock, version):
     ca = certs["ca"]
     cap = env.start_capture(mock, extra=["--tls-cert", certs["server_pem"], "--tls-ca", ca])
     c = tls_client(cap.port, ca, tlsCertificateKeyFile=certs["client_pem"])
@@ -306,6 +424,12 @@ def case_mutual(env, certs, mock):
     wait_log(cap, r"TLS handshake with the client failed: [^\n]*certificate[^\n]*",
              "no client certificate")
     cap.stop()
+    recs = env.dump(cap.out)
+    check_tls(recs, cap.out, (0,), version, "mutual TLS")
+    good = tls_recs(recs, "client", True)
+    check(good and all(r["peer_cert"] and r["peer_verified"] for r in good),
+          "mutual TLS: client certificates not recorded as verified: %r" % good)
+    check(tls_recs(recs, "client", False), "mutual TLS: the refused client has no failed record")
     print("ok: --tls-ca requires a client certificate")
     strict_up = start_socat_tls(env, certs["server_pem"], mock, client_ca=ca)
     tls_args = ["--tls-cert", certs["server_pem"], "--target-tls", "--target-tls-ca", ca]
@@ -340,7 +464,7 @@ class Burst(RawUpstream):
         s.close()
 
 
-def case_burst(env, certs):
+def case_burst(env, certs, version):
     ca = certs["ca"]
     up = Burst()
     tls_up = start_socat_tls(env, certs["server_pem"], up.port)
@@ -349,6 +473,7 @@ def case_burst(env, certs):
     ctx = ssl.create_default_context(cafile=ca)
     raw = socket.create_connection(("127.0.0.1", cap.port))
     s = ctx.wrap_socket(raw, server_hostname="localhost")
+    seen = (s.version(), s.cipher()[0])
     s.sendall(op_msg(77, {"find": "big", "$db": "benchmark_db"}))
     # a slow reader: the proxy's TLS writes fill the socket and wait for
     # EPOLLOUT (chunks in a list: bytes += would copy 10 MB 600 times)
@@ -380,6 +505,11 @@ def case_burst(env, certs):
     check(recorded == forwarded, "burst: recorded %d forwarded %d" % (recorded, forwarded))
     closes = [r for r in recs if r["type"] == "conn_close"]
     check([r["reason"] for r in closes] == ["normal"], "burst close %r" % closes)
+    by = check_tls(recs, cap.out, (0, 1), version, "burst")
+    cli = [r for r in by[closes[0]["conn"]] if r["leg"] == "client"]
+    check(len(cli) == 1 and (cli[0]["version"], cli[0]["cipher"]) == seen and
+          cli[0]["sni"] == "localhost",
+          "burst: client leg %r, the client's socket says %r" % (cli, seen))
     print("ok: %d bytes of replies through TLS both ways to a slow reader, close_notify "
           "and EOF, %d replies recorded" % (len(data), len(reps)))
 
@@ -389,11 +519,13 @@ def main():
         certs = make_certs(env.tmp)
         mock = env.start_mock()
         tls_up = start_socat_tls(env, certs["server_pem"], mock)
-        case_full(env, certs, mock, tls_up)
-        case_bad_target(env, certs, tls_up)
-        case_mixed(env, certs, mock, tls_up)
-        case_mutual(env, certs, mock)
-        case_burst(env, certs)
+        version, cipher = probe_version(tls_up, certs["ca"])
+        print("Python's ssl and the TLS upstream negotiate %s %s" % (version, cipher))
+        case_full(env, certs, mock, tls_up, version)
+        case_bad_target(env, certs, tls_up, version)
+        case_mixed(env, certs, mock, tls_up, version)
+        case_mutual(env, certs, mock, version)
+        case_burst(env, certs, version)
 
 
 if __name__ == "__main__":

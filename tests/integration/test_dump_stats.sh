@@ -73,6 +73,43 @@ jq -e '.capture_stats.packets == 1234 and .complete == true' "$TMP/s.json" >/dev
 "$MTRACE" stats "$T" >"$TMP/s.txt" || fail "stats exit $?"
 grep -Eq '^  find +100 +100 +0 +50\.500 ' "$TMP/s.txt" || fail "plain stats find line: $(grep find "$TMP/s.txt")"
 
+# ---- TLS handshake records (mktrace --tls: 4 of them, known values) ----
+TT=$TMP/tls.zst
+"$MKTRACE" --tls "$TT" || fail "mktrace --tls failed"
+"$MTRACE" dump --json "$TT" >"$TMP/tls.json" 2>/dev/null || fail "dump --json of the TLS trace exit $?"
+n=$(jq -s '[.[] | select(.type == "tls")] | length' "$TMP/tls.json")
+[ "$n" = 4 ] || fail "expected 4 tls records in dump --json, got $n"
+jqe 'select(.type == "tls" and .conn == 1 and .leg == "client") | .ok and .t_ns == 1002000000 and .handshake_ns == 2000000 and .version == "TLSv1.3" and .cipher == "TLS_AES_256_GCM_SHA384" and .group == "X25519" and .sni == null and .error == null and (.resumed or .peer_cert or .peer_verified | not)' \
+    "$TMP/tls.json" || fail "tls record conn 1 client: $(grep '"tls"' "$TMP/tls.json" | head -1)"
+jqe 'select(.type == "tls" and .conn == 1 and .leg == "target") | .ok and .sni == "db.example.net" and .peer_cert and .peer_verified and .group == null' \
+    "$TMP/tls.json" || fail "tls record conn 1 target"
+jqe 'select(.type == "tls" and .conn == 2 and .leg == "client") | .ok and .resumed and .cipher == "TLS_AES_128_GCM_SHA256"' "$TMP/tls.json" ||
+    fail "tls record conn 2 client"
+jqe 'select(.type == "tls" and .conn == 2 and .leg == "target") | (.ok | not) and .error == "certificate verify failed" and .version == "" and .handshake_ns == 1000000' \
+    "$TMP/tls.json" || fail "tls record conn 2 target (failed)"
+"$MTRACE" dump "$TT" >"$TMP/tls.txt" 2>/dev/null || fail "dump of the TLS trace exit $?"
+grep -q '^ *0\.002000 conn=1 tls client TLSv1.3 TLS_AES_256_GCM_SHA384 X25519 handshake=2\.000ms$' "$TMP/tls.txt" ||
+    fail "plain dump tls line: $(grep ' tls ' "$TMP/tls.txt" | head -2)"
+grep -q 'conn=2 tls target FAILED after 1\.000ms: certificate verify failed$' "$TMP/tls.txt" || fail "plain dump failed tls line"
+"$MTRACE" stats --json "$TT" >"$TMP/tls_s.json" || fail "stats --json of the TLS trace exit $?"
+jq -e '.tls.client | .handshakes == 2 and .failed == 0 and .resumed == 1 and .versions == {"TLSv1.3": 2} and .ciphers == {"TLS_AES_256_GCM_SHA384": 1, "TLS_AES_128_GCM_SHA256": 1} and .handshake_ms == {"count": 2, "mean": 3, "stdev_pct": 33.333333, "p50": 2, "p90": 4, "p99": 4, "max": 4}' \
+    "$TMP/tls_s.json" >/dev/null || fail "stats tls.client: $(jq -c .tls.client "$TMP/tls_s.json")"
+jq -e '.tls.target | .handshakes == 1 and .failed == 1 and .peer_cert == 1 and .peer_verified == 1 and .handshake_ms.max == 3' \
+    "$TMP/tls_s.json" >/dev/null || fail "stats tls.target: $(jq -c .tls.target "$TMP/tls_s.json")"
+# the same messages as without TLS records
+jq -e '.messages.total == 212 and .latency_ms.find.p99 == 99' "$TMP/tls_s.json" >/dev/null || fail "TLS trace messages"
+jq -e '.tls.client.handshakes == 0 and .tls.target.failed == 0 and .tls.client.handshake_ms.count == 0' "$TMP/s.json" >/dev/null ||
+    fail "stats tls of a trace without TLS records: $(jq -c .tls "$TMP/s.json")"
+"$MTRACE" stats "$TT" >"$TMP/tls_s.txt" || fail "stats of the TLS trace exit $?"
+grep -Eq '^  client +2 +0 +3\.000 +2\.000 +4\.000 +4\.000 +0$' "$TMP/tls_s.txt" ||
+    fail "plain stats tls client line: $(sed -n '/TLS handshakes/,/^$/p' "$TMP/tls_s.txt")"
+grep -Eq '^  target +1 +1 ' "$TMP/tls_s.txt" || fail "plain stats tls target line"
+! grep -q 'TLS handshakes' "$TMP/s.txt" || fail "plain stats of a trace without TLS records shows a TLS section"
+# the independent reader decodes them from docs/trace-format.md 2.7
+"$PYTHON" "$TOP/tests/integration/trace_indep.py" "$TT" >"$TMP/ti.json" || fail "independent reader, TLS trace"
+jq -e '.types["7"] == 4 and .end.records == 222 and (.tls | map(.leg) == [0, 1, 0, 1]) and .tls[1].flags == 12 and .tls[1].sni == "db.example.net" and .tls[2].flags == 2 and .tls[3].flags == 1 and .tls[3].error == "certificate verify failed" and .tls[0].handshake_ns == 2000000' \
+    "$TMP/ti.json" >/dev/null || fail "independent reader, tls records: $(jq -c .tls "$TMP/ti.json")"
+
 # ---- a truncated trace: complete records first, then one error line, exit 1 ----
 size=$(stat -c %s "$T")
 head -c $((size / 2)) "$T" >"$TMP/trunc.zst"

@@ -6,7 +6,8 @@ the records and the seek index at the end of the file.
 
 Usage: trace_indep.py TRACE.zst
 Prints one JSON object: record counts per type, messages per direction,
-the header fields, the end record, the index summary.  Exit 0 if the file
+the header fields, the TLS handshake records, the end record, the index
+summary.  Exit 0 if the file
 is well formed per the document, 1 with a message otherwise.
 """
 import json
@@ -102,6 +103,16 @@ def main():
         elif typ == 6:
             t, n = struct.unpack_from("<QQ", p, 0)
             out["end"] = {"t_ns": t, "records": n}
+        elif typ == 7:
+            conn, t, leg, hs, flags = struct.unpack_from("<QQBQB", p, 0)
+            tls = {"conn": conn, "t_ns": t, "leg": leg, "handshake_ns": hs,
+                   "flags": flags}
+            o = 26
+            for name in ("version", "cipher", "group", "sni", "error"):
+                tls[name], o = string(p, o)
+            if o > len(p):
+                fail("tls record strings overrun the record")
+            out.setdefault("tls", []).append(tls)
     version, frames = index(raw)
     out["index"] = {"version": version, "frames": len(frames),
                     "records": sum(f[4] for f in frames),

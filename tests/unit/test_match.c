@@ -1,6 +1,7 @@
 /*
  * test_match.c -- replay/match.c and replay/matchkey.c request keys, and
- * replay/index.c.
+ * replay/index.c (recorded pairs; a trace with tls records loads as
+ * without them).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -9,9 +10,12 @@
 #include <cmocka.h>
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/buf.h"
+#include "core/rd.h"
+#include "core/trace.h"
 #include "core/wire.h"
 #include "replay/index.h"
 #include "replay/match.h"
@@ -569,6 +573,76 @@ test_index_cycles_and_chains(void **state)
     index_free(&idx);
 }
 
+/* A TLS proxy trace: tls records of both legs around a find and its
+ * reply (and of another connection between them) change nothing that
+ * replay loads (replay/index.c reads messages and closes only). */
+static void
+test_index_load_skips_tls_records(void **state)
+{
+    struct trace_header h = {.source = TRACE_SRC_PROXY, .ts_precision_ns = 1};
+    struct trace_conn_open o = {.conn_id = 1, .t_ns = 10};
+    struct trace_tls t = {.conn_id = 1, .t_ns = 20, .handshake_ns = 10};
+    struct trace_msg m = {.conn_id = 1, .t_ns = 30};
+    struct trace_writer *w;
+    struct trace_reader *r;
+    struct match_rules rules;
+    struct index idx;
+    struct mt_buf q, p;
+    struct mt_err err;
+    char *buf = NULL;
+    size_t n = 0;
+    FILE *fp = open_memstream(&buf, &n);
+
+    assert_non_null(fp);
+    snprintf(h.tool_version, sizeof(h.tool_version), "test");
+    w = trace_writer_open_fp(fp, &h, &err);
+    assert_non_null(w);
+    snprintf(o.client, sizeof(o.client), "127.0.0.1:1");
+    snprintf(o.server, sizeof(o.server), "127.0.0.1:2");
+    assert_int_equal(trace_writer_conn_open(w, &o), 0);
+    snprintf(t.version, sizeof(t.version), "TLSv1.3");
+    assert_int_equal(trace_writer_tls(w, &t), 0);
+    t.leg = TRACE_TLS_TARGET;
+    assert_int_equal(trace_writer_tls(w, &t), 0);
+    msg_from_json(&q, 7, "{\"find\": \"c\", \"$db\": \"d\"}", NULL, NULL);
+    m.wire = q.data;
+    m.wire_len = (uint32_t)q.len;
+    assert_int_equal(trace_writer_msg(w, &m), 0);
+    t.conn_id = 2; /* another connection's failed handshake */
+    t.flags = TRACE_TLS_FAILED;
+    snprintf(t.error, sizeof(t.error), "wrong version number");
+    assert_int_equal(trace_writer_tls(w, &t), 0);
+    msg_from_json(&p, 8,
+                  "{\"cursor\": {\"id\": {\"$numberLong\": \"0\"}, "
+                  "\"firstBatch\": []}, \"ok\": 1}",
+                  NULL, NULL);
+    wr_le32(p.data + 8, 7); /* responseTo */
+    m.dir = TRACE_DIR_S2C;
+    m.t_ns = 40;
+    m.wire = p.data;
+    m.wire_len = (uint32_t)p.len;
+    assert_int_equal(trace_writer_msg(w, &m), 0);
+    assert_int_equal(trace_writer_close(w), 0);
+    assert_int_equal(fclose(fp), 0);
+
+    r = trace_reader_open_mem(buf, n, &err);
+    assert_non_null(r);
+    match_rules_default(&rules);
+    index_init(&idx, &rules);
+    assert_int_equal(index_load(&idx, r, &err), 0);
+    assert_int_equal(idx.st.records, 8); /* header .. end, 3 tls */
+    assert_int_equal(idx.st.requests, 1);
+    assert_int_equal(idx.st.replies, 1);
+    assert_int_equal(idx.st.exchanges, 1);
+    assert_int_equal(idx.st.unpaired + idx.st.malformed + idx.st.skipped, 0);
+    assert_int_equal(idx.ex[0].latency_ns, 10);
+    index_free(&idx);
+    trace_reader_free(r);
+    mt_buf_free(&q);
+    mt_buf_free(&p);
+    free(buf);
+}
+
 int
 main(void)
 {
@@ -586,6 +660,7 @@ main(void)
         cmocka_unit_test(test_match_key_ignores_after_cluster_time),
         cmocka_unit_test(test_match_key_depth_limited),
         cmocka_unit_test(test_index_cycles_and_chains),
+        cmocka_unit_test(test_index_load_skips_tls_records),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -210,6 +210,7 @@ duo_close(struct duo *d)
 static void
 test_tls_data_both_ways(void **state)
 {
+    struct tls_info ci, si;
     struct duo d;
     char buf[64], desc[96];
     bool more;
@@ -224,6 +225,19 @@ test_tls_data_both_ways(void **state)
     assert_true(tls_conn_ready(d.s) && tls_conn_ready(d.c));
     tls_conn_desc(d.c, desc, sizeof(desc));
     assert_non_null(strstr(desc, "TLSv1.3"));
+    /* what the trace's tls record holds: both ends agree */
+    tls_conn_info(d.c, &ci);
+    tls_conn_info(d.s, &si);
+    assert_string_equal(ci.version, "TLSv1.3");
+    assert_string_equal(si.version, ci.version);
+    assert_true(strncmp(ci.cipher, "TLS_", 4) == 0);
+    assert_string_equal(si.cipher, ci.cipher);
+    assert_string_equal(si.group, ci.group);
+    assert_true(ci.group[0] != '\0');
+    assert_string_equal(ci.sni, "localhost"); /* sent */
+    assert_string_equal(si.sni, "localhost"); /* received */
+    assert_true(ci.peer_cert && ci.peer_verified && !ci.resumed);
+    assert_false(si.peer_cert || si.peer_verified || si.resumed);
     assert_int_equal(tls_conn_version(d.s), 0x0304);
     assert_int_equal(tls_conn_cause(d.s), TLS_CAUSE_NONE);
     /* nothing yet: EAGAIN, not EOF */
@@ -326,6 +340,7 @@ test_tls_close_notify_after_data(void **state)
 static void
 test_tls_verify_failures(void **state)
 {
+    struct tls_info ci;
     struct duo d;
     int rs, rc;
 
@@ -364,12 +379,16 @@ test_tls_verify_failures(void **state)
     assert_false(tls_ctx_verifies(d.cctx));
     shake(d.s, d.c, &rs, &rc);
     assert_int_equal(rs | rc, 0);
+    tls_conn_info(d.c, &ci); /* a certificate, not verified */
+    assert_true(ci.peer_cert && !ci.peer_verified);
+    assert_string_equal(ci.sni, "db.example.net");
     duo_close(&d);
 }
 
 static void
 test_tls_client_certificate_required(void **state)
 {
+    struct tls_info si;
     struct mt_err err = {0};
     struct duo d;
     char buf[8];
@@ -397,6 +416,8 @@ test_tls_client_certificate_required(void **state)
     d.c = tls_conn_new(d.cctx, d.sv[1], "localhost");
     shake(d.s, d.c, &rs, &rc);
     assert_int_equal(rs | rc, 0);
+    tls_conn_info(d.s, &si); /* the client's certificate, verified */
+    assert_true(si.peer_cert && si.peer_verified);
     assert_int_equal(tls_send(d.c, "x", 1), 1);
     assert_int_equal(tls_recv(d.s, buf, sizeof(buf), &more), 1);
     duo_close(&d);
