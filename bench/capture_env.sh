@@ -24,7 +24,7 @@ start_fixedsrv() {
     "$FIXEDSRV" --threads 1 "$@" >"$out" &
     FS=$!
     PIDS+=("$FS")
-    for ((i = 0; i < 100; i++)); do grep -q READY "$out" && break; sleep 0.02; done
+    for ((i = 0; i < 100; i++)); do grep -qs READY "$out" && break; sleep 0.02; done
     UP=$(awk '/READY/ {print $2}' "$out")
     [ -n "$UP" ] || die "fixedsrv did not start"
 }
