@@ -25,7 +25,8 @@
 #      (default "1 16"), SPIN (us, both kinds, default 100: mtrace's
 #      default --spin-us), THREADS (loops, both kinds, default nproc),
 #      KINDS (default "mtrace floor"; also "mtrace-rt": mtrace capture
-#      --rt-prio 1, needs CAP_SYS_NICE), BUILD, MTRACE.
+#      --rt-prio 1, needs CAP_SYS_NICE; "mtrace1", "floor1": one loop
+#      whatever THREADS says), BUILD, MTRACE.
 # Every process it starts is stopped on exit; files go to a mktemp dir.
 set -u
 TOP=${TOP:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -55,22 +56,25 @@ start() {
     case $1 in
     mtrace) start_proxy mtrace --delay-ms 1 --spin-us "$SPIN" ;;
     mtrace-rt) start_proxy mtrace --delay-ms 1 --spin-us "$SPIN" --rt-prio 1 ;;
-    floor)
+    mtrace1) start_proxy mtrace --delay-ms 1 --spin-us "$SPIN" --threads 1 ;;
+    floor | floor1)
+        local t=$THREADS
+        [ "$1" = floor1 ] && t=1
         "$DELAYFWD" --target 127.0.0.1:$UP --delay-us 1000 --spin-us "$SPIN" \
-            --threads "$THREADS" >"$TMP/df.out" 2>"$TMP/df.err" &
+            --threads "$t" >"$TMP/df.out" 2>"$TMP/df.err" &
         PROXY_PID=$!
         PIDS+=($PROXY_PID)
         for ((i = 0; i < 200; i++)); do grep -q READY "$TMP/df.out" && break; sleep 0.02; done
         PROXY_PORT=$(awk '/READY/ {print $2}' "$TMP/df.out")
         [ -n "$PROXY_PORT" ] || die "delayfwd did not start: $(cat "$TMP/df.err")"
         ;;
-    *) die "unknown kind $1 (mtrace, mtrace-rt, floor)" ;;
+    *) die "unknown kind $1 (mtrace, mtrace-rt, mtrace1, floor, floor1)" ;;
     esac
 }
 # achieved KIND (after stop_proxy): sets A50 A99 (ms) from the kind's own line
 achieved() {
     local line
-    if [ "$1" = floor ]; then
+    if [ "$1" = floor ] || [ "$1" = floor1 ]; then
         line=$(grep 'delayfwd: achieved' "$TMP/df.err")
         A50=$(sed -n 's/.* p50_us=\([0-9.]*\).*/\1/p' <<<"$line")
         A99=$(sed -n 's/.* p99_us=\([0-9.]*\).*/\1/p' <<<"$line")
