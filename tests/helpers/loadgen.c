@@ -279,6 +279,12 @@ lg_fail(struct lg_conn *c, const char *why)
         fprintf(stderr, "loadgen: connection %d: %s\n", c->fd, why);
     c->dead = true;
     loop_fd_del(c->t->l, c->fd);
+    /* every connection of this thread failed: nothing can end its run
+     * (a --requests count would never be reached) */
+    for (int i = 0; i < c->t->nconns; i++)
+        if (!c->t->conns[i].dead)
+            return;
+    loop_stop(c->t->l);
 }
 
 /* n bytes were appended to c->in at now: when they complete the reply,
