@@ -87,14 +87,6 @@ achieved() {
     [ -n "$A50" ] && [ -n "$A99" ] || die "$1: no achieved-delay line"
     echo "  $1 own achieved p50 $A50 ms, p99 $A99 ms" >&2
 }
-stop_kind() {
-    # stop_proxy, but keep mtrace.err / df.err for achieved
-    kill -TERM "$PROXY_PID" 2>/dev/null
-    wait "$PROXY_PID" 2>/dev/null
-    PROXY_PID=""
-    [ -z "$PROXY_TRACE" ] || rm -f "$PROXY_TRACE"
-    PROXY_TRACE=""
-}
 
 echo "mtrace capture --delay-ms 1 vs the floor (bench/delayfwd), loopback, $(nproc) cpus, $THREADS loops each," \
     "--spin-us $SPIN, $SECS s per run (+ $WARM s warm-up), $REPS repetition(s), interleaved"
@@ -109,7 +101,7 @@ for n in $DELAY_CONNS; do
         for k in $order; do
             start "$k"
             run "$k" "$n"
-            stop_kind
+            stop_proxy # leaves mtrace.err / df.err for achieved
             achieved "$k"
             P50S[$n,$k]+=" $A50" P99S[$n,$k]+=" $A99" C50S[$n,$k]+=" $P50" C99S[$n,$k]+=" $P99" RPSS[$n,$k]+=" $RPS"
         done

@@ -47,6 +47,7 @@
 #include <sys/timerfd.h>
 
 #include "core/addr.h"
+#include "core/clock.h"
 
 #define DF_THREADS_MAX 16
 #define DF_READ 65536
@@ -89,14 +90,6 @@ static int df_nloops = 2;
 static uint64_t df_delay_ns, df_spin_ns = 100000;
 static volatile sig_atomic_t df_stop;
 static int df_timer_tag; /* its address marks the timerfd's events */
-
-static uint64_t
-df_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static void
 df_die(const char *what)
@@ -160,7 +153,7 @@ df_release(struct df_loop *l)
     while (l->qn > 0) {
         struct df_hold *h = &l->q[l->qh];
         struct df_conn *c = h->c;
-        uint64_t t = df_now();
+        uint64_t t = mt_now_ns();
         size_t n;
 
         if (h->ready_ns > t)
@@ -187,7 +180,7 @@ df_read(struct df_loop *l, struct df_conn *c, int side)
 {
     uint8_t tmp[DF_READ];
     ssize_t n = recv(c->fd[side], tmp, sizeof(tmp), 0);
-    uint64_t t = df_now();
+    uint64_t t = mt_now_ns();
     struct df_hold *h;
 
     if (n < 0 && (errno == EAGAIN || errno == EINTR))
@@ -250,7 +243,7 @@ df_run(void *arg)
     while (!df_stop) {
         int timeout = 100, n;
         if (l->qn > 0) {
-            uint64_t next = l->q[l->qh].ready_ns, now = df_now();
+            uint64_t next = l->q[l->qh].ready_ns, now = mt_now_ns();
             if (next <= now || next - now <= df_spin_ns)
                 timeout = 0; /* due, or busy-poll the last stretch */
             else
