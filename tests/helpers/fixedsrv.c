@@ -245,7 +245,7 @@ static void fs_on_conn(struct loop *l, int fd, void *arg, unsigned ev);
 static bool
 fs_flush(struct loop *l, struct fs_conn *c)
 {
-    bool want_write = false;
+    bool want_write;
 
     while (c->out.len > 0) {
         ssize_t w = c->tls != NULL
@@ -259,8 +259,8 @@ fs_flush(struct loop *l, struct fs_conn *c)
             return false;
         mt_buf_consume(&c->out, (size_t)w);
     }
-    if (c->tls != NULL && tls_wants_write(c->tls))
-        want_write = true; /* a read or handshake step must write first */
+    /* a read or handshake step must write first */
+    want_write = c->tls != NULL && tls_wants_write(c->tls);
     return loop_fd_mod(l, c->fd,
                        LOOP_READ |
                            (c->out.len || want_write ? LOOP_WRITE : 0)) == 0;
