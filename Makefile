@@ -193,7 +193,7 @@ install: mtrace
 	install -m 0755 mtrace $(DESTDIR)$(PREFIX)/bin/mtrace
 	install -m 0644 docs/mtrace.1 $(DESTDIR)$(PREFIX)/share/man/man1/mtrace.1
 	install -d $(DESTDIR)$(PREFIX)/share/mtrace
-	install -m 0644 sim/calibrate/gil_pingpong.py $(DESTDIR)$(PREFIX)/share/mtrace/gil_pingpong.py
+	install -m 0644 sim/calibrate/gil_pingpong.py sim/calibrate/lock_contend.py $(DESTDIR)$(PREFIX)/share/mtrace/
 
 clean:
 	rm -rf build mtrace
