@@ -56,7 +56,6 @@ import json
 import os
 import resource
 import statistics
-import sys
 import threading
 import time
 
