@@ -169,7 +169,7 @@ def predict(meas, host, trace):
         if mode != "seq":
             continue
         for rep, seq in sorted(reps.items()):
-            common = base + ["--delay-ms", "%g" % d] + seq_args(seq)
+            common = base + ["--delay-ms", "%g" % d, "--seq-delay-ms", "%g" % d] + seq_args(seq)
             s = sim(common + ["--threads", "1", "--calls", str(seq["n"] + 1),
                               "--session-prefill", "1"])
             pred.setdefault((d, "seq"), {})[rep] = s[0]
@@ -179,8 +179,8 @@ def predict(meas, host, trace):
                 next(iter(meas[(d, modes[0])].values()))["threads"] if modes else 100
             if plain:
                 out = sim(common + ["--calls", str(calls), "--pool-initial", str(POOL_INITIAL),
-                                    "--session-prefill", "1", "--sweep",
-                                    "threads=" + ",".join(map(str, plain))])
+                                    "--session-prefill", "1",
+                                    "--sweep=threads=" + ",".join(map(str, plain))])
                 for o in out:
                     pred.setdefault((d, "t%d" % o["threads"]), {})[rep] = o
             for m in modes:
@@ -355,19 +355,27 @@ def summary_lines(grid, ab, seq):
 
 def grid_table(rows):
     out = ["| delay | threads | reps | measured mean ms | predicted ms [seeds 5-95 %] | "
-           "mean error [90 % CI] | width | verdict | stdev% meas / pred | diff pts [90 % CI] | "
-           "verdict | p99 ms meas / pred | p99 error [90 % CI] | verdict | binds | "
-           "util gil/cores/lock/pool | pred. lock blocks / call | meas. CPU us / vcsw per call |",
-           "|" + "---|" * 18]
+           "mean error [90 % CI] | width | verdict | binds | util gil/cores/lock/pool | "
+           "pred. lock blocks / call | meas. CPU us / vcsw per call |", "|" + "---|" * 12]
     for r in rows:
-        out.append("| %g ms | %s | %d | %.3f | %.3f [%.3f, %.3f] | %s | %s | %s | %.1f / %.1f | "
-                   "%s | %s | %.3f / %.3f | %s | %s | %s | %s | %.2f | %.0f / %.2f |" % (
+        out.append("| %g ms | %s | %d | %.3f | %.3f [%.3f, %.3f] | %s | %s | %s | %s | %s | "
+                   "%.2f | %.0f / %.2f |" % (
                        r["delay"], label(r["mode"]).replace(" threads", ""), r["n"],
                        r["meas_mean"], r["pred_mean"], r["pred_lo"], r["pred_hi"],
                        fmt_ci(r["mean"]), width(r["mean"]), r["mean"]["verdict"],
-                       r["meas_sd"], r["pred_sd"], fmt_ci(r["sd"], True), r["sd"]["verdict"],
-                       r["meas_p99"], r["pred_p99"], fmt_ci(r["p99"]), r["p99"]["verdict"],
                        r["binding"], util_s(r["util"]), r["blocks"], r["cpu"], r["vcsw"]))
+    return out
+
+
+def spread_table(rows):
+    out = ["| delay | threads | stdev% meas / pred | diff pts [90 % CI] | width | verdict | "
+           "p99 ms meas / pred | p99 error [90 % CI] | width | verdict |", "|" + "---|" * 10]
+    for r in rows:
+        out.append("| %g ms | %s | %.1f / %.1f | %s | %s | %s | %.3f / %.3f | %s | %s | %s |" % (
+            r["delay"], label(r["mode"]).replace(" threads", ""), r["meas_sd"], r["pred_sd"],
+            fmt_ci(r["sd"], True), width(r["sd"], True), r["sd"]["verdict"],
+            r["meas_p99"], r["pred_p99"], fmt_ci(r["p99"]), width(r["p99"]),
+            r["p99"]["verdict"]))
     return out
 
 
@@ -480,11 +488,19 @@ def report(outdir, meas, pred, trace_ok):
         L.append("")
     L.append("Server times: %s" % (srv if trace_ok else
                                    "not sniffed (no root or no pairs): the model's default."))
+    L += ["", "Each repetition's rows are predicted by `mtrace sim --host host.txt --trace "
+          "seq0.zst --seeds %d --delay-ms D` with that repetition's own sequential figures "
+          "(`--seq-mean-ms --seq-stdev-pct --seq-cpu-us --seq-cpu-cv --lock-sections "
+          "--lock-hold-us`, at the same delay: `--seq-delay-ms D`), `--pool-initial %d` and "
+          "`--session-prefill 1` (or T for a prefilled arm); nothing threaded is an input.  "
+          "Sequential rows: `--threads 1 --calls 1000`." % (SEEDS, POOL_INITIAL)]
     L += ["", "Verdicts (90 % interval of the paired log(predicted / measured) over the "
           "repetitions; pass inside the band, fail wholly outside, inconclusive otherwise):", ""]
-    L += summary_lines(grid, [r for r in ab if r["mode"].endswith("p") or True], seq)
-    L += ["", "#### Threaded rows (GIL), session pool trimmed to one session", ""]
+    L += summary_lines(grid, ab, seq)
+    L += ["", "#### Threaded rows (GIL), session pool trimmed to one session: mean", ""]
     L += grid_table(grid)
+    L += ["", "#### The same rows: spread", ""]
+    L += spread_table(grid)
     L += ["", "#### Session-prefill A/B (one calibration predicts both arms)", ""]
     L += ab_table(ab, meas, pred)
     L += ["", "#### Sequential rows", ""]
@@ -510,19 +526,21 @@ def pymongo_version():
 
 
 def server_summary(trace, out):
+    """One line on the sniffed run's find request->reply times (mtrace
+    stats), written to out too."""
     r = subprocess.run([MTRACE, "stats", "--json", trace], capture_output=True, text=True)
-    txt = ""
-    if r.returncode == 0:
-        try:
-            st = json.loads(r.stdout.splitlines()[0])
-            txt = json.dumps(st)[:600]
-        except (ValueError, IndexError):
-            txt = r.stdout[:600]
-    with open(out, "w") as f:
-        f.write("sniffed sequential run at delay 0 (mtrace capture --iface lo), mtrace stats: %s\n"
-                % txt)
-    return "sniffed on lo during one more sequential run at delay 0 (`mtrace capture --iface "
-    "lo`), the predictions' `--trace`; `--delay-ms D` adds the delay."
+    txt = "mtrace stats failed"
+    try:
+        f = json.loads(r.stdout)["latency_ms"]["find"]
+        txt = ("%d find request->reply pairs, mean %.1f us, p50 %.1f us, p99 %.1f us"
+               % (f["count"], f["mean"] * 1e3, f["p50"] * 1e3, f["p99"] * 1e3))
+    except (ValueError, KeyError, TypeError):
+        pass
+    line = ("sniffed on lo during one more sequential run at delay 0 (`mtrace capture --iface "
+            "lo`): %s; every prediction's `--trace`, with `--delay-ms D` on top." % txt)
+    with open(out, "w") as fh:
+        fh.write(line + "\n")
+    return line
 
 
 def replace_doc(text):

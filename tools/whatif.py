@@ -509,9 +509,9 @@ def predict(a, host, meas, out):
     sweep = []
     base = ["--host", host] + trace + seq_facts(a, meas, 0.0)
     for rt in ("gil", "free-threaded"):
-        r, argv = sim(a, base + ["--runtime", rt, "--calls", str(a.threads_calls), "--sweep",
-                                 "threads=" + ",".join(map(str, SWEEP_THREADS)), "--sweep",
-                                 "delay=" + ",".join("%g" % x for x in SWEEP_DELAYS)])
+        r, argv = sim(a, base + ["--runtime", rt, "--calls", str(a.threads_calls),
+                                 "--sweep=threads=" + ",".join(map(str, SWEEP_THREADS)),
+                                 "--sweep=delay=" + ",".join("%g" % x for x in SWEEP_DELAYS)])
         sweep += r
         cmds["sweep-" + rt] = argv
     with open(os.path.join(out, "commands.txt"), "w") as f:
