@@ -44,7 +44,7 @@ sim_fit_seq(struct sim_params *p, const struct sim_params *seq,
                               "%.1f us: check the host facts",
                               in->cpu_us, own);
         snprintf(p->note[ic], SIM_NOTE_MAX,
-                 "sequential CPU per call %.1f us - %lld x sys_us - "
+                 "sequential client CPU %.2f us per call - %lld x sys_us - "
                  "ctx_cpu_us",
                  in->cpu_us, (long long)p->releases);
     } else if (!isnan(in->mean_ms)) {
@@ -60,7 +60,7 @@ sim_fit_seq(struct sim_params *p, const struct sim_params *seq,
     } else {
         return 0;
     }
-    p->origin[ic] = SIM_OR_SEQUENTIAL;
+    p->origin[ic] = SIM_OR_CALIBRATED;
     if (p->runtime == SIM_RT_FREE && seq->runtime != SIM_RT_FREE) {
         py *= p->ft_slowdown;
         snprintf(p->note[ic] + strlen(p->note[ic]),
@@ -69,9 +69,9 @@ sim_fit_seq(struct sim_params *p, const struct sim_params *seq,
     p->py_call_us = py;
     if (!isnan(in->cpu_cv) && !isnan(in->cpu_us)) {
         p->py_cv = in->cpu_cv * in->cpu_us / (in->cpu_us - own);
-        p->origin[iv] = SIM_OR_SEQUENTIAL;
+        p->origin[iv] = SIM_OR_CALIBRATED;
         snprintf(p->note[iv], SIM_NOTE_MAX,
-                 "the sequential CPU per call's cv %.3f, as a share of "
+                 "the sequential client CPU's cv %.3f, as a share of "
                  "py_call_us",
                  in->cpu_cv);
     } else if (!isnan(in->stdev_pct) && !isnan(in->mean_ms)) {
@@ -86,7 +86,7 @@ sim_fit_seq(struct sim_params *p, const struct sim_params *seq,
                        : 0;
         if (p->py_cv > 10)
             p->py_cv = 10;
-        p->origin[iv] = SIM_OR_SEQUENTIAL;
+        p->origin[iv] = SIM_OR_CALIBRATED;
         snprintf(p->note[iv], SIM_NOTE_MAX,
                  "solved from the sequential stdev %.2f%% less the "
                  "server's",

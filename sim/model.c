@@ -184,10 +184,13 @@ static void
 build_ops(struct sim_model *m)
 {
     const struct sim_params *p = &m->p;
-    int64_t L = p->lock_sections, pre = (L + 1) / 2, post = L - pre;
+    int64_t L = p->lock_sections, pre = (L + 1) / 2, post;
     int64_t R = p->releases, nseg = R >= 2 ? R : 2;
     double h = p->lock_hold_us, rest;
 
+    if (p->lock_before >= 0)
+        pre = p->lock_before < L ? p->lock_before : L;
+    post = L - pre;
     if (L > 0 && h * (double)L > p->py_call_us)
         h = p->py_call_us / (double)L;
     rest = (p->py_call_us - h * (double)L) / (double)nseg;
@@ -223,9 +226,11 @@ server_draw_us(struct sim_model *m)
 }
 
 /* When the reply to a request sent now on connection c reaches the
- * client: deadline = read + the later of the server time and the delay
- * (mtrace replay's ready_at); serial = the server, then the delay, one
- * reply at a time per connection (the reader sleeps). */
+ * client.  The server time (a trace sample: the round trip at delay 0)
+ * comes first; deadline: the delay adds to it (mtrace replay makes its
+ * reply at once and holds it until read + delay; the transits stay
+ * around it); serial: the same, one reply at a time per connection (the
+ * proxy's reader sleeps), so a reply also waits for the previous one. */
 static uint64_t
 reply_at_ns(struct sim_model *m, struct sim__conn *c)
 {
@@ -234,7 +239,7 @@ reply_at_ns(struct sim_model *m, struct sim__conn *c)
 
     switch (m->p.proxy) {
     case SIM_PROXY_DEADLINE:
-        return now + (s > d ? s : d);
+        return now + s + d;
     case SIM_PROXY_SERIAL:
         at = now + s;
         if (c->serial_free_ns > at)
@@ -627,8 +632,6 @@ sim_model_server_mean_us(const struct sim_params *p)
             s += p->server_samples_us[i];
         s /= (double)p->server_samples_n;
     }
-    if (p->proxy == SIM_PROXY_DEADLINE)
-        return s > d ? s : d;
     return s + d;
 }
 
@@ -636,7 +639,6 @@ double
 sim_model_server_var_us2(const struct sim_params *p)
 {
     double mean = p->server_us, var = 0;
-    double d = p->proxy_delay_ms * 1000.0;
 
     if (p->server_samples_n > 0) {
         mean = 0;
@@ -651,8 +653,6 @@ sim_model_server_var_us2(const struct sim_params *p)
     } else {
         var = (p->server_cv * mean) * (p->server_cv * mean);
     }
-    if (p->proxy == SIM_PROXY_DEADLINE && d >= mean)
-        return 0; /* the delay hides the server's spread */
     return var;
 }
 

@@ -63,8 +63,7 @@ int sim_stats_compute(const uint64_t *lat_ns, size_t n, struct sim_stats *st);
 
 /* The server's time for one request as the model draws it without
  * contention (us): mean and variance, from the trace samples when given,
- * else server_us / server_cv; with the proxy's delay (deadline: the later
- * of the two; serial: their sum). */
+ * else server_us / server_cv; plus the proxy's delay. */
 double sim_model_server_mean_us(const struct sim_params *p);
 double sim_model_server_var_us2(const struct sim_params *p);
 

@@ -52,6 +52,11 @@ const struct sim_param_desc sim_param_table[] = {
     S("session_prefill", SIM_P_INT, session_prefill, 0, 100000, "", "1",
       "server sessions in the driver's session pool at the start; a call "
       "that finds it empty creates one inside its first lock section"),
+    E("switch_interval_us", SIM_P_DBL, SIM_PC_SETUP, switch_interval_us, 1, 1e7,
+      "us", "5000", SIM_OR_SOURCE,
+      "the interpreter's switch interval (sys.setswitchinterval): a GIL "
+      "waiter's timed wait before it sets gil_drop_request",
+      "CPython Python/ceval_gil.c DEFAULT_INTERVAL 5000 us"),
     S("seed", SIM_P_INT, seed, 0, 9.2e18, "", "1",
       "the one seed: run k of a prediction uses seed + k"),
     S("seeds", SIM_P_INT, seeds, 1, 1000, "", "10",
@@ -88,17 +93,15 @@ const struct sim_param_desc sim_param_table[] = {
       SIM_OR_ASSUMPTION,
       "drop_gil's signal -> the waiting thread running with the GIL",
       "mtrace calibrate: 2-thread Python GIL ping-pong"),
-    M("switch_interval_us", SIM_P_DBL, switch_interval_us, 1, 1e7, "us", "5000",
-      SIM_OR_SOURCE,
-      "a GIL waiter's timed wait before it sets gil_drop_request",
-      "CPython Python/ceval_gil.c DEFAULT_INTERVAL 5000 us "
-      "(sys.getswitchinterval)"),
     M("lock_sections", SIM_P_INT, lock_sections, 0, 64, "", "0",
-      SIM_OR_ASSUMPTION,
-      "driver-lock (threading.Lock) sections per call; half (rounded up) "
-      "before the send, the rest after the reply",
+      SIM_OR_ASSUMPTION, "driver-lock (threading.Lock) sections per call",
       "sequential run with the driver lock instrumented (pymongo 3.11 "
       "topology.py Topology._lock)"),
+    M("lock_before", SIM_P_INT, lock_before, -1, 64, "", "-1",
+      SIM_OR_ASSUMPTION,
+      "of those, the sections before the send (the rest after the reply); "
+      "-1: half of lock_sections, rounded up",
+      "sequential run with the driver lock and the send instrumented"),
     M("lock_hold_us", SIM_P_DBL, lock_hold_us, 0, 1e6, "us", "0",
       SIM_OR_ASSUMPTION,
       "CPU (GIL held) inside one lock section, part of py_call_us",
@@ -164,7 +167,7 @@ _Static_assert(sizeof(sim_param_table) / sizeof(sim_param_table[0]) <=
 
 static const char *const origin_names[SIM_OR__COUNT] = {
     "source",     "assumption", "measured", "trace",
-    "sequential", "scenario",   "cli"};
+    "calibrated", "scenario",   "cli"};
 
 const char *
 sim_origin_name(int origin)

@@ -24,7 +24,7 @@ enum sim_origin {
     SIM_OR_ASSUMPTION, /* chosen and justified, not measured */
     SIM_OR_MEASURED,   /* host facts file (mtrace calibrate) */
     SIM_OR_TRACE,      /* from the trace of the sequential run */
-    SIM_OR_SEQUENTIAL, /* from the sequential run (CPU, mean, lock) */
+    SIM_OR_CALIBRATED, /* from the sequential run (CPU, mean, lock) */
     SIM_OR_SCENARIO,   /* set by the scenario (setup of the experiment) */
     SIM_OR_CLI,        /* set on the command line */
     SIM_OR__COUNT
@@ -44,33 +44,34 @@ enum sim_pclass {
 struct sim_params {
     char name[64]; /* scenario label */
     /* setup */
-    int runtime;             /* enum sim_runtime */
-    int64_t threads;         /* client threads */
-    int64_t calls;           /* calls per thread */
-    int64_t exclude_first;   /* first calls of each thread not reported */
-    int proxy;               /* enum sim_proxy */
-    double proxy_delay_ms;   /* delay added to each reply */
-    int64_t pool_max;        /* maxPoolSize */
-    int64_t pool_initial;    /* connections open at the start */
-    int64_t session_prefill; /* server sessions pooled at the start */
-    int64_t seed;            /* the one seed */
-    int64_t seeds;           /* runs (seeds seed, seed+1, ...) per prediction */
-    /* the contention model */
-    double py_call_us;         /* client CPU per call with the GIL held */
-    double py_cv;              /* its coefficient of variation */
-    int64_t releases;          /* GIL releases per call */
-    double sys_us;             /* CPU of one GIL-released syscall */
-    int64_t cores;             /* CPU cores */
-    double wake_us;            /* blocked -> running */
-    double ctx_cpu_us;         /* CPU of one block/wake cycle */
-    double gil_handoff_us;     /* drop_gil signal -> waiter running */
+    int runtime;               /* enum sim_runtime */
+    int64_t threads;           /* client threads */
+    int64_t calls;             /* calls per thread */
+    int64_t exclude_first;     /* first calls of each thread not reported */
+    int proxy;                 /* enum sim_proxy */
+    double proxy_delay_ms;     /* delay added to each reply */
+    int64_t pool_max;          /* maxPoolSize */
+    int64_t pool_initial;      /* connections open at the start */
+    int64_t session_prefill;   /* server sessions pooled at the start */
     double switch_interval_us; /* sys.getswitchinterval() */
-    int64_t lock_sections;     /* driver-lock sections per call */
-    double lock_hold_us;       /* CPU inside one section (GIL held) */
-    double lock_wake_us;       /* lock release -> blocked acquirer running */
-    double server_us;          /* server time mean (no trace) */
-    double server_cv;          /* its coefficient of variation */
-    double ft_slowdown;        /* free-threaded CPU / GIL CPU per call */
+    int64_t seed;              /* the one seed */
+    int64_t seeds; /* runs (seeds seed, seed+1, ...) per prediction */
+    /* the contention model */
+    double py_call_us;     /* client CPU per call with the GIL held */
+    double py_cv;          /* its coefficient of variation */
+    int64_t releases;      /* GIL releases per call */
+    double sys_us;         /* CPU of one GIL-released syscall */
+    int64_t cores;         /* CPU cores */
+    double wake_us;        /* blocked -> running */
+    double ctx_cpu_us;     /* CPU of one block/wake cycle */
+    double gil_handoff_us; /* drop_gil signal -> waiter running */
+    int64_t lock_sections; /* driver-lock sections per call */
+    int64_t lock_before;   /* of those before the send; -1: half */
+    double lock_hold_us;   /* CPU inside one section (GIL held) */
+    double lock_wake_us;   /* lock release -> blocked acquirer running */
+    double server_us;      /* server time mean (no trace) */
+    double server_cv;      /* its coefficient of variation */
+    double ft_slowdown;    /* free-threaded CPU / GIL CPU per call */
     /* the herd model (seed 001) */
     struct herd_params herd;
     uint8_t origin[SIM_PARAMS_N];          /* enum sim_origin per entry */

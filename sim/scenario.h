@@ -8,7 +8,7 @@
  *     [NAME]                  starts a scenario; settings before the first
  *                             [NAME] are common to all scenarios
  *
- * origin is one of source, assumption, measured, trace, sequential,
+ * origin is one of source, assumption, measured, trace, calibrated,
  * scenario (the default) or cli.  Besides the parameters (params.h) a
  * scenario may set:
  *     model = contention | herd

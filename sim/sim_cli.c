@@ -90,7 +90,7 @@ static const char sim_usage[] =
     "\n"
     "The parameter block (stdout for tables, stderr for --csv/--json) prints "
     "each\n"
-    "value with its origin: source, assumption, measured, trace, sequential,\n"
+    "value with its origin: source, assumption, measured, trace, calibrated,\n"
     "scenario or cli.  The same inputs give byte-identical output.\n"
     "Exit status: 0 ok, 1 runtime failure, 2 bad usage.\n";
 
@@ -302,6 +302,9 @@ handle_opt(int c, int idx, struct sim_opts *o, int argc, char **argv)
     case O_SET:
         return add_set(o, optarg);
     case O_SWEEP:
+        if (optarg == NULL && optind < argc && argv[optind][0] != '-' &&
+            strchr(argv[optind], '='))
+            optarg = argv[optind++]; /* --sweep KEY=V1,.. */
         if (optarg == NULL) {
             o->sweep_default = true;
             break;
@@ -784,10 +787,10 @@ run_all(const struct sim_opts *o, struct sim_scenario_set *run,
     if (rc == 0 && run->n > 0 && run->v[0].model == SIM_MODEL_CONTENTION &&
         placeholders(&run->v[0], ph, sizeof(ph)) > 0)
         fprintf(stderr,
-                "mtrace sim: note: no --host: the host facts %s are "
-                "placeholders, not this machine's (mtrace calibrate -o "
-                "host.txt measures them)\n",
-                ph);
+                "mtrace sim: note: %s%s: the host facts %s are placeholders, "
+                "not this machine's (mtrace calibrate -o host.txt measures "
+                "them)\n",
+                o->host ? "not in " : "no --host", o->host ? o->host : "", ph);
     for (size_t i = 0; i < run->n && rc == 0; i++) {
         if (rows[i].sc->model != last_model) {
             if (last_model >= 0 && o->fmt == SIM_FMT_TABLE)
