@@ -68,6 +68,8 @@ static const char sim_usage[] =
     "  --seq-runtime RT    its runtime (default: the row's)\n"
     "  --lock-sections N   driver-lock sections per call (sequential run)\n"
     "  --lock-hold-us H    CPU inside one section (sequential run)\n"
+    "  --lock-before N     of those, the sections before the send (default:\n"
+    "                      half, rounded up)\n"
     "  --set KEY=VALUE     set a parameter (repeatable; --list-params)\n"
     "  --scenario FILE     run the scenarios of FILE (repeatable; format in\n"
     "                      docs/sim-model.md)\n"
@@ -227,6 +229,7 @@ static const char *const opt_keys[][2] = {
     {"seeds", "seeds"},
     {"lock-sections", "lock_sections"},
     {"lock-hold-us", "lock_hold_us"},
+    {"lock-before", "lock_before"},
 };
 #define OPT_KEYS_N (sizeof(opt_keys) / sizeof(opt_keys[0]))
 static char key_sets[OPT_KEYS_N * 4][96];
@@ -397,6 +400,7 @@ parse_args(int argc, char **argv, struct sim_opts *o)
                                        {"seeds", 1, 0, O_KEY + 8},
                                        {"lock-sections", 1, 0, O_KEY + 9},
                                        {"lock-hold-us", 1, 0, O_KEY + 10},
+        {"lock-before", 1, 0, O_KEY + 11},
                                        {"help", 0, 0, 'h'},
                                        {0, 0, 0, 0}};
     int c, rc, idx = 0;
