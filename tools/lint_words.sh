@@ -24,6 +24,8 @@ PATTERNS=(
     # "round 14", "Round 15's", "rounds 1-6" (not "round 0.5 up")
     '\b[Rr]ound(s|-)?[ -]?#?[1-9][0-9]*(?![.][0-9])'
     '(?i)\bwork[ -]sessions?\b'
+    '(?i)\bwork[ -]?logs?\b'
+    '/work/notes\b'
     '(?i)\bsub-?agents?\b'
     "(?i)\\bthe lead(?:'s)?\\b(?![ -](?:time|byte|in|ing))"
     '(?i)\breviewers?\b'

@@ -17,6 +17,8 @@ round 14 made it the default
 Round 15's calibration
 rounds 1-6's gil_handoff_us
 figures of this work session
+as the work log says
+driver /work/notes/s7/quiet.sh
 a sub-agent ran the fuzzers
 the lead reruns it on a quiet machine
 the lead's notes
