@@ -400,7 +400,7 @@ parse_args(int argc, char **argv, struct sim_opts *o)
                                        {"seeds", 1, 0, O_KEY + 8},
                                        {"lock-sections", 1, 0, O_KEY + 9},
                                        {"lock-hold-us", 1, 0, O_KEY + 10},
-        {"lock-before", 1, 0, O_KEY + 11},
+                                       {"lock-before", 1, 0, O_KEY + 11},
                                        {"help", 0, 0, 'h'},
                                        {0, 0, 0, 0}};
     int c, rc, idx = 0;
