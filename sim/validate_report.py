@@ -163,6 +163,8 @@ def seq_args(seq):
     if "lock_sections" in seq:
         a += ["--lock-sections", "%g" % round(seq["lock_sections"]),
               "--lock-hold-us", "%.3f" % seq["lock_hold_us"]]
+        if "lock_before" in seq:
+            a += ["--lock-before", "%g" % round(seq["lock_before"])]
     return a
 
 
@@ -496,7 +498,7 @@ def report(outdir, meas, pred, trace_ok):
     L += ["", "Each repetition's rows are predicted by `mtrace sim --host host.txt --trace "
           "seq0.zst --seeds %d --delay-ms D` with that repetition's own sequential figures "
           "(`--seq-mean-ms --seq-stdev-pct --seq-cpu-us --seq-cpu-cv --lock-sections "
-          "--lock-hold-us`, at the same delay: `--seq-delay-ms D`), `--pool-initial %d` and "
+          "--lock-hold-us --lock-before`, at the same delay: `--seq-delay-ms D`), `--pool-initial %d` and "
           "`--session-prefill 1` (or T for a prefilled arm); nothing threaded is an input.  "
           "Sequential rows: `--threads 1 --calls 1000`." % (SEEDS, POOL_INITIAL)]
     L += ["", "Verdicts (90 % interval of the paired log(predicted / measured) over the "

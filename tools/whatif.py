@@ -49,7 +49,7 @@ DEFAULT_CLIENT = ("{python} " + shlex.quote(os.path.join(TOP, "sim", "validate_b
 DELAYS_MEASURED = (0.0, 1.0)
 SWEEP_THREADS = (1, 2, 4, 10, 20)
 SWEEP_DELAYS = (0.0, 0.5, 1.0, 2.0)
-CPU_KEYS = ("cpu_us", "cpu_cv", "lock_sections", "lock_hold_us")  # a "seq" row's figures
+CPU_KEYS = ("cpu_us", "cpu_cv", "lock_sections", "lock_hold_us", "lock_before")  # "seq" row
 LINE_RE = re.compile(r"^(?:\S*-)?(seq|t[1-9][0-9]*)\s+(\S+)\s*$")
 T0 = time.monotonic()
 
@@ -428,6 +428,8 @@ def seq_facts(a, meas, d):
     if "lock_sections" in cpu and "lock_hold_us" in cpu:
         out += ["--lock-sections", "%g" % round(cpu["lock_sections"]),
                 "--lock-hold-us", "%.3f" % cpu["lock_hold_us"]]
+        if "lock_before" in cpu:
+            out += ["--lock-before", "%g" % round(cpu["lock_before"])]
     return out
 
 

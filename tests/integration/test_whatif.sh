@@ -121,7 +121,7 @@ for d in ("0", "1"):
         check(abs(float(opt(a, "--seq-mean-ms")) - seq["mean_ms"]) < 1e-4,
               "%s: --seq-mean-ms is not the sequential mean" % k)
 par = {p["name"]: p for p in c["params"]}
-check(par.get("py_call_us", {}).get("origin") == "sequential", "py_call_us %s" % par.get("py_call_us"))
+check(par.get("py_call_us", {}).get("origin") == "calibrated", "py_call_us %s" % par.get("py_call_us"))
 # every sequential mean is a prediction: rough size only (busy machine)
 for d, lo, hi in (("0", 0.33, 3), ("1", 0.6, 1.6)):
     x = rows["d%s-seq-gil" % d]
@@ -157,9 +157,9 @@ print("report.json: %d rows, %d sweep points, delay 1 - delay 0 p50 %.3f ms" %
       (len(r["rows"]), len(sw), s1["p50_ms"] - s0["p50_ms"]))
 PY
 grep -q "^## Calibration" "$R/report.md" || fail "report.md has no Calibration section"
-grep -q "^- py_call_us = .* \[sequential\]" "$R/report.md" ||
+grep -q "^- py_call_us = .* \[calibrated\]" "$R/report.md" ||
     fail "report.md does not list py_call_us from the sequential run"
-grep -q "^\* Calibration (params.txt): .*py_call_us = .* \[sequential\]" "$TMP/out" ||
+grep -q "^\* Calibration (params.txt): .*py_call_us = .* \[calibrated\]" "$TMP/out" ||
     fail "printed notes lack the calibration"
 
 # every predicted row is what its mtrace sim command says
