@@ -20,7 +20,7 @@
 #     method, pymongo 3.11 under /usr/bin/python3): 1000 sequential calls
 #     (first excluded; their thread CPU per call and its cv), 300 more with
 #     Topology._lock instrumented (sections per call, hold, how many before
-#     the send), 20 threads x 3 calls to open the connections, then the
+#     the send), 20 connections opened (checked out at once and returned), then the
 #     threaded rows 2, 4, 10, 20 threads x 100 calls with the session pool
 #     trimmed to one session, and at delays 0 and 1 also 10 and 20 threads
 #     with it prefilled (the session-prefill A/B), in an order that rotates

@@ -44,14 +44,16 @@ it empty creates a session inside the lock), "tTp" rows with it prefilled to
 T sessions first (_ServerSession(pool.generation) objects appended as
 return_server_session_no_lock does).  The row records "sessions" (in the
 pool at its start), "sessions_after" and "conns" (the server's connection
-pool, idle + in use, at its start).  --warm N first runs N threads x 3
-calls, so every row starts with at least N connections (no row pays for
-opening them); without it the pool grows as seed 000's did.
+pool, idle + in use, at its start).  --warm N first checks N connections
+out of the pool at once and returns them, so every row starts with at least
+N (no row pays for opening them); without it the pool grows as seed 000's
+did.
 
 --dump appends "LABEL-MODE LATENCY_MS" lines (mtrace sim --plot --measured,
 tools/whatif.py).
 """
 import argparse
+import contextlib
 import json
 import os
 import resource
@@ -210,6 +212,15 @@ def lock_sections(client, col, n):
             "urandom_us": round(ur * 1e6, 3)}
 
 
+def warm(client, n):
+    """The server's connection pool holds at least n connections: n are
+    checked out at once (pool.get_socket, as a command does) and returned."""
+    srv = client._topology.select_server_by_address(client.address)
+    with contextlib.ExitStack() as stack:
+        for _ in range(n):
+            stack.enter_context(srv.pool.get_socket({}))
+
+
 def threaded(col, n_threads, calls):
     allt = []
     lock = threading.Lock()
@@ -301,7 +312,7 @@ def main():
     row(a.label, "seq", 1, seq, a.dump, extra)
     if not a.seq_only:
         if a.warm > 0:
-            threaded(col, a.warm, 3)
+            warm(client, a.warm)
         for n, pre in rows:
             set_sessions(client, n if pre else 1)
             info = {"sessions": len(session_pool(client)), "conns": conns(client)}

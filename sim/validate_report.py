@@ -169,7 +169,11 @@ def seq_args(seq):
 
 
 def predict(meas, host, trace):
-    """{(delay, mode): {rep: prediction}} for every measured row."""
+    """{(delay, mode): {rep: prediction}} for every measured row: the
+    sequential row, then each threaded row from the same repetition's
+    sequential figures, with the connections its pool held when it started
+    (--pool-initial; POOL_INITIAL when the row does not say) and its
+    session pool (--session-prefill 1, or T for a prefilled row)."""
     pred = {}
     base = ["--host", host, "--seeds", str(SEEDS)] + (["--trace", trace] if trace else [])
     for (d, mode), reps in sorted(meas.items()):
@@ -180,23 +184,16 @@ def predict(meas, host, trace):
             s = sim(common + ["--threads", "1", "--calls", str(seq["n"] + 1),
                               "--session-prefill", "1"])
             pred.setdefault((d, "seq"), {})[rep] = s[0]
-            modes = [m for (dd, m) in meas if dd == d and m != "seq"]
-            plain = sorted({int(m[1:]) for m in modes if not m.endswith("p")})
-            calls = next(iter(meas[(d, modes[0])].values()))["n"] // \
-                next(iter(meas[(d, modes[0])].values()))["threads"] if modes else 100
-            if plain:
-                out = sim(common + ["--calls", str(calls), "--pool-initial", str(POOL_INITIAL),
-                                    "--session-prefill", "1",
-                                    "--sweep=threads=" + ",".join(map(str, plain))])
-                for o in out:
-                    pred.setdefault((d, "t%d" % o["threads"]), {})[rep] = o
-            for m in modes:
-                if m.endswith("p"):
-                    t = int(m[1:-1])
-                    o = sim(common + ["--calls", str(calls), "--pool-initial",
-                                      str(POOL_INITIAL), "--threads", str(t),
-                                      "--session-prefill", str(t)])
-                    pred.setdefault((d, m), {})[rep] = o[0]
+            for (dd, m), rows in sorted(meas.items()):
+                if dd != d or m == "seq" or rep not in rows:
+                    continue
+                r = rows[rep]
+                t = r["threads"]
+                conns = r.get("conns", -1)
+                o = sim(common + ["--threads", str(t), "--calls", str(r["n"] // t),
+                                  "--pool-initial", str(conns if conns > 0 else POOL_INITIAL),
+                                  "--session-prefill", str(t if m.endswith("p") else 1)])
+                pred.setdefault((d, m), {})[rep] = o[0]
     return pred
 
 
@@ -498,9 +495,11 @@ def report(outdir, meas, pred, trace_ok):
     L += ["", "Each repetition's rows are predicted by `mtrace sim --host host.txt --trace "
           "seq0.zst --seeds %d --delay-ms D` with that repetition's own sequential figures "
           "(`--seq-mean-ms --seq-stdev-pct --seq-cpu-us --seq-cpu-cv --lock-sections "
-          "--lock-hold-us --lock-before`, at the same delay: `--seq-delay-ms D`), `--pool-initial %d` and "
-          "`--session-prefill 1` (or T for a prefilled arm); nothing threaded is an input.  "
-          "Sequential rows: `--threads 1 --calls 1000`." % (SEEDS, POOL_INITIAL)]
+          "--lock-hold-us --lock-before`, at the same delay: `--seq-delay-ms D`), and the "
+          "row's setup as it started, nothing it measured: `--pool-initial` (the connections "
+          "its pool held, %d after validate_bench.py --warm) and `--session-prefill 1` (or T "
+          "for a prefilled arm).  Sequential rows: `--threads 1 --calls 1000`."
+          % (SEEDS, POOL_INITIAL)]
     L += ["", "Verdicts (90 % interval of the paired log(predicted / measured) over the "
           "repetitions; pass inside the band, fail wholly outside, inconclusive otherwise):", ""]
     L += summary_lines(grid, ab, seq)
