@@ -526,9 +526,8 @@ cal_write_py(FILE *out, const struct facts *f, const struct cal_opts *o)
     fprintf(out,
             "# diagnostics (not model parameters): the same lock with 4 "
             "threads %.3f us; a strict 2-thread lock ping-pong, the releaser "
-            "blocking at once: lock %.3f us, gil_pingpong.py %.3f us\n",
-            kv_num(l, "lock4_wake_us"), kv_num(l, "lock_pp_wake_us"),
-            kv_num(g, "pp_handoff_us"));
+            "blocking at once %.3f us\n",
+            kv_num(l, "lock4_wake_us"), kv_num(l, "lock_pp_wake_us"));
     for (int n = 2; n <= 4; n += 2) {
         char k1[32], k2[32], k3[32];
         snprintf(k1, sizeof(k1), "convoy%d_blocked", n);

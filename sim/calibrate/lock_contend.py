@@ -49,6 +49,8 @@ import sys
 import threading
 import time
 
+from gil_pingpong import trim_mean_cv  # beside this file
+
 WORK_US = 50.0
 HOLD_US = 150.0
 
@@ -85,14 +87,6 @@ def sha_work(us):
     ns_per_byte = median_us(lambda: hashlib.sha256(big).digest(), 5) * 1e3 / len(big)
     buf = bytes(max(4096, int(us * 1e3 / ns_per_byte)))
     return lambda: hashlib.sha256(buf).digest()
-
-
-def trim_mean_cv(xs):
-    """Mean and cv of xs less their top 1 %."""
-    xs = sorted(xs)
-    xs = xs[:len(xs) - len(xs) // 100]
-    m = statistics.mean(xs)
-    return m, (statistics.pstdev(xs) / m if m > 0 else 0.0)
 
 
 def contend(nthreads, iters, work, hold):
