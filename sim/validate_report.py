@@ -28,6 +28,7 @@ Writes OUTDIR/pred.jsonl and OUTDIR/report.md; unless --no-doc, replaces
 the text between the validation markers of docs/sim-model.md with the
 report and copies the inputs to docs/sim-validation/.
 """
+import datetime
 import json
 import math
 import os
@@ -471,13 +472,13 @@ def report(outdir, meas, pred, trace_ok):
     reps_load = [x for x in load if x[0] not in ("start", "end")]
     srv = open(os.path.join(outdir, "server.txt")).read().strip() \
         if os.path.exists(os.path.join(outdir, "server.txt")) else ""
-    model = git("log", "-1", "--format=%h %cd", "--date=format:%Y-%m-%d %H:%M", "--",
-                "sim/*.c", "sim/*.h")
+    model = git("log", "-1", "--format=%h (%cd)", "--date=format:%Y-%m-%d %H:%M", "--",
+                "sim/*.c", "sim/*.h", ":!sim/calibrate.c", ":!sim/calibrate.h")
     L = ["", "### Validation run", "",
-         "`sim/validate.sh --reps %d`, %s UTC; the model and its defaults: sim/ C sources as of "
-         "commit %s.  pymongo %s under /usr/bin/python3 %s, `mtrace replay --delay-ms D "
-         "--spin-us 0` as the server, %s cores." % (
-             nrep, git("log", "-1", "--format=%cd", "--date=format:%Y-%m-%d"),
+         "`sim/validate.sh --reps %d`, run %s UTC, at commit %s; the model and its defaults "
+         "(sim/'s C sources but calibrate) as of commit %s.  pymongo %s under /usr/bin/python3 "
+         "%s, `mtrace replay --delay-ms D --spin-us 0` as the server, %s cores." % (
+             nrep, run_time(outdir), git("rev-parse", "--short", "HEAD"),
              model, pymongo_version(), sys.version.split()[0],
              host_facts(os.path.join(outdir, "host.txt")).get("cores", ("?",))[0]),
          ""]
@@ -523,6 +524,12 @@ def report(outdir, meas, pred, trace_ok):
           "pred.jsonl: every prediction; host.txt, host-after.txt: mtrace calibrate before and "
           "after; load.txt).", ""]
     return "\n".join(L), rows
+
+
+def run_time(outdir):
+    """When the measurements were taken: meas.jsonl's modification time."""
+    t = os.path.getmtime(os.path.join(outdir, "meas.jsonl"))
+    return datetime.datetime.fromtimestamp(t, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M")
 
 
 def pymongo_version():
