@@ -472,8 +472,8 @@ def report(outdir, meas, pred, trace_ok):
     reps_load = [x for x in load if x[0] not in ("start", "end")]
     srv = open(os.path.join(outdir, "server.txt")).read().strip() \
         if os.path.exists(os.path.join(outdir, "server.txt")) else ""
-    model = git("log", "-1", "--format=%h (%cd)", "--date=format:%Y-%m-%d %H:%M", "--",
-                "sim/*.c", "sim/*.h", ":!sim/calibrate.c", ":!sim/calibrate.h")
+    model = git("log", "-1", "--no-merges", "--format=%h (%cd)", "--date=format:%Y-%m-%d %H:%M",
+                "--", "sim/*.c", "sim/*.h", ":!sim/calibrate*")
     L = ["", "### Validation run", "",
          "`sim/validate.sh --reps %d`, run %s UTC, at commit %s; the model and its defaults "
          "(sim/'s C sources but calibrate) as of commit %s.  pymongo %s under /usr/bin/python3 "
