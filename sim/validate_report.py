@@ -55,6 +55,22 @@ KEPT = ("host.txt", "host-after.txt", "load.txt", "meas.jsonl", "pred.jsonl", "s
         "server.txt", "report.md")
 
 
+KEEP_README = """# The validation's raw data
+
+Written by sim/validate.sh (sim/validate_report.py); docs/sim-model.md's
+validation section is made from them.
+
+| file | what |
+|---|---|
+| meas.jsonl | every measured row, one JSON object a line as sim/validate_bench.py prints it; `label` dD-rR is delay D ms, repetition R; `mode` seq, tT, or tTp (session pool prefilled) |
+| pred.jsonl | every prediction, `mtrace sim --json` for that row, with `delay`, `mode` and `rep` |
+| host.txt, host-after.txt | `mtrace calibrate` before and after the repetitions (the predictions take host.txt) |
+| load.txt | the 1-minute load average and the runnable tasks not the validation's, before calibrate, before each benchmark process and at the end |
+| sniff.jsonl, server.txt | the sniffed sequential run at delay 0 (the server's times every prediction takes) |
+| report.md | the generated section |
+"""
+
+
 def t95(df):
     ks = sorted(k for k in T95 if k <= df)
     return T95[ks[-1]] if ks else float("nan")
@@ -599,6 +615,8 @@ def main(argv):
         src = os.path.join(outdir, name)
         if os.path.exists(src):
             shutil.copy(src, os.path.join(KEEP, name))
+    with open(os.path.join(KEEP, "README.md"), "w") as f:
+        f.write(KEEP_README)
 
 
 if __name__ == "__main__":
