@@ -310,8 +310,11 @@ add_parsed(struct index *idx, const struct wire_msg *rq,
         rc = mt_err_set(err, -ENOMEM, 0, "out of memory indexing a key");
     if (rc == 0)
         rc = ex_new(idx, rq, rp, latency_ns, &ex);
-    if (rc == 0)
+    if (rc == 0) {
+        match_shape_of(&idx->rules, &req, &idx->ex[ex].shape);
+        idx->ex[ex].first_n = match_reply_first_n(rp->body, rp->body_len);
         rc = group_push(g, ex);
+    }
     if (rc == 0 && idx->ex[ex].cursor_id != 0)
         rc = live_add(idx, idx->ex[ex].cursor_id, ex);
     mt_buf_free(&key);
@@ -343,6 +346,33 @@ index_group_pick(const struct index *idx, struct index_group *g)
 {
     uint64_t n = atomic_fetch_add_explicit(&g->next, 1, memory_order_relaxed);
     return &idx->ex[g->ex[n % g->nex]];
+}
+
+static bool
+shape_equal(const struct match_shape *a, const struct match_shape *b)
+{
+    return a->shaped == b->shaped && a->single == b->single &&
+           a->limit == b->limit && a->batch == b->batch;
+}
+
+const struct index_exchange *
+index_group_pick_shape(const struct index *idx, struct index_group *g,
+                       const struct match_shape *q)
+{
+    uint64_t n = atomic_fetch_add_explicit(&g->next, 1, memory_order_relaxed);
+    const struct index_exchange *e;
+
+    for (uint32_t i = 0; i < g->nex; i++) {
+        e = &idx->ex[g->ex[(n + i) % g->nex]];
+        if (shape_equal(&e->shape, q))
+            return e;
+    }
+    for (uint32_t i = 0; i < g->nex; i++) {
+        e = &idx->ex[g->ex[(n + i) % g->nex]];
+        if (match_shape_serves(&e->shape, e->cursor_id, e->first_n, q))
+            return e;
+    }
+    return NULL;
 }
 
 bool

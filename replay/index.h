@@ -27,9 +27,11 @@ struct index_exchange {
     uint32_t req_len;
     uint8_t *reply; /* owned: the reply message (decompressed) */
     uint32_t reply_len;
-    uint64_t latency_ns; /* reply last byte - request last byte */
-    int64_t cursor_id;   /* cursor.id of the recorded reply, 0 if none */
-    uint32_t *more;      /* owned: getMore exchanges continuing the cursor */
+    uint64_t latency_ns;      /* reply last byte - request last byte */
+    int64_t cursor_id;        /* cursor.id of the recorded reply, 0 if none */
+    struct match_shape shape; /* the request's cursor shape (match.h) */
+    int32_t first_n; /* documents of the reply's firstBatch, -1: none */
+    uint32_t *more;  /* owned: getMore exchanges continuing the cursor */
     uint32_t nmore, more_cap;
 };
 
@@ -106,6 +108,17 @@ struct index_group *index_find(const struct index *idx, const char *key,
 /* The next exchange of g in recorded order, cycling.  Thread-safe. */
 const struct index_exchange *index_group_pick(const struct index *idx,
                                               struct index_group *g);
+
+/*
+ * The next exchange of g, in recorded order from g's round-robin
+ * position, that answers a request of cursor shape q: the first of equal
+ * shape, else the first that match_shape_serves() accepts; NULL when none
+ * does.  Thread-safe.  Cost: O(1) when the exchange at the position has
+ * q's shape (a group of one shape), else O(exchanges of g).
+ */
+const struct index_exchange *
+index_group_pick_shape(const struct index *idx, struct index_group *g,
+                       const struct match_shape *q);
 
 /* The command of g's key (the field after the database) is name. */
 bool index_group_command_is(const struct index_group *g, const char *name);
