@@ -546,7 +546,7 @@ shape_miss_msg(const struct replay_conn *c, const struct rq *q,
     shape_text(&e->shape, rec, sizeof(rec));
     snprintf(msg, n,
              "mtrace replay: no recorded reply for key [%s] with%s: the trace "
-             "has it with%s (%d documents in the first batch, cursor %s), "
+             "has it with%s (a first batch of %d, cursor %s), "
              "which a server would not answer alike",
              key, mine, rec, (int)e->first_n,
              e->cursor_id != 0 ? "left open" : "exhausted");

@@ -452,8 +452,8 @@ match_shape_serves(const struct match_shape *rec, int64_t rec_cursor_id,
      * neither a limit nor singleBatch cut (singleBatch may also have cut
      * it at 16 MiB, at any count) */
     whole = n == 0 || (!rec->single && !(rec->limit > 0 && n >= rec->limit));
-    if (whole)
-        return (q->limit == 0 || q->limit >= n) && qcap >= n;
+    if (whole) /* q's first batch holds them all (its cap has its limit) */
+        return qcap >= n;
     /* the first n documents of a query that may have more: q must return
      * exactly those n and close, by its limit or by singleBatch */
     if (q->limit == n && qcap >= n)
