@@ -279,6 +279,13 @@ set_hello(struct index *idx, const struct wire_msg *rp)
     return 0;
 }
 
+static bool
+shape_equal(const struct match_shape *a, const struct match_shape *b)
+{
+    return a->shaped == b->shaped && a->single == b->single &&
+           a->limit == b->limit && a->batch == b->batch;
+}
+
 static int
 add_parsed(struct index *idx, const struct wire_msg *rq,
            const struct wire_msg *rp, uint64_t latency_ns, struct mt_err *err)
@@ -315,6 +322,9 @@ add_parsed(struct index *idx, const struct wire_msg *rq,
         idx->ex[ex].first_n = match_reply_first_n(rp->body, rp->body_len);
         rc = group_push(g, ex);
     }
+    if (rc == 0 && g->nex > 1 &&
+        !shape_equal(&idx->ex[g->ex[0]].shape, &idx->ex[ex].shape))
+        g->mixed = true;
     if (rc == 0 && idx->ex[ex].cursor_id != 0)
         rc = live_add(idx, idx->ex[ex].cursor_id, ex);
     mt_buf_free(&key);
@@ -348,21 +358,16 @@ index_group_pick(const struct index *idx, struct index_group *g)
     return &idx->ex[g->ex[n % g->nex]];
 }
 
-static bool
-shape_equal(const struct match_shape *a, const struct match_shape *b)
-{
-    return a->shaped == b->shaped && a->single == b->single &&
-           a->limit == b->limit && a->batch == b->batch;
-}
-
 const struct index_exchange *
 index_group_pick_shape(const struct index *idx, struct index_group *g,
                        const struct match_shape *q)
 {
     uint64_t n = atomic_fetch_add_explicit(&g->next, 1, memory_order_relaxed);
-    const struct index_exchange *e;
+    const struct index_exchange *e = &idx->ex[g->ex[n % g->nex]];
 
-    for (uint32_t i = 0; i < g->nex; i++) {
+    if (shape_equal(&e->shape, q))
+        return e;
+    for (uint32_t i = 1; g->mixed && i < g->nex; i++) {
         e = &idx->ex[g->ex[(n + i) % g->nex]];
         if (shape_equal(&e->shape, q))
             return e;

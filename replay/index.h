@@ -41,7 +41,8 @@ struct index_group {
     uint64_t hash;
     uint32_t *ex; /* owned: exchange indices in recorded order */
     uint32_t nex, ex_cap;
-    _Atomic uint64_t next;     /* round-robin position */
+    _Atomic uint64_t next; /* round-robin position */
+    bool mixed;            /* its exchanges have more than one cursor shape */
     struct index_group *chain; /* borrowed: next in the hash bucket */
 };
 
@@ -113,8 +114,9 @@ const struct index_exchange *index_group_pick(const struct index *idx,
  * The next exchange of g, in recorded order from g's round-robin
  * position, that answers a request of cursor shape q: the first of equal
  * shape, else the first that match_shape_serves() accepts; NULL when none
- * does.  Thread-safe.  Cost: O(1) when the exchange at the position has
- * q's shape (a group of one shape), else O(exchanges of g).
+ * does.  Thread-safe.  Cost: O(1) in a group of one shape when q has it;
+ * otherwise until the first exchange that answers (O(exchanges of g) at
+ * most, a miss).
  */
 const struct index_exchange *
 index_group_pick_shape(const struct index *idx, struct index_group *g,

@@ -386,6 +386,7 @@ test_index_group_pick_shape(void **state)
              MATCH_SEP);
     g = index_find(&idx, key, strlen(key));
     assert_non_null(g);
+    assert_true(g->mixed);
     /* equal shapes first, whatever the round-robin position */
     for (int i = 0; i < 3; i++) {
         q = shape_of(FIND("\"batchSize\": 5, "));
