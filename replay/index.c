@@ -35,9 +35,13 @@ index_free(struct index *idx)
         mt_free(idx->ex[i].more);
     }
     for (size_t i = 0; i < idx->ngroups; i++) {
-        mt_free(idx->groups[i]->key);
-        mt_free(idx->groups[i]->ex);
-        mt_free(idx->groups[i]);
+        struct index_group *g = idx->groups[i];
+        for (uint32_t c = 0; c < g->ncls; c++)
+            mt_free(g->cls[c].ex);
+        mt_free(g->cls);
+        mt_free(g->key);
+        mt_free(g->ex);
+        mt_free(g);
     }
     mt_free(idx->ex);
     mt_free(idx->groups);
@@ -287,6 +291,69 @@ shape_equal(const struct match_shape *a, const struct match_shape *b)
 }
 
 static int
+class_push(struct index_shape_class *c, uint32_t ex)
+{
+    size_t cap = c->ex_cap;
+    int rc = grow((void **)&c->ex, &cap, c->nex, sizeof(*c->ex),
+                  INDEX_EXCHANGES_MAX);
+    if (rc < 0)
+        return rc;
+    c->ex_cap = (uint32_t)cap;
+    c->ex[c->nex++] = ex;
+    return 0;
+}
+
+/* Adds a new class of shape s holding the exchanges of g listed in ex. */
+static int
+class_new(struct index_group *g, const struct match_shape *s,
+          const uint32_t *ex, uint32_t n)
+{
+    struct index_shape_class *c;
+    size_t cap = g->cls_cap;
+    int rc = grow((void **)&g->cls, &cap, g->ncls, sizeof(*g->cls),
+                  INDEX_SHAPE_CLASSES_MAX);
+
+    if (rc < 0)
+        return rc;
+    g->cls_cap = (uint32_t)cap;
+    c = &g->cls[g->ncls++];
+    memset(c, 0, sizeof(*c));
+    c->shape = *s;
+    atomic_init(&c->next, 0);
+    for (uint32_t i = 0; i < n && rc == 0; i++)
+        rc = class_push(c, ex[i]);
+    return rc;
+}
+
+/*
+ * Files exchange ex, just pushed to g, under its shape's class.  A group
+ * of one shape has no classes (g->ex is its one class); the first
+ * exchange of another shape creates them.
+ */
+static int
+group_classify(struct index *idx, struct index_group *g, uint32_t ex)
+{
+    const struct match_shape *s = &idx->ex[ex].shape;
+    int rc;
+
+    if (g->ncls == 0) {
+        if (shape_equal(&idx->ex[g->ex[0]].shape, s))
+            return 0;
+        TRY(class_new(g, &idx->ex[g->ex[0]].shape, g->ex, g->nex - 1));
+    }
+    for (uint32_t i = 0; i < g->ncls; i++)
+        if (shape_equal(&g->cls[i].shape, s))
+            return class_push(&g->cls[i], ex);
+    if (g->ncls == INDEX_SHAPE_CLASSES_MAX) {
+        g->overflow = true;
+        return 0;
+    }
+    return class_new(g, s, &ex, 1);
+out:
+    return rc;
+}
+
+static int
 add_parsed(struct index *idx, const struct wire_msg *rq,
            const struct wire_msg *rp, uint64_t latency_ns, struct mt_err *err)
 {
@@ -322,9 +389,8 @@ add_parsed(struct index *idx, const struct wire_msg *rq,
         idx->ex[ex].first_n = match_reply_first_n(rp->body, rp->body_len);
         rc = group_push(g, ex);
     }
-    if (rc == 0 && g->nex > 1 &&
-        !shape_equal(&idx->ex[g->ex[0]].shape, &idx->ex[ex].shape))
-        g->mixed = true;
+    if (rc == 0)
+        rc = group_classify(idx, g, ex);
     if (rc == 0 && idx->ex[ex].cursor_id != 0)
         rc = live_add(idx, idx->ex[ex].cursor_id, ex);
     mt_buf_free(&key);
@@ -358,26 +424,54 @@ index_group_pick(const struct index *idx, struct index_group *g)
     return &idx->ex[g->ex[n % g->nex]];
 }
 
-const struct index_exchange *
-index_group_pick_shape(const struct index *idx, struct index_group *g,
-                       const struct match_shape *q)
+/* From c's round-robin position, the first exchange of c's n that
+ * serves q. */
+static const struct index_exchange *
+pick_serving(const struct index *idx, const uint32_t *ex, uint32_t n,
+             _Atomic uint64_t *next, const struct match_shape *q)
 {
-    uint64_t n = atomic_fetch_add_explicit(&g->next, 1, memory_order_relaxed);
-    const struct index_exchange *e = &idx->ex[g->ex[n % g->nex]];
+    uint64_t pos = atomic_fetch_add_explicit(next, 1, memory_order_relaxed);
 
-    if (shape_equal(&e->shape, q))
-        return e;
-    for (uint32_t i = 1; g->mixed && i < g->nex; i++) {
-        e = &idx->ex[g->ex[(n + i) % g->nex]];
-        if (shape_equal(&e->shape, q))
-            return e;
-    }
-    for (uint32_t i = 0; i < g->nex; i++) {
-        e = &idx->ex[g->ex[(n + i) % g->nex]];
+    for (uint32_t i = 0; i < n; i++) {
+        const struct index_exchange *e = &idx->ex[ex[(pos + i) % n]];
         if (match_shape_serves(&e->shape, e->cursor_id, e->first_n, q))
             return e;
     }
     return NULL;
+}
+
+const struct index_exchange *
+index_group_pick_shape(const struct index *idx, struct index_group *g,
+                       const struct match_shape *q)
+{
+    const struct index_exchange *e;
+
+    if (g->ncls == 0) {
+        e = &idx->ex[g->ex[0]];
+        if (shape_equal(&e->shape, q))
+            return index_group_pick(idx, g);
+        return pick_serving(idx, g->ex, g->nex, &g->next, q);
+    }
+    for (uint32_t i = 0; i < g->ncls; i++) {
+        struct index_shape_class *c = &g->cls[i];
+        if (shape_equal(&c->shape, q)) {
+            uint64_t n =
+                atomic_fetch_add_explicit(&c->next, 1, memory_order_relaxed);
+            return &idx->ex[c->ex[n % c->nex]];
+        }
+    }
+    for (uint32_t i = 0; g->overflow && i < g->nex; i++) {
+        e = &idx->ex[g->ex[i]];
+        if (shape_equal(&e->shape, q))
+            return e; /* a shape past the classes: its first exchange */
+    }
+    for (uint32_t i = 0; i < g->ncls; i++) {
+        struct index_shape_class *c = &g->cls[i];
+        e = pick_serving(idx, c->ex, c->nex, &c->next, q);
+        if (e != NULL)
+            return e;
+    }
+    return g->overflow ? pick_serving(idx, g->ex, g->nex, &g->next, q) : NULL;
 }
 
 bool

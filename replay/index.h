@@ -35,6 +35,16 @@ struct index_exchange {
     uint32_t nmore, more_cap;
 };
 
+/* The exchanges of a group whose requests had one cursor shape. */
+struct index_shape_class {
+    struct match_shape shape;
+    uint32_t *ex; /* owned: exchange indices in recorded order */
+    uint32_t nex, ex_cap;
+    _Atomic uint64_t next; /* round-robin position */
+};
+
+#define INDEX_SHAPE_CLASSES_MAX 64 /* per group; more shapes: scanned */
+
 struct index_group {
     char *key; /* owned, NUL-terminated */
     size_t key_len;
@@ -42,7 +52,11 @@ struct index_group {
     uint32_t *ex; /* owned: exchange indices in recorded order */
     uint32_t nex, ex_cap;
     _Atomic uint64_t next; /* round-robin position */
-    bool mixed;            /* its exchanges have more than one cursor shape */
+    /* owned, when the exchanges have more than one cursor shape: one
+     * class per shape, in order of first appearance */
+    struct index_shape_class *cls;
+    uint32_t ncls, cls_cap;
+    bool overflow; /* a shape beyond INDEX_SHAPE_CLASSES_MAX has no class */
     struct index_group *chain; /* borrowed: next in the hash bucket */
 };
 
@@ -111,12 +125,13 @@ const struct index_exchange *index_group_pick(const struct index *idx,
                                               struct index_group *g);
 
 /*
- * The next exchange of g, in recorded order from g's round-robin
- * position, that answers a request of cursor shape q: the first of equal
- * shape, else the first that match_shape_serves() accepts; NULL when none
- * does.  Thread-safe.  Cost: O(1) in a group of one shape when q has it;
- * otherwise until the first exchange that answers (O(exchanges of g) at
- * most, a miss).
+ * The exchange of g that answers a request of cursor shape q: the next
+ * in recorded order of those of q's shape (cycling, one counter per
+ * shape), else the next of the first shape with one that
+ * match_shape_serves() accepts; NULL when none does.  Thread-safe.  Cost:
+ * O(1) in a group of one shape when q has it; O(shapes of g) to find q's
+ * shape; until the first exchange that answers otherwise (O(exchanges of
+ * g) at most, a miss).
  */
 const struct index_exchange *
 index_group_pick_shape(const struct index *idx, struct index_group *g,

@@ -386,7 +386,7 @@ test_index_group_pick_shape(void **state)
              MATCH_SEP);
     g = index_find(&idx, key, strlen(key));
     assert_non_null(g);
-    assert_true(g->mixed);
+    assert_int_equal(g->ncls, 2);
     /* equal shapes first, whatever the round-robin position */
     for (int i = 0; i < 3; i++) {
         q = shape_of(FIND("\"batchSize\": 5, "));
@@ -403,6 +403,46 @@ test_index_group_pick_shape(void **state)
     index_free(&idx);
 }
 
+/* Each shape cycles through its own exchanges in recorded order. */
+static void
+test_index_group_pick_shape_order(void **state)
+{
+    const char *a = FIND("\"limit\": 1, \"singleBatch\": true, ");
+    const char *b = FIND("\"batchSize\": 5, ");
+    char reply[160];
+    struct match_rules r;
+    struct index idx;
+    struct index_group *g;
+    struct match_shape q;
+
+    match_rules_default(&r);
+    index_init(&idx, &r);
+    for (int i = 0; i < 4; i++) { /* a0 b1 a2 b3, each reply its own */
+        snprintf(reply, sizeof(reply),
+                 "{\"cursor\": {\"id\": {\"$numberLong\": \"0\"}, "
+                 "\"firstBatch\": [{\"_id\": %d}]}, \"ok\": 1}",
+                 i);
+        add(&idx, i + 1, i % 2 ? b : a, reply);
+    }
+    g = idx.groups[0];
+    assert_int_equal(idx.st.groups, 1);
+    assert_int_equal(g->ncls, 2);
+    q = shape_of(a);
+    assert_ptr_equal(index_group_pick_shape(&idx, g, &q), &idx.ex[0]);
+    assert_ptr_equal(index_group_pick_shape(&idx, g, &q), &idx.ex[2]);
+    q = shape_of(b);
+    assert_ptr_equal(index_group_pick_shape(&idx, g, &q), &idx.ex[1]);
+    q = shape_of(a);
+    assert_ptr_equal(index_group_pick_shape(&idx, g, &q), &idx.ex[0]);
+    q = shape_of(b);
+    assert_ptr_equal(index_group_pick_shape(&idx, g, &q), &idx.ex[3]);
+    /* limit 1 alone: served by the first shape's class, in its order */
+    q = shape_of(FIND("\"limit\": 1, "));
+    assert_ptr_equal(index_group_pick_shape(&idx, g, &q), &idx.ex[2]);
+    assert_ptr_equal(index_group_pick_shape(&idx, g, &q), &idx.ex[0]);
+    index_free(&idx);
+}
+
 int
 main(void)
 {
@@ -415,6 +455,7 @@ main(void)
         cmocka_unit_test(test_match_shape_serves_single_batch),
         cmocka_unit_test(test_match_key_write_defaults),
         cmocka_unit_test(test_index_group_pick_shape),
+        cmocka_unit_test(test_index_group_pick_shape_order),
     };
     const struct CMUnitTest refused[] = {
         cmocka_unit_test(test_match_shape_of_unshaped),
