@@ -137,17 +137,24 @@ group_get(struct index *idx, const char *key, size_t len)
     return g;
 }
 
+/* Appends exchange index ex to the list *arr of *n (capacity *cap). */
+static int
+ex_list_push(uint32_t **arr, uint32_t *n, uint32_t *cap, uint32_t ex)
+{
+    size_t c = *cap;
+    int rc = grow((void **)arr, &c, *n, sizeof(**arr), INDEX_EXCHANGES_MAX);
+
+    if (rc < 0)
+        return rc;
+    *cap = (uint32_t)c;
+    (*arr)[(*n)++] = ex;
+    return 0;
+}
+
 static int
 group_push(struct index_group *g, uint32_t ex)
 {
-    size_t cap = g->ex_cap;
-    int rc = grow((void **)&g->ex, &cap, g->nex, sizeof(*g->ex),
-                  INDEX_EXCHANGES_MAX);
-    if (rc < 0)
-        return rc;
-    g->ex_cap = (uint32_t)cap;
-    g->ex[g->nex++] = ex;
-    return 0;
+    return ex_list_push(&g->ex, &g->nex, &g->ex_cap, ex);
 }
 
 /* Appends a copy of the two messages as a new exchange; its index in *out. */
@@ -293,14 +300,7 @@ shape_equal(const struct match_shape *a, const struct match_shape *b)
 static int
 class_push(struct index_shape_class *c, uint32_t ex)
 {
-    size_t cap = c->ex_cap;
-    int rc = grow((void **)&c->ex, &cap, c->nex, sizeof(*c->ex),
-                  INDEX_EXCHANGES_MAX);
-    if (rc < 0)
-        return rc;
-    c->ex_cap = (uint32_t)cap;
-    c->ex[c->nex++] = ex;
-    return 0;
+    return ex_list_push(&c->ex, &c->nex, &c->ex_cap, ex);
 }
 
 /* Adds a new class of shape s holding the exchanges of g listed in ex. */
