@@ -511,80 +511,6 @@ on_unauthorized(struct replay_conn *c, const struct rq *q)
     return send_error(c, q, AUTH_UNAUTHORIZED_CODE, "Unauthorized", msg);
 }
 
-/* "limit=1 batchSize=1 singleBatch=true", the fields a shape has. */
-static void
-shape_text(const struct match_shape *s, char *out, size_t n)
-{
-    int w = snprintf(out, n, "%s", "");
-
-    if (s->limit != 0)
-        w += snprintf(out + w, n - (size_t)w, " limit=%lld",
-                      (long long)s->limit);
-    if (s->batch >= 0 && (size_t)w < n)
-        w += snprintf(out + w, n - (size_t)w, " batchSize=%lld",
-                      (long long)s->batch);
-    if (s->single && (size_t)w < n)
-        w += snprintf(out + w, n - (size_t)w, " singleBatch=true");
-    if (w == 0)
-        snprintf(out, n, " no limit, batchSize or singleBatch");
-}
-
-/* A request whose key was found, but with cursor shapes that do not
- * answer it (match_shape_serves): the message names both. */
-static void
-shape_miss_msg(const struct replay_conn *c, const struct rq *q,
-               const struct index_group *g, char *msg, size_t n)
-{
-    const struct index *idx = c->w->sh->idx;
-    const struct index_exchange *e = &idx->ex[g->ex[0]];
-    char key[320], mine[96], rec[96];
-    struct match_shape s;
-
-    match_key_display(g->key, g->key_len, key, sizeof(key));
-    match_shape_of(&idx->rules, &q->req, &s);
-    shape_text(&s, mine, sizeof(mine));
-    shape_text(&e->shape, rec, sizeof(rec));
-    snprintf(msg, n,
-             "mtrace replay: no recorded reply for key [%s] with%s: the trace "
-             "has it with%s (a first batch of %d, cursor %s), "
-             "which a server would not answer alike",
-             key, mine, rec, (int)e->first_n,
-             e->cursor_id != 0 ? "left open" : "exhausted");
-}
-
-/* No recorded key: the message names the closest one. */
-static void
-key_miss_msg(const struct replay_conn *c, const struct rq *q, char *msg,
-             size_t n)
-{
-    const struct replay_worker *w = c->w;
-    const struct index_group *near;
-    char key[320], close[320], diff[320];
-
-    match_key_display((const char *)w->key.data, w->key.len, key, sizeof(key));
-    near = index_closest(w->sh->idx, (const char *)w->key.data, w->key.len);
-    if (near != NULL && !index_group_command_is(near, q->req.name)) {
-        match_key_display(near->key, near->key_len, close, sizeof(close));
-        snprintf(msg, n,
-                 "mtrace replay: no recorded reply for key [%s]; the trace "
-                 "has no '%s' request (the closest recorded key is [%s])",
-                 key, q->req.name, close);
-    } else if (near != NULL) {
-        match_key_display(near->key, near->key_len, close, sizeof(close));
-        match_key_diff((const char *)w->key.data, w->key.len, near->key,
-                       near->key_len, diff, sizeof(diff));
-        snprintf(msg, n,
-                 "mtrace replay: no recorded reply for key [%s]; closest "
-                 "recorded key [%s] (%s)",
-                 key, close, diff);
-    } else {
-        snprintf(msg, n,
-                 "mtrace replay: no recorded reply for key [%s]; the trace "
-                 "has no requests to match",
-                 key);
-    }
-}
-
 /* shapes: the group of the request's key when only the cursor shapes
  * differ, else NULL. */
 static int
@@ -596,10 +522,14 @@ on_miss(struct replay_conn *c, const struct rq *q,
     uint64_t n;
 
     w->st.missed++;
-    if (shapes != NULL)
-        shape_miss_msg(c, q, shapes, msg, sizeof(msg));
-    else
-        key_miss_msg(c, q, msg, sizeof(msg));
+    if (shapes != NULL) {
+        struct match_shape shape;
+        match_shape_of(&w->sh->idx->rules, &q->req, &shape);
+        index_shape_miss_msg(w->sh->idx, shapes, &shape, msg, sizeof(msg));
+    } else {
+        index_miss_msg(w->sh->idx, (const char *)w->key.data, w->key.len,
+                       q->req.name, msg, sizeof(msg));
+    }
     n = atomic_fetch_add(&w->sh->misses_logged, 1);
     if (n < REPLAY_MISS_LOG_FIRST || n % 1000 == 0)
         mt_warn("replay: conn %lld: miss #%llu: %s", (long long)c->id,

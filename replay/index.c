@@ -9,6 +9,7 @@
 #include "index.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "core/log.h"
@@ -514,6 +515,71 @@ index_closest(const struct index *idx, const char *key, size_t len)
         }
     }
     return best;
+}
+
+/* "limit=1 batchSize=1 singleBatch=true", the fields a shape has. */
+static void
+shape_text(const struct match_shape *s, char *out, size_t n)
+{
+    int w = snprintf(out, n, "%s", "");
+
+    if (s->limit != 0)
+        w += snprintf(out + w, n - (size_t)w, " limit=%lld",
+                      (long long)s->limit);
+    if (s->batch >= 0 && (size_t)w < n)
+        w += snprintf(out + w, n - (size_t)w, " batchSize=%lld",
+                      (long long)s->batch);
+    if (s->single && (size_t)w < n)
+        w += snprintf(out + w, n - (size_t)w, " singleBatch=true");
+    if (w == 0)
+        snprintf(out, n, " no limit, batchSize or singleBatch");
+}
+
+void
+index_shape_miss_msg(const struct index *idx, const struct index_group *g,
+                     const struct match_shape *q, char *msg, size_t n)
+{
+    const struct index_exchange *e = &idx->ex[g->ex[0]];
+    char key[320], mine[96], rec[96];
+
+    match_key_display(g->key, g->key_len, key, sizeof(key));
+    shape_text(q, mine, sizeof(mine));
+    shape_text(&e->shape, rec, sizeof(rec));
+    snprintf(msg, n,
+             "mtrace replay: no recorded reply for key [%s] with%s: the trace "
+             "has it with%s (a first batch of %d, cursor %s), "
+             "which a server would not answer alike",
+             key, mine, rec, (int)e->first_n,
+             e->cursor_id != 0 ? "left open" : "exhausted");
+}
+
+void
+index_miss_msg(const struct index *idx, const char *k, size_t len,
+               const char *cmd, char *msg, size_t n)
+{
+    const struct index_group *near = index_closest(idx, k, len);
+    char key[320], close[320], diff[320];
+
+    match_key_display(k, len, key, sizeof(key));
+    if (near != NULL && !index_group_command_is(near, cmd)) {
+        match_key_display(near->key, near->key_len, close, sizeof(close));
+        snprintf(msg, n,
+                 "mtrace replay: no recorded reply for key [%s]; the trace "
+                 "has no '%s' request (the closest recorded key is [%s])",
+                 key, cmd, close);
+    } else if (near != NULL) {
+        match_key_display(near->key, near->key_len, close, sizeof(close));
+        match_key_diff(k, len, near->key, near->key_len, diff, sizeof(diff));
+        snprintf(msg, n,
+                 "mtrace replay: no recorded reply for key [%s]; closest "
+                 "recorded key [%s] (%s)",
+                 key, close, diff);
+    } else {
+        snprintf(msg, n,
+                 "mtrace replay: no recorded reply for key [%s]; the trace "
+                 "has no requests to match",
+                 key);
+    }
 }
 
 /* ---- loading a trace ---- */

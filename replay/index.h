@@ -145,4 +145,18 @@ bool index_group_command_is(const struct index_group *g, const char *name);
 const struct index_group *index_closest(const struct index *idx,
                                         const char *key, size_t len);
 
+/*
+ * The errmsg of a miss: key (len bytes) of a cmd request is not in the
+ * index; names the closest recorded key and how it differs (or that the
+ * trace has no cmd request).  msg: n bytes, NUL-terminated.  Cost: one
+ * key diff per group.
+ */
+void index_miss_msg(const struct index *idx, const char *key, size_t len,
+                    const char *cmd, char *msg, size_t n);
+
+/* The errmsg of a request of shape q whose key is g's but that none of
+ * g's exchanges answers (index_group_pick_shape): names both shapes. */
+void index_shape_miss_msg(const struct index *idx, const struct index_group *g,
+                          const struct match_shape *q, char *msg, size_t n);
+
 #endif
