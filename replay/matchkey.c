@@ -576,6 +576,27 @@ field_push(struct field *f, size_t *nf, const struct match_req *req,
     return 0;
 }
 
+/* Kind-1 sequences are fields like the others, sorted with them. */
+static int
+fields_of_sequences(const struct match_rules *r, const struct match_req *req,
+                    struct field *f, size_t *nf, struct mt_err *err)
+{
+    for (size_t i = 0; i < req->nseq; i++) {
+        const struct wire_seq *q = &req->seq[i];
+        int rc;
+        if (match_rules_ignored(r, q->identifier))
+            continue;
+        rc = field_push(f, nf, req,
+                        (struct field){q->identifier, 0,
+                                       (uint32_t)strlen(q->identifier), false,
+                                       q},
+                        err);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
 int
 match_key_build(const struct match_rules *r, const struct match_req *req,
                 struct mt_buf *key, struct mt_err *err)
@@ -611,19 +632,8 @@ match_key_build(const struct match_rules *r, const struct match_req *req,
         if (rc < 0)
             return rc;
     }
-    /* kind-1 sequences are fields like the others, sorted with them */
-    for (size_t i = 0; i < req->nseq && nf > 0; i++) {
-        const struct wire_seq *q = &req->seq[i];
-        if (match_rules_ignored(r, q->identifier))
-            continue;
-        rc = field_push(f, &nf, req,
-                        (struct field){q->identifier, 0,
-                                       (uint32_t)strlen(q->identifier), false,
-                                       q},
-                        err);
-        if (rc < 0)
-            return rc;
-    }
+    if (nf > 0 && (rc = fields_of_sequences(r, req, f, &nf, err)) < 0)
+        return rc;
     if (nf > 2)
         qsort(f + 1, nf - 1, sizeof(f[0]), cmp_field);
     kw_str(&w, req->db);
