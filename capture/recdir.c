@@ -128,10 +128,9 @@ list_files(const char *in, struct rfiles *f, struct mt_err *err)
     if (rc < 0)
         return rc;
     if (f->n == 0)
-        return mt_err_set(err, MT_EUSAGE, 0,
-                          "--recording %s: no .bin files in it (mongod "
-                          "writes a recording as <ms>.bin files in the "
-                          "directory startTrafficRecording names)",
+        return mt_err_set(err, -ENOENT, 0,
+                          "--recording %s: no .bin files in it (a "
+                          "recording is <ms>.bin files)",
                           in);
     qsort(f->path, f->n, sizeof(f->path[0]), cmp_path);
     read_sums(f, in);

@@ -49,7 +49,7 @@ parse_msg(struct rd *r, struct recording_packet *p, size_t size,
     struct rd m = *r;
     int32_t mlen = -1;
 
-    p->msg = NULL;
+    p->msg = r->left > 0 ? r->p : NULL;
     p->msg_len = (uint32_t)r->left;
     if (r->left == 0) {
         if (p->event == RECORDING_EV_REQUEST ||
@@ -63,14 +63,13 @@ parse_msg(struct rd *r, struct recording_packet *p, size_t size,
     }
     if (p->event == RECORDING_EV_SESSION_START ||
         p->event == RECORDING_EV_SESSION_END)
-        return MT_OK; /* bytes after a session event are ignored */
+        return MT_OK; /* bytes after a session event: kept, not a message */
     if (!rd_le32s(&m, &mlen) || mlen < WIRE_HEADER_LEN ||
         (size_t)mlen != r->left)
         return mt_err_set(err, MT_ECORRUPT, size - r->left,
                           "its message's messageLength (%d) is not the "
                           "%zu bytes left in the record",
                           r->left >= 4 ? (int)mlen : -1, r->left);
-    p->msg = r->p;
     return MT_OK;
 }
 
