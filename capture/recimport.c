@@ -10,10 +10,13 @@
  * requests before decompression and replies after compression, so these
  * are the wire bytes); an OP_COMPRESSED one gets its decompressed form.
  *
- * Exhaust streams: for each reply with moreToCome the server makes up the
- * next request itself (session_workflow.cpp makeExhaustMessage: requestID
- * = that reply's requestID) and the recorder records it like a request
- * from the client.  It never was on the wire, so it is dropped.
+ * Exhaust streams: for each reply with moreToCome (OP_MSG) or each OP_REPLY
+ * of a legacy exhaust cursor the server makes up the next request itself
+ * (session_workflow.cpp makeExhaustMessage, makeLegacyExhaustMessage:
+ * requestID and responseTo = that reply's) and the recorder records it like
+ * a request from the client.  It never was on the wire, so it is dropped:
+ * a request right after such a reply with the reply's requestID and a
+ * responseTo other than 0 (a client's requests answer nothing).
  */
 #include "recimport.h"
 
@@ -313,25 +316,19 @@ examine(struct recimport *im, const struct recording_packet *p,
         return;
     }
     rec->flags |= TRACE_MSG_MALFORMED;
-    if (rc == MT_ECHECKSUM) {
+    if (rc == MT_ECHECKSUM)
         im->st.msg_crc_errors++;
-        recimport_problem(im,
-                          "record at offset %llu (session %llu, order %llu): "
-                          "its OP_MSG CRC-32C does not match (%s); kept, "
-                          "flagged malformed",
-                          (unsigned long long)im->where_off,
-                          (unsigned long long)p->session_id,
-                          (unsigned long long)p->order, e.msg);
-    } else {
+    else
         im->st.malformed++;
-        recimport_problem(im,
-                          "record at offset %llu (session %llu, order %llu): "
-                          "its message does not parse (%s); kept, flagged "
-                          "malformed",
-                          (unsigned long long)im->where_off,
-                          (unsigned long long)p->session_id,
-                          (unsigned long long)p->order, e.msg);
-    }
+    recimport_problem(im,
+                      "record at offset %llu (session %llu, order %llu): %s "
+                      "(%s); kept, flagged malformed",
+                      (unsigned long long)im->where_off,
+                      (unsigned long long)p->session_id,
+                      (unsigned long long)p->order,
+                      rc == MT_ECHECKSUM ? "its OP_MSG CRC-32C does not match"
+                                         : "its message does not parse",
+                      e.msg);
 }
 
 static int
@@ -356,14 +353,15 @@ put_message(struct recimport *im, struct session *s,
         rec.dir =
             p->event == RECORDING_EV_RESPONSE ? TRACE_DIR_S2C : TRACE_DIR_C2S;
     if (rec.dir == TRACE_DIR_C2S && s->exhaust && in != NULL &&
-        in->h.request_id == s->exhaust_rid) {
+        in->h.request_id == s->exhaust_rid && in->h.response_to != 0) {
         s->exhaust = false;
         im->st.synthetic++;
         return 0;
     }
     s->exhaust = rec.dir == TRACE_DIR_S2C && in != NULL &&
-                 in->h.op_code == WIRE_OP_MSG &&
-                 (in->flags & WIRE_MSG_MORE_TO_COME);
+                 ((in->h.op_code == WIRE_OP_MSG &&
+                   (in->flags & WIRE_MSG_MORE_TO_COME)) ||
+                  in->h.op_code == WIRE_OP_REPLY);
     s->exhaust_rid = s->exhaust ? in->h.request_id : 0;
     if (im->redact != NULL)
         (void)redact_trace_msg(im->redact, &rec, &im->redacted);

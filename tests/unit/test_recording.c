@@ -384,6 +384,46 @@ test_recimport_event_exhaust(void **state)
     mt_buf_free(&other);
 }
 
+/* One date-layout record of session id holding an OP_REPLY (rid, rto). */
+static void
+put_legacy(struct conv *c, uint64_t id, int32_t rid, int32_t rto)
+{
+    bson_t *doc = BCON_NEW("ok", BCON_INT32(1));
+    const bson_t *docs[] = {doc};
+    struct mt_buf m, rec;
+
+    mt_buf_init(&m, 1 << 20);
+    mt_buf_init(&rec, 1 << 20);
+    assert_int_equal(wire_encode_reply(&m, rid, rto, 0, 5, 0, docs, 1), 0);
+    mk(&rec, RECORDING_LAYOUT_DATE, 0, id, SESSION, 1700000000100ull, 50, &m);
+    conv_put(c, &rec, RECORDING_LAYOUT_DATE);
+    bson_destroy(doc);
+    mt_buf_free(&m);
+    mt_buf_free(&rec);
+}
+
+/* One holding an OP_GET_MORE of cursor 5 on db.c (rid, rto). */
+static void
+put_getmore(struct conv *c, uint64_t id, int32_t rid, int32_t rto)
+{
+    struct mt_buf m, rec;
+
+    mt_buf_init(&m, 1 << 20);
+    mt_buf_init(&rec, 1 << 20);
+    le(&m, 16 + 4 + 5 + 4 + 8, 4);                     /* messageLength */
+    le(&m, (uint32_t)rid, 4);                          /* requestID */
+    le(&m, (uint32_t)rto, 4);                          /* responseTo */
+    le(&m, WIRE_OP_GET_MORE, 4);                       /* opCode 2005 */
+    le(&m, 0, 4);                                      /* ZERO */
+    assert_int_equal(mt_buf_append(&m, "db.c", 5), 0); /* namespace */
+    le(&m, 0, 4);                                      /* numberToReturn */
+    le(&m, 5, 8);                                      /* cursorID */
+    mk(&rec, RECORDING_LAYOUT_DATE, 0, id, SESSION, 1700000000100ull, 51, &m);
+    conv_put(c, &rec, RECORDING_LAYOUT_DATE);
+    mt_buf_free(&m);
+    mt_buf_free(&rec);
+}
+
 /* Date layout: no direction recorded; inferred from responseTo and
  * exhaustAllowed; the made-up exhaust request recognised too. */
 static void
@@ -409,9 +449,17 @@ test_recimport_date_directions(void **state)
         conv_put(&c, &rec, L);
         mt_buf_free(&m[i]);
     }
+    /* a legacy exhaust cursor: OP_REPLY, then the OP_GET_MORE the server
+     * made up (requestID and responseTo of that reply), then the next
+     * OP_REPLY; and a client's own OP_GET_MORE (responseTo 0) with the same
+     * requestID as a reply before it, which stays */
+    put_legacy(&c, 4, 700, 12);  /* OP_REPLY 700 -> 12 */
+    put_getmore(&c, 4, 700, 12); /* made up */
+    put_legacy(&c, 4, 701, 700); /* OP_REPLY 701 -> 700 */
+    put_getmore(&c, 4, 701, 0);  /* a client's */
     conv_close(&c, &s);
-    assert_string_equal(s.dirs, "cscs");
-    assert_int_equal(s.synthetic, 1);
+    assert_string_equal(s.dirs, "cscsssc");
+    assert_int_equal(s.synthetic, 2);
     assert_int_equal(s.opens, 1);
     assert_string_equal(s.close[0], "shutdown@4");
     mt_buf_free(&rec);
