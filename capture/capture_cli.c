@@ -331,6 +331,7 @@ capture_on_signal(int sig)
     (void)sig;
     proxy_stop();
     sniff_stop();
+    recdir_stop();
 }
 
 static void

@@ -9,6 +9,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,15 @@
 
 #define CHECKSUM_TXT_MAX (16u << 20)
 #define FILES_MAX 100000u
+
+static volatile sig_atomic_t g_stop;
+
+/* See recdir.h. */
+void
+recdir_stop(void)
+{
+    g_stop = 1;
+}
 
 struct rfiles {
     char **path; /* owned */
@@ -335,7 +345,7 @@ import_file(struct recimport *im, const struct rfiles *fs, size_t i, int layout,
         return 0;
     }
     recimport_stats(im)->files++;
-    for (;;) {
+    while (!g_stop) {
         recimport_set_where(im, fs->path[i], f.off);
         rc = recording_file_next(&f, layout, &p, &e);
         if (rc == MT_END)
@@ -349,6 +359,10 @@ import_file(struct recimport *im, const struct rfiles *fs, size_t i, int layout,
         if (!file_problem(im, &f, rc, &e,
                           recimport_stats(im)->records - records0))
             break;
+    }
+    if (g_stop) {
+        clean = false; /* not read to its end: its CRC cannot be checked */
+        rc = 0;
     }
     if (rc >= 0 || rc == MT_PARTIAL || rc == MT_ETOOBIG || rc == MT_EPROTO ||
         rc == -EIO) {
@@ -431,7 +445,8 @@ recdir_import(const struct recdir_opts *o, struct mt_err *err)
         rc = mt_err_set(err, -ENOMEM, 0, "out of memory");
         goto out;
     }
-    for (size_t i = 0; i < fs.n; i++) {
+    g_stop = 0;
+    for (size_t i = 0; i < fs.n && !g_stop; i++) {
         struct mt_err e = {0};
         int l = i < first ? RECORDING_LAYOUT_NONE : file_layout(fs.path[i], &e);
         if (l == RECORDING_LAYOUT_NONE) {
@@ -468,7 +483,12 @@ recdir_import(const struct recdir_opts *o, struct mt_err *err)
     }
     if (!o->quiet)
         summary(o, recimport_stats(im));
-    if (recimport_stats(im)->problems > 0)
+    if (g_stop)
+        rc = mt_err_set(err, MT_ECORRUPT, 0,
+                        "interrupted: %s holds the records imported before "
+                        "the signal",
+                        o->out_path);
+    else if (recimport_stats(im)->problems > 0)
         rc = mt_err_set(err, MT_ECORRUPT, 0,
                         "%llu problem%s in the recording (above); %s holds "
                         "every record that could be read",

@@ -30,4 +30,8 @@ struct recdir_opts {
  */
 int recdir_import(const struct recdir_opts *o, struct mt_err *err);
 
+/* From a signal handler: recdir_import stops after the current record,
+ * closes the trace (every record so far kept) and returns MT_ECORRUPT. */
+void recdir_stop(void);
+
 #endif
