@@ -39,6 +39,7 @@ struct rfiles {
     size_t n;
     char *sums; /* owned: checksum.txt, or NULL */
     size_t sums_len;
+    bool dir; /* the input is a directory */
 };
 
 static void
@@ -122,6 +123,7 @@ list_files(const char *in, struct rfiles *f, struct mt_err *err)
         read_sums(f, slash ? (n ? dir : "/") : "");
         return add_path(f, "", in, err);
     }
+    f->dir = true;
     if ((d = opendir(in)) == NULL)
         return mt_err_set(err, -errno, 0, "--recording %s: %s", in,
                           strerror(errno));
@@ -374,6 +376,51 @@ import_file(struct recimport *im, const struct rfiles *fs, size_t i, int layout,
     return rc;
 }
 
+/* Whether base names a file of fs. */
+static bool
+have_file(const struct rfiles *fs, const char *base, size_t n)
+{
+    for (size_t i = 0; i < fs->n; i++) {
+        const char *b = strrchr(fs->path[i], '/');
+        b = b ? b + 1 : fs->path[i];
+        if (strlen(b) == n && memcmp(b, base, n) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* A directory's checksum.txt names every file the recorder finished: one
+ * it names that is not there is a missing part of the recording. */
+static void
+check_listed(struct recimport *im, const struct rfiles *fs, const char *dir)
+{
+    size_t pos = 0;
+
+    recimport_set_where(im, dir, 0);
+    while (fs->sums != NULL && pos < fs->sums_len) {
+        const char *line = fs->sums + pos, *nl, *tab, *base;
+        size_t n;
+
+        nl = memchr(line, '\n', fs->sums_len - pos);
+        n = nl != NULL ? (size_t)(nl - line) : fs->sums_len - pos;
+        pos += n + 1;
+        tab = memchr(line, '\t', n);
+        if (tab == NULL)
+            continue;
+        for (base = tab; base > line && base[-1] != '/'; base--)
+            ;
+        if (tab - base > 4 && memcmp(tab - 4, ".bin", 4) == 0 &&
+            !have_file(fs, base, (size_t)(tab - base))) {
+            recimport_stats(im)->missing_files++;
+            recimport_problem(im,
+                              "checksum.txt lists %.*s, which is not in the "
+                              "directory: that part of the recording is "
+                              "missing",
+                              (int)(tab - base), base);
+        }
+    }
+}
+
 static void
 summary(const struct recdir_opts *o, const struct recimport_stats *st)
 {
@@ -473,6 +520,8 @@ recdir_import(const struct recdir_opts *o, struct mt_err *err)
         if ((rc = import_file(im, &fs, i, layout, err)) < 0)
             goto out;
     }
+    if (fs.dir && !g_stop)
+        check_listed(im, &fs, o->in_path);
     if ((rc = recimport_finish(im, err)) < 0)
         goto out;
     rc = trace_writer_close(w);

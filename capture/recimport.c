@@ -461,6 +461,7 @@ recimport_finish(struct recimport *im, struct mt_err *err)
     stat_put(&st, "file_checksums_ok", x->crc_ok);
     stat_put(&st, "file_checksums_bad", x->crc_bad);
     stat_put(&st, "file_checksums_absent", x->crc_unchecked);
+    stat_put(&st, "missing_files", x->missing_files);
     stat_put(&st, "order_first", x->order_min);
     stat_put(&st, "order_missing", x->order_missing);
     rc = trace_writer_stats(im->w, &st);

@@ -20,6 +20,7 @@ struct recimport_stats {
     uint64_t files, records, messages, c2s, s2c;
     uint64_t sessions, session_events, dup_starts, synthetic;
     uint64_t unknown, bad_records, truncated, bad_size, unread_bytes;
+    uint64_t missing_files; /* in checksum.txt, not in the directory */
     uint64_t malformed, msg_crc_errors;
     uint64_t crc_ok, crc_bad, crc_unchecked;
     uint64_t order_min, order_max, order_missing;

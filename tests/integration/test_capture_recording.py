@@ -19,7 +19,7 @@ events, no direction).  Each recording imported back must give:
     workload with the same documents and errors, and no miss.
 Then damaged recordings (truncated, a bad size, a file changed after its
 checksum was written, an OP_MSG whose CRC-32C does not match, an unknown
-record): each exits 1 with one line naming the problem and the offset, and
+record, a file of the directory missing): each exits 1 with one line naming the problem and the offset, and
 its trace holds every complete record.  And usage: --recording with a proxy
 option or with --pcap is exit 2; a missing directory exit 1, no trace left.
 """
@@ -184,6 +184,17 @@ def damage_leg(env, trace):
         check(full - lost[1] <= got <= full - lost[0],
               "%s: %d messages of %d kept" % (kind, got, full))
         print("ok: %s: exit 1, '%s', %d of %d messages kept" % (kind, text, got, full))
+    # a file of the directory gone: checksum.txt still lists it
+    d = env.path("bad-missing")
+    make_rec(trace, d, "--files", "3")
+    os.unlink(os.path.join(d, sorted(f for f in os.listdir(d) if f.endswith(".bin"))[1]))
+    err = import_rec(env, d, env.path("bad-missing.zst"), ["--quiet"], want=1)
+    lines = [l for l in err.splitlines() if l.strip()]
+    check(len(lines) == 2 and "checksum.txt lists" in lines[0] and "missing" in lines[0],
+          "missing file: %r" % lines)
+    got = len(msgs(env.dump(env.path("bad-missing.zst"))))
+    check(0 < got < full, "missing file: %d of %d messages" % (got, full))
+    print("ok: missing file: exit 1, named from checksum.txt, %d of %d messages kept" % (got, full))
 
 
 def usage_leg(env):
