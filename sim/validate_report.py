@@ -52,7 +52,7 @@ T95 = {1: 6.314, 2: 2.920, 3: 2.353, 4: 2.132, 5: 2.015, 6: 1.943, 7: 1.895, 8: 
        16: 1.746, 17: 1.740, 18: 1.734, 19: 1.729, 20: 1.725, 25: 1.708, 30: 1.697,
        40: 1.684, 60: 1.671, 120: 1.658}
 KEPT = ("host.txt", "host-after.txt", "load.txt", "meas.jsonl", "pred.jsonl", "sniff.jsonl",
-        "server.txt", "report.md")
+        "server.txt", "failed.txt", "report.md")
 
 
 KEEP_README = """# The validation's raw data
@@ -507,6 +507,10 @@ def report(outdir, meas, pred, trace_ok):
                      statistics.mean(x[2] for x in reps_load) if reps_load else float("nan"),
                      max((x[3] for x in reps_load), default=-1)))
         L.append("")
+    failed = os.path.join(outdir, "failed.txt")
+    if os.path.exists(failed):
+        L += ["Benchmark processes that failed (their rows of that repetition are left out): "
+              "%s." % ", ".join(open(failed).read().split()), ""]
     L.append("Server times: %s" % (srv if trace_ok else
                                    "not sniffed (no root or no pairs): the model's default."))
     L += ["", "Each repetition's rows are predicted by `mtrace sim --host host.txt --trace "
