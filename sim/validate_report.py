@@ -51,6 +51,10 @@ T95 = {1: 6.314, 2: 2.920, 3: 2.353, 4: 2.132, 5: 2.015, 6: 1.943, 7: 1.895, 8: 
        9: 1.833, 10: 1.812, 11: 1.796, 12: 1.782, 13: 1.771, 14: 1.761, 15: 1.753,
        16: 1.746, 17: 1.740, 18: 1.734, 19: 1.729, 20: 1.725, 25: 1.708, 30: 1.697,
        40: 1.684, 60: 1.671, 120: 1.658}
+# the fields of a prediction pred.jsonl keeps
+PRED_KEEP = ("threads", "calls", "runs", "mean_ms", "mean_lo_ms", "mean_hi_ms", "stdev_pct",
+             "stdev_pct_lo", "stdev_pct_hi", "p50_ms", "p99_ms", "p99_lo_ms", "p99_hi_ms",
+             "binding", "util", "lock_blocks_per_call", "gil_switches_per_call", "py_call_us")
 KEPT = ("host.txt", "host-after.txt", "load.txt", "meas.jsonl", "pred.jsonl", "sniff.jsonl",
         "server.txt", "failed.txt", "report.md")
 
@@ -603,8 +607,9 @@ def main(argv):
     with open(os.path.join(outdir, "pred.jsonl"), "w") as f:
         for (d, m), reps in sorted(pred.items()):
             for rep, p in sorted(reps.items()):
-                keep = {k: p[k] for k in p if not isinstance(p[k], dict) or k == "util"}
-                f.write(json.dumps(dict(keep, delay=d, mode=m, rep=rep)) + "\n")
+                keep = {k: p[k] for k in PRED_KEEP if k in p}
+                f.write(json.dumps(dict(keep, delay=d, mode=m, rep=rep),
+                                   separators=(",", ":")) + "\n")
     text, _ = report(outdir, meas, pred, trace_ok)
     with open(os.path.join(outdir, "report.md"), "w") as f:
         f.write(text + "\n")
