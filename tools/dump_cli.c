@@ -12,11 +12,13 @@
  */
 #include "dump_cli.h"
 
+#include <getopt.h>
 #include <inttypes.h>
 #include <string.h>
 #include <time.h>
 
 #include "core/buf.h"
+#include "core/cli.h"
 #include "core/rd.h"
 #include "core/trace.h"
 #include "core/wire.h"
@@ -538,6 +540,54 @@ dump_run(struct dump *d, struct trace_reader *r, const char *path)
     return status;
 }
 
+enum { OPT_JSON = 256 };
+
+/*
+ * argv into *json and *path.  True: run; false: exit with *status (0
+ * after --help, 2 bad usage, its line printed).
+ */
+static bool
+dump_parse_args(int argc, char **argv, bool *json, const char **path,
+                int *status)
+{
+    static const struct option longopts[] = {
+        {"json", no_argument, NULL, OPT_JSON},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int c;
+
+    opterr = 0;
+    optind = 1;
+    *status = CLI_EXIT_USAGE;
+    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'h':
+            usage(stdout);
+            *status = CLI_EXIT_OK;
+            return false;
+        case OPT_JSON:
+            *json = true;
+            break;
+        default:
+            cli_option_error("dump", c, argv);
+            return false;
+        }
+    }
+    if (optind == argc) {
+        fprintf(stderr, "mtrace dump: no trace given; usage: mtrace dump "
+                        "[--json] TRACE.zst\n");
+        return false;
+    }
+    if (argc - optind > 1) {
+        cli_usage_error("dump", "one trace at a time ('%s' and '%s')",
+                        argv[optind], argv[optind + 1]);
+        return false;
+    }
+    *path = argv[optind];
+    return true;
+}
+
 int
 dump_cli_main(int argc, char **argv)
 {
@@ -548,33 +598,8 @@ dump_cli_main(int argc, char **argv)
     int status;
 
     memset(&d, 0, sizeof(d));
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            usage(stdout);
-            return 0;
-        } else if (strcmp(argv[i], "--json") == 0) {
-            d.json = true;
-        } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
-            fprintf(stderr,
-                    "mtrace dump: unknown option '%s'; run 'mtrace dump "
-                    "--help'\n",
-                    argv[i]);
-            return 2;
-        } else if (path != NULL) {
-            fprintf(stderr,
-                    "mtrace dump: one trace at a time ('%s' and "
-                    "'%s'); run 'mtrace dump --help'\n",
-                    path, argv[i]);
-            return 2;
-        } else {
-            path = argv[i];
-        }
-    }
-    if (path == NULL) {
-        fprintf(stderr, "mtrace dump: no trace given; usage: mtrace dump "
-                        "[--json] TRACE.zst\n");
-        return 2;
-    }
+    if (!dump_parse_args(argc, argv, &d.json, &path, &status))
+        return status;
     r = strcmp(path, "-") == 0 ? trace_reader_open_fp(stdin, &err)
                                : trace_reader_open(path, &err);
     if (r == NULL) {
