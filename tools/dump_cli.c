@@ -19,6 +19,7 @@
 
 #include "core/buf.h"
 #include "core/cli.h"
+#include "core/pair.h"
 #include "core/rd.h"
 #include "core/trace.h"
 #include "core/wire.h"
@@ -30,8 +31,8 @@ struct dump {
     FILE *out; /* borrowed: stdout */
     bool json;
     struct trace_header hdr;
-    struct mt_buf scratch; /* decompressed messages */
-    struct pending pend;   /* requests awaiting replies: cmd names */
+    struct mt_buf scratch;  /* decompressed messages */
+    struct pair_table pend; /* requests awaiting replies: cmd names */
     uint64_t auth_msgs;
     uint64_t bad_msgs;
 };
@@ -288,7 +289,7 @@ plain_msg(struct dump *d, const struct trace_msg *m, const struct msginfo *mi,
 /* Pairs requests and replies so that a reply can name its command. */
 static const char *
 track(struct dump *d, const struct trace_msg *m, struct msginfo *mi,
-      struct pending_val *v)
+      struct msginfo_pending *v)
 {
     memset(v, 0, sizeof(*v));
     if (!mi->parsed)
@@ -298,14 +299,14 @@ track(struct dump *d, const struct trace_msg *m, struct msginfo *mi,
             snprintf(v->cmd, sizeof(v->cmd), "%s", mi->cmd.name);
             v->auth = mi->auth;
             v->t_ns = m->t_ns;
-            (void)pending_put(&d->pend, m->conn_id, mi->request_id, v);
+            (void)pair_table_put(&d->pend, m->conn_id, mi->request_id, v);
         }
         return mi->cmd.name;
     }
-    if (!pending_take(&d->pend, m->conn_id, mi->response_to, v))
+    if (!pair_table_take(&d->pend, m->conn_id, mi->response_to, v))
         return NULL;
     if (mi->more_to_come) /* exhaust: the next reply answers this one */
-        (void)pending_put(&d->pend, m->conn_id, mi->request_id, v);
+        (void)pair_table_put(&d->pend, m->conn_id, mi->request_id, v);
     mi->auth = mi->auth || v->auth;
     return v->cmd;
 }
@@ -314,7 +315,7 @@ static void
 dump_msg(struct dump *d, const struct trace_msg *m)
 {
     struct msginfo mi;
-    struct pending_val v;
+    struct msginfo_pending v;
     const char *cmd;
 
     msginfo_decode(m, &d->scratch, &mi);
@@ -608,9 +609,9 @@ dump_cli_main(int argc, char **argv)
     }
     d.out = stdout;
     mt_buf_init(&d.scratch, WIRE_MSG_LEN_MAX);
-    pending_init(&d.pend, PENDING_MAX);
+    pair_table_init(&d.pend, sizeof(struct msginfo_pending), PENDING_MAX);
     status = dump_run(&d, r, path);
-    pending_free(&d.pend);
+    pair_table_free(&d.pend);
     mt_buf_free(&d.scratch);
     trace_reader_free(r);
     return status;
