@@ -1,6 +1,6 @@
 /*
  * replay_summary.h -- the exit summary of `mtrace replay`: the merged
- * statistics of every loop (conn.h struct replay_stats) as text lines for
+ * statistics of every loop (replay_stats.h struct replay_stats) as text lines for
  * stderr and as the one JSON object of --summary-json.  docs/replay.md
  * ("Statistics") describes every field.
  */
