@@ -42,6 +42,8 @@ distinct_fields(const char *key, size_t len)
     const char *name[32];
     size_t nlen[32], n = 0, start = 0;
 
+    if (len == 0)
+        return 0;
     for (size_t i = 0; i <= len; i++) {
         if (i < len && key[i] != MATCH_SEP)
             continue;
@@ -75,7 +77,7 @@ check_key(const struct match_rules *r, const struct match_req *req,
     mt_buf_init(&again, 1u << 20);
     check(match_key_build(r, req, &again, &err) == 0);
     check(again.len == key->len &&
-          memcmp(again.data, key->data, key->len) == 0);
+          (key->len == 0 || memcmp(again.data, key->data, key->len) == 0));
     check(match_key_hash(again.data, again.len) ==
           match_key_hash(key->data, key->len));
     mt_buf_free(&again);
