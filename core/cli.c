@@ -38,6 +38,22 @@ cli_option_error(const char *cmd, int c, char **argv)
                            arg);
 }
 
+int
+cli_take_trace(const char *cmd, const char *synopsis, int argc, char **argv,
+               const char **path)
+{
+    if (optind >= argc) {
+        fprintf(stderr, "mtrace %s: no trace given; usage: %s\n", cmd,
+                synopsis);
+        return CLI_EXIT_USAGE;
+    }
+    if (argc - optind > 1)
+        return cli_usage_error(cmd, "one trace at a time ('%s' and '%s')",
+                               argv[optind], argv[optind + 1]);
+    *path = argv[optind];
+    return 0;
+}
+
 bool
 cli_parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *v)
 {

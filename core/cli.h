@@ -32,6 +32,14 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
  */
 int cli_option_error(const char *cmd, int c, char **argv);
 
+/*
+ * The one TRACE operand left after getopt (argv[optind..argc)) into
+ * *path.  Returns 0, or CLI_EXIT_USAGE with its line printed: "no trace
+ * given; usage: SYNOPSIS" or "one trace at a time ('A' and 'B')".
+ */
+int cli_take_trace(const char *cmd, const char *synopsis, int argc, char **argv,
+                   const char **path);
+
 /* A decimal in [lo, hi], digits only (no sign, no space); false on junk,
  * overflow or range, *v untouched then. */
 bool cli_parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *v);

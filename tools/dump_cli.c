@@ -575,18 +575,9 @@ dump_parse_args(int argc, char **argv, bool *json, const char **path,
             return false;
         }
     }
-    if (optind == argc) {
-        fprintf(stderr, "mtrace dump: no trace given; usage: mtrace dump "
-                        "[--json] TRACE.zst\n");
-        return false;
-    }
-    if (argc - optind > 1) {
-        cli_usage_error("dump", "one trace at a time ('%s' and '%s')",
-                        argv[optind], argv[optind + 1]);
-        return false;
-    }
-    *path = argv[optind];
-    return true;
+    *status = cli_take_trace("dump", "mtrace dump [--json] TRACE.zst", argc,
+                             argv, path);
+    return *status == 0;
 }
 
 int

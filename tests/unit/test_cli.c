@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -108,6 +109,34 @@ test_cli_usage_error_line(void **state)
     fclose(f);
 }
 
+/* The one TRACE operand: taken when alone, refused when missing or
+ * followed by another (exit status 2). */
+static void
+test_cli_take_trace_operands(void **state)
+{
+    char *one[] = {"dump", "--json", "t.zst", NULL};
+    char *two[] = {"dump", "a.zst", "b.zst", NULL};
+    const char *path = NULL;
+    FILE *saved = stderr, *f = tmpfile();
+
+    assert_non_null(f);
+    optind = 2;
+    assert_int_equal(cli_take_trace("dump", "mtrace dump TRACE", 3, one, &path),
+                     0);
+    assert_string_equal(path, "t.zst");
+    stderr = f; /* the refusals' lines */
+    optind = 3;
+    path = NULL;
+    assert_int_equal(cli_take_trace("dump", "mtrace dump TRACE", 3, one, &path),
+                     CLI_EXIT_USAGE);
+    optind = 1;
+    assert_int_equal(cli_take_trace("dump", "mtrace dump TRACE", 3, two, &path),
+                     CLI_EXIT_USAGE);
+    stderr = saved;
+    assert_null(path);
+    fclose(f);
+}
+
 int
 main(void)
 {
@@ -115,6 +144,7 @@ main(void)
         cmocka_unit_test(test_cli_parse_u64_valid),
         cmocka_unit_test(test_cli_parse_double_valid),
         cmocka_unit_test(test_cli_usage_error_line),
+        cmocka_unit_test(test_cli_take_trace_operands),
     };
     const struct CMUnitTest invalid[] = {
         cmocka_unit_test(test_cli_parse_invalid),
