@@ -20,8 +20,8 @@
 #include "capture_usage.h"
 #include "pconn.h"
 
-#define CLI_DELAY_MS_MAX 3600000.0 /* one hour */
-#define CLI_CONNS_MAX 1000000u
+#define CAPTURE_DELAY_MS_MAX 3600000.0 /* one hour */
+#define CAPTURE_CONNS_MAX 1000000u
 
 /* "HOST:PORT" or "[V6]:PORT" into ss (core/addr.c); desc gets the
  * canonical "ip:port". */
@@ -96,7 +96,7 @@ capture_parse_proxy_opt(int c, const char *arg, struct capture_args *a)
         a->target = arg;
         return 0;
     case OPT_DELAY:
-        if (!cli_parse_duration_ns(arg, 0, CLI_DELAY_MS_MAX, 1e6,
+        if (!cli_parse_duration_ns(arg, 0, CAPTURE_DELAY_MS_MAX, 1e6,
                                    &a->px.delay_ns))
             return cli_usage_error(
                 "capture",
@@ -105,7 +105,7 @@ capture_parse_proxy_opt(int c, const char *arg, struct capture_args *a)
                 arg);
         return 0;
     case OPT_MAXCONNS:
-        if (!cli_parse_u64(arg, 1, CLI_CONNS_MAX, &v))
+        if (!cli_parse_u64(arg, 1, CAPTURE_CONNS_MAX, &v))
             return cli_usage_error(
                 "capture",
                 "--max-conns wants a number from 1 to 1000000, "
