@@ -182,7 +182,6 @@ pair_table_put(struct pair_table *t, uint64_t conn, int32_t req,
                const void *val)
 {
     struct pair_slot *s = find(t, conn, req);
-
     int rc;
 
     if (s == NULL || !s->used) {
