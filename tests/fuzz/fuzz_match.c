@@ -10,8 +10,9 @@
  *     equal in both keys the same either way round, and finds no
  *     difference between a key and itself (all its fields equal);
  *   - cursor_rewrite_reply of a reply whose cursor.id is an integer gives
- *     valid BSON whose cursor.id is the new id, and (an Int64 id, the same
- *     length) rewriting back with the old id gives the input's bytes.
+ *     BSON whose cursor.id is the new id (valid when the input was), and
+ *     (an Int64 id, the same length) rewriting back with the old id gives
+ *     the input's bytes.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -101,13 +102,16 @@ static void
 check_rewrite(const uint8_t *data, size_t size)
 {
     int64_t old = match_reply_cursor_id(data, size);
-    bson_t out, back;
+    bson_t in, out, back;
 
     if (old == 0)
         return;
     bson_init(&out);
     if (cursor_rewrite_reply(data, size, 42, &out) == 0) {
-        check(bson_validate(&out, BSON_VALIDATE_NONE, NULL));
+        /* the bytes are copied as recorded: valid in, valid out */
+        check(!bson_init_static(&in, data, size) ||
+              !bson_validate(&in, BSON_VALIDATE_NONE, NULL) ||
+              bson_validate(&out, BSON_VALIDATE_NONE, NULL));
         check(match_reply_cursor_id(bson_get_data(&out), out.len) == 42);
         if (out.len == size) {
             bson_init(&back);
