@@ -24,9 +24,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "core/addr.h"
 #include "core/log.h"
 #include "core/mem.h"
 #include "core/rd.h"
+#include "core/srv.h"
 #include "core/tls.h"
 #include "core/wire.h"
 #include "pdelay.h"
@@ -569,25 +571,6 @@ pconn__after(struct pconn *c)
 
 /* ---- life cycle ---- */
 
-/* Formats sa as "1.2.3.4:5" or "[::1]:5" into out. */
-void
-pconn_format_addr(const struct sockaddr *sa, char *out, size_t len)
-{
-    char ip[INET6_ADDRSTRLEN] = "?";
-
-    if (sa->sa_family == AF_INET) {
-        const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
-        inet_ntop(AF_INET, &in->sin_addr, ip, sizeof(ip));
-        snprintf(out, len, "%s:%u", ip, ntohs(in->sin_port));
-    } else if (sa->sa_family == AF_INET6) {
-        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
-        inet_ntop(AF_INET6, &in6->sin6_addr, ip, sizeof(ip));
-        snprintf(out, len, "[%s]:%u", ip, ntohs(in6->sin6_port));
-    } else {
-        snprintf(out, len, "?");
-    }
-}
-
 static int
 pconn_connect(struct pconn *c)
 {
@@ -627,6 +610,7 @@ pconn_accept(struct ploop *pl, int cfd, const struct sockaddr *peer,
                     "connections until some close",
                     p->max_conns);
         close(cfd);
+        srv_conn_done(p->srv, pl->idx);
         return;
     }
     c = mt_calloc(1, sizeof(*c));
@@ -634,6 +618,7 @@ pconn_accept(struct ploop *pl, int cfd, const struct sockaddr *peer,
         mt_error("capture: out of memory accepting a connection");
         atomic_fetch_sub(&p->nconns, 1);
         close(cfd);
+        srv_conn_done(p->srv, pl->idx);
         return;
     }
     c->pl = pl;
@@ -649,7 +634,7 @@ pconn_accept(struct ploop *pl, int cfd, const struct sockaddr *peer,
     loop_timer_init(&c->hold_timer);
     loop_timer_init(&c->rst_timer);
     c->last_io_ns = c->open_ns = loop_update_time(pl->l);
-    pconn_format_addr(peer, c->client, sizeof(c->client));
+    mt_addr_format(peer, c->client, sizeof(c->client));
     (void)peer_len;
     pconn_sock_opts(cfd);
     c->next = pl->conns;
@@ -657,7 +642,6 @@ pconn_accept(struct ploop *pl, int cfd, const struct sockaddr *peer,
         pl->conns->prev = c;
     pl->conns = c;
     pl->nconns++;
-    atomic_fetch_add(&pl->load, 1);
     pl->st.accepted++;
     precord_open(c);
 
@@ -724,7 +708,7 @@ pconn_close(struct pconn *c, uint8_t reason)
     if (c->next != NULL)
         c->next->prev = c->prev;
     pl->nconns--;
-    atomic_fetch_sub(&pl->load, 1);
+    srv_conn_done(pl->p->srv, pl->idx);
     atomic_fetch_sub(&pl->p->nconns, 1);
     mt_free(c);
 }

@@ -23,7 +23,7 @@
 #include "core/loop.h"
 #include "pbuf.h"
 #include "pframe.h"
-#include "phist.h"
+#include "core/delay_hist.h"
 #include "ppend.h"
 #include "recq.h"
 
@@ -38,6 +38,7 @@
 #define PCONN_HOLDS_MAX 65536
 
 struct proxy;
+struct srv;
 struct tls_ctx;
 struct tls_conn;
 
@@ -59,43 +60,22 @@ struct pstats {
     uint64_t tls_fail;      /* client TLS handshakes that failed */
 };
 
-/* An accepted connection handed to another loop (balancing, proxy.c). */
-struct phand {
-    int fd; /* owned by the receiving loop once queued */
-    socklen_t peer_len;
-    struct sockaddr_storage peer;
-};
-
-#define PLOOP_HAND_MAX 64 /* hand-offs queued to one loop at once */
-
 /* One event loop and everything it owns. */
 struct ploop {
-    struct loop *l;  /* owned */
-    struct proxy *p; /* borrowed: shared settings and queue */
-    int idx;
-    int lfd;             /* owned listening socket, -1 once closed */
+    struct loop *l;      /* owned */
+    struct proxy *p;     /* borrowed: shared settings and queue */
+    int idx;             /* its index in core/srv.h's server */
     uint8_t *scratch;    /* owned: PCONN_READ_LEN read buffer */
     struct pconn *conns; /* owned list */
     size_t nconns;
     struct ppend pend; /* conns with a readable socket to serve */
     bool paused_any;   /* some connection waits for queue room */
     atomic_bool resume_pending;
-    bool draining;
-    struct loop_timer drain_timer;
-    struct loop_timer accept_timer; /* re-enables accepts after EMFILE */
-    struct loop_timer sweep_timer;  /* idle / incomplete-message timeouts */
-    uint64_t sweep_ns;              /* its period; 0: no timeouts */
     struct pstats st;
-    struct phist hist;
+    struct delay_hist hist;  /* achieved delays (pdelay.c) */
     struct recq_batch batch; /* records of this tick; pushed before sleep */
     size_t held;             /* replies held in its connections (pdelay.c) */
     uint64_t spin_cur_ns;    /* the loop's spin window (pdelay_bound_spin) */
-    atomic_uint load;        /* connections open in this loop */
-    atomic_uint handing;     /* connections queued to it by other loops */
-    struct mt_err rt_err;    /* --rt-prio refused in this loop's thread */
-    pthread_mutex_t hand_mu;
-    struct phand hand[PLOOP_HAND_MAX]; /* under hand_mu */
-    size_t hand_n;                     /* under hand_mu */
 };
 
 /* Shared by every loop; set up by proxy.c, read-only while running except
@@ -119,10 +99,10 @@ struct proxy {
     struct recq *q;     /* owned */
     atomic_uint_fast64_t next_id;
     atomic_uint nconns;
-    atomic_bool stopping;
     atomic_bool warned_rs; /* the replica-set warning was logged */
     struct ploop *loops;   /* owned array */
     int nloops;
+    struct srv *srv; /* owned: listeners, hand-off, threads (core/srv.h) */
 };
 
 /* ---- internals of pconn.c, precord.c and pdelay.c ---- */
@@ -207,7 +187,8 @@ const char *pconn__side(int d);
 /* ---- the connection API used by proxy.c ---- */
 
 /* Accepted client fd cfd (non-blocking) from peer: starts the upstream
- * connection.  Always consumes cfd (closed on failure). */
+ * connection.  Always consumes cfd (closed on failure); calls
+ * srv_conn_done() once when the connection ends or is refused. */
 void pconn_accept(struct ploop *pl, int cfd, const struct sockaddr *peer,
                   socklen_t peer_len);
 
@@ -225,9 +206,6 @@ void pconn_resume(struct pconn *c);
  * the loop sleeps; may close connections).  True when some still wait
  * with a readable socket (the loop must not block). */
 bool pconn_serve_pending(struct ploop *pl);
-
-/* Formats sa as "1.2.3.4:5" or "[::1]:5" into out. */
-void pconn_format_addr(const struct sockaddr *sa, char *out, size_t len);
 
 /* Closes c (logging why) when --idle-timeout-s or --msg-timeout-s has
  * expired at now_ns; true if it did (c is freed). */

@@ -97,7 +97,7 @@ pdelay_written(struct pconn *c, uint64_t t_send)
         if (h->end_off > c->d[TRACE_DIR_S2C].out_off)
             break;
         if (h->arrival_ns != 0)
-            phist_add(&c->pl->hist, t_send - h->arrival_ns);
+            delay_hist_add(&c->pl->hist, t_send - h->arrival_ns);
         c->h_done++;
     }
 }
