@@ -23,6 +23,7 @@
 #include "core/loop.h"
 #include "pbuf.h"
 #include "pframe.h"
+#include "pstream.h"
 #include "core/delay_hist.h"
 #include "ppend.h"
 #include "recq.h"
@@ -34,8 +35,6 @@
 /* Reads of one direction per event or pending turn (then the loop serves
  * others and comes back: the sockets are edge-triggered). */
 #define PCONN_READ_BUDGET 4
-/* Replies held per connection (--delay-ms). */
-#define PCONN_HOLDS_MAX 65536
 
 struct proxy;
 struct srv;
@@ -107,18 +106,12 @@ struct proxy {
 
 /* ---- internals of pconn.c, precord.c and pdelay.c ---- */
 
-/* A held reply (pdelay.c). */
-struct phold {
-    uint64_t ready_ns, end_off, arrival_ns;
-};
-
-/* One direction of a connection (see pconn.c for the offsets). */
+/* One direction of a connection: its bytes (pstream.h), and the state of
+ * its two sockets. */
 struct pdir {
-    struct pbuf out;
-    uint64_t in_off, out_off, rel_off;
-    uint64_t msg_end_off; /* end of the last complete message */
-    bool eof;             /* source said EOF */
-    bool shut;            /* destination shut down for writing */
+    struct pstream s; /* forwarding, framing, recording, holds */
+    bool eof;         /* source said EOF */
+    bool shut;        /* destination shut down for writing */
     bool wblocked;
     /* Edge-triggered source: it may still hold bytes or an EOF (no EAGAIN
      * or EOF seen since its last event); and a FIN, error or TCP urgent
@@ -132,7 +125,6 @@ struct pdir {
      * it reset.  Reads still find the bytes it sent before, then an EOF
      * or the error, either of which then counts as its reset. */
     bool tx_rst;
-    struct pframer fr;
 };
 
 /* A proxied connection: pconn.c forwards, precord.c records, pdelay.c
@@ -159,17 +151,14 @@ struct pconn {
     bool dead;
     uint8_t reason; /* when dead */
     struct pdir d[2];
-    struct phold *holds;                    /* owned ring */
-    size_t holds_cap, h_done, h_rel, h_end; /* monotonic indices */
-    struct loop_timer hold_timer;
+    struct loop_timer hold_timer; /* the next hold of d[S2C] (pdelay.c) */
+    size_t held; /* d[S2C]'s waiting holds, as counted in pl->held */
     /* A source reset, its data delivered: polls until the destination's
      * send queue is empty (SIOCOUTQ), then resets it (prst.c). */
     struct loop_timer rst_timer;
     bool rst_wait;
-    int rst_outq;          /* bytes in that send queue at the last poll */
-    uint64_t nmsgs[2];     /* complete messages per direction */
-    uint64_t last_io_ns;   /* last read or send progress, either side */
-    uint64_t msg_start_ns; /* a client message is incomplete since; or 0 */
+    int rst_outq;        /* bytes in that send queue at the last poll */
+    uint64_t last_io_ns; /* last read or send progress, either side */
     char client[64];
 };
 
