@@ -2,7 +2,8 @@
  * pconn.h -- one proxied connection: forwarding both ways, framing a copy
  * of each stream for the recorder, holding replies for --delay-ms.
  *
- * A connection belongs to one event loop (struct ploop) and is touched only
+ * A connection belongs to one event loop (struct ploop, ploop.h) and is
+ * touched only
  * from that loop's thread.  Bytes read from one side are written to the
  * other at once (forwarding never waits for a message to be complete);
  * what the peer does not accept yet stays in the direction's out buffer.
@@ -13,96 +14,24 @@
 #ifndef MT_CAPTURE_PCONN_H
 #define MT_CAPTURE_PCONN_H
 
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
 
 #include "core/loop.h"
-#include "pbuf.h"
-#include "pframe.h"
-#include "pstream.h"
-#include "core/delay_hist.h"
+#include "ploop.h"
 #include "ppend.h"
+#include "pstream.h"
 #include "recq.h"
 
-/* One read() at most. */
-#define PCONN_READ_LEN (256u * 1024)
 /* A direction stops reading while this much waits for its peer. */
 #define PCONN_OUT_HWM (4u * 1024 * 1024)
 /* Reads of one direction per event or pending turn (then the loop serves
  * others and comes back: the sockets are edge-triggered). */
 #define PCONN_READ_BUDGET 4
 
-struct proxy;
-struct srv;
-struct tls_ctx;
 struct tls_conn;
-
-/* Counters of one loop; summed by the proxy at the end. */
-struct pstats {
-    uint64_t accepted, refused, upstream_fail, garbage, resets;
-    uint64_t msgs[2];      /* complete messages recorded, per direction */
-    uint64_t rec_bytes[2]; /* their bytes */
-    uint64_t partial[2];   /* partial messages recorded at close */
-    uint64_t partial_bytes[2];
-    uint64_t read_bytes[2]; /* bytes read from the source side */
-    uint64_t fwd_bytes[2];  /* bytes written to the destination side */
-    uint64_t unframed[2];   /* bytes after a framing error (not recorded) */
-    uint64_t unsent[2];     /* read but never delivered (peer gone) */
-    uint64_t lost_items;    /* records not queued: out of memory */
-    uint64_t timeouts;      /* closed by --idle/--msg-timeout-s */
-    uint64_t too_big;       /* closed by --max-msg-bytes */
-    uint64_t handed;        /* accepted here, handed to another loop */
-    uint64_t tls_fail;      /* client TLS handshakes that failed */
-};
-
-/* One event loop and everything it owns. */
-struct ploop {
-    struct loop *l;      /* owned */
-    struct proxy *p;     /* borrowed: shared settings and queue */
-    int idx;             /* its index in core/srv.h's server */
-    uint8_t *scratch;    /* owned: PCONN_READ_LEN read buffer */
-    struct pconn *conns; /* owned list */
-    size_t nconns;
-    struct ppend pend; /* conns with a readable socket to serve */
-    bool paused_any;   /* some connection waits for queue room */
-    atomic_bool resume_pending;
-    struct pstats st;
-    struct delay_hist hist;  /* achieved delays (pdelay.c) */
-    struct recq_batch batch; /* records of this tick; pushed before sleep */
-    size_t held;             /* replies held in its connections (pdelay.c) */
-    uint64_t spin_cur_ns;    /* the loop's spin window (pdelay_bound_spin) */
-};
-
-/* Shared by every loop; set up by proxy.c, read-only while running except
- * the atomics. */
-struct proxy {
-    struct sockaddr_storage target;
-    socklen_t target_len;
-    char target_desc[64];
-    uint64_t delay_ns; /* 0: no delay */
-    uint64_t spin_ns;  /* loop timer spin when delaying */
-    bool spin_auto;    /* spin_ns is the bound of an adaptive window */
-    unsigned max_conns;
-    uint64_t idle_ns, msg_timeout_ns; /* 0: never */
-    uint32_t msg_max;                 /* largest client message */
-    int rt_prio;                      /* loop threads' SCHED_FIFO prio, 0 */
-    bool pin_loops;                   /* --pin-loops */
-    bool batch_loops;                 /* --batch-loops: SCHED_BATCH */
-    struct tls_ctx *tls_accept;       /* owned: --tls-cert; NULL: plain */
-    struct tls_ctx *tls_connect;      /* owned: --target-tls; NULL: plain */
-    char tls_host[256]; /* --target's host: SNI and name checked, or "" */
-    struct recq *q;     /* owned */
-    atomic_uint_fast64_t next_id;
-    atomic_uint nconns;
-    atomic_bool warned_rs; /* the replica-set warning was logged */
-    struct ploop *loops;   /* owned array */
-    int nloops;
-    struct srv *srv; /* owned: listeners, hand-off, threads (core/srv.h) */
-};
 
 /* ---- internals of pconn.c, precord.c and pdelay.c ---- */
 
