@@ -8,11 +8,13 @@
  *   live:   mtrace capture --iface IF [--port N]... [--filter BPF]
  *                          [--duration S] [--count N]
  *                          [--cpu-dma-latency US] -o OUT
+ *   recording: mtrace capture --recording DIR|FILE -o OUT
  *
  * This file ties the pieces together: capture_opts.c parses and checks
  * the options, capture_usage.c holds the --help text, capture_setup.c the
  * process set-up (signals, descriptor limit, PM QoS); the proxy runs in
- * capture/proxy.c, pcap and live capture in capture/sniff.c.  SIGINT/SIGTERM
+ * capture/proxy.c, pcap and live capture in capture/sniff.c, the import of
+ * mongod's recordings in capture/recdir.c.  SIGINT/SIGTERM
  * end either cleanly.  Exit status: 0 success, 1 runtime failure, 2 bad usage
  * (each with a one-line message).
  */
@@ -26,6 +28,7 @@
 #include "capture_opts.h"
 #include "capture_setup.h"
 #include "proxy.h"
+#include "recdir.h"
 #include "sniff.h"
 
 /* See capture_cli.h. */
@@ -55,7 +58,13 @@ capture_cli_main(int argc, char **argv)
     if (capture_setup_hold_latency(&q, a.dma_latency_us) != 0)
         return 1;
     capture_setup_signals();
-    if (a.sn.out_path != NULL) {
+    if (a.recording != NULL) {
+        rc = recdir_import(
+            &(struct recdir_opts){a.recording, out, a.sn.trace_flags,
+                                  a.sn.zstd_level, a.sn.quiet,
+                                  a.redacting ? &a.redact : NULL},
+            &err);
+    } else if (a.sn.out_path != NULL) {
         rc = sniff_run(&a.sn, &err);
     } else {
         capture_setup_nofile();

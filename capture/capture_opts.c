@@ -18,7 +18,6 @@
 #include "core/trace.h"
 #include "core/wire.h"
 #include "capture_usage.h"
-#include "pconn.h"
 
 #define CAPTURE_DELAY_MS_MAX 3600000.0 /* one hour */
 #define CAPTURE_CONNS_MAX 1000000u
@@ -31,7 +30,7 @@ capture_parse_addr(const char *arg, struct sockaddr_storage *ss, socklen_t *len,
 {
     if (mt_addr_resolve(arg, ss, len) < 0)
         return false;
-    pconn_format_addr((const struct sockaddr *)ss, desc, desc_len);
+    mt_addr_format((const struct sockaddr *)ss, desc, desc_len);
     return true;
 }
 
@@ -68,6 +67,7 @@ enum {
     OPT_TARGET_TLS_CA,
     OPT_TARGET_TLS_INSECURE,
     OPT_TARGET_TLS_CERT,
+    OPT_RECORDING,
 };
 
 void
@@ -365,6 +365,7 @@ capture_opts_parse(int argc, char **argv, struct capture_args *a,
         {"buffer-mb", required_argument, NULL, OPT_BUFFER_MB},
         {"zstd-level", required_argument, NULL, OPT_ZSTD_LEVEL},
         {"cpu-dma-latency", required_argument, NULL, OPT_DMA_LATENCY},
+        {"recording", required_argument, NULL, OPT_RECORDING},
         {"output", required_argument, NULL, 'o'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -438,6 +439,9 @@ capture_opts_parse(int argc, char **argv, struct capture_args *a,
                 return false;
             }
             break;
+        case OPT_RECORDING:
+            a->recording = optarg;
+            break;
         case OPT_REDACT:
             /* --redact FIELD, --redact=FIELD, or --redact alone */
             if (optarg == NULL && optind < argc && argv[optind][0] != '-')
@@ -475,6 +479,14 @@ capture_opts_check(struct capture_args *a, const char *out)
     if (a->sn.pcap_path != NULL && a->sn.iface != NULL)
         return cli_usage_error("capture",
                                "--pcap and --iface exclude each other");
+    if (a->recording != NULL &&
+        (a->sn.pcap_path != NULL || a->sn.iface != NULL || a->proxy_only ||
+         a->sniff_only || a->dma_latency_us >= 0))
+        return cli_usage_error("capture",
+                               "--recording takes only -o, --zstd-level, "
+                               "--redact, --quiet and --force");
+    if (a->recording != NULL)
+        return 0;
     if (a->sn.pcap_path != NULL || a->sn.iface != NULL) {
         if (a->proxy_only)
             return cli_usage_error(

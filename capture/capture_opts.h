@@ -3,7 +3,8 @@
  *
  * Three groups: the proxy's (with its TLS options), the sniffer's (pcap
  * and live), and the ones both take (-o, --quiet, --force, --zstd-level,
- * --redact, --cpu-dma-latency).  Parsing fills struct capture_args;
+ * --redact, --cpu-dma-latency); --recording takes only -o, --zstd-level,
+ * --redact, --quiet and --force.  Parsing fills struct capture_args;
  * checking then decides the mode and refuses options of the other one.
  * Every function returns an exit status as such (0 go on, 2 bad usage,
  * its one line printed), never a negated one.
@@ -21,7 +22,8 @@ struct capture_args {
     struct proxy_opts px;
     struct sniff_opts sn;
     struct redact_cfg redact;
-    bool redacting; /* --redact given */
+    bool redacting;        /* --redact given */
+    const char *recording; /* --recording DIR|FILE */
     const char *listen, *target;
     bool proxy_only;    /* a proxy-only option was given */
     bool sniff_only;    /* a pcap/live-only option was given */

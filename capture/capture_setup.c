@@ -15,6 +15,7 @@
 #include "core/err.h"
 #include "core/log.h"
 #include "proxy.h"
+#include "recdir.h"
 #include "sniff.h"
 
 static void
@@ -23,6 +24,7 @@ capture_setup_on_signal(int sig)
     (void)sig;
     proxy_stop();
     sniff_stop();
+    recdir_stop();
 }
 
 void

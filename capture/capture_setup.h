@@ -10,8 +10,8 @@
 
 #include "core/pmqos.h"
 
-/* SIGINT and SIGTERM stop the proxy or the sniffer cleanly (proxy_stop,
- * sniff_stop); SIGPIPE is ignored. */
+/* SIGINT and SIGTERM stop the proxy, the sniffer or a recording import
+ * cleanly (proxy_stop, sniff_stop, recdir_stop); SIGPIPE is ignored. */
 void capture_setup_signals(void);
 
 /* Raises the descriptor limit to the hard limit, at most 2^20 (the proxy
