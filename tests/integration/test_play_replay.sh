@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# test_play_replay.sh -- `mtrace play` against `mtrace replay` of the same
+# trace, and the round trip through the capture proxy.
+#
+# pymongo's workload (replay_workload.py: cursors over several getMore
+# batches, a killCursors, inserts, a w:0 insert with moreToCome, an error)
+# is captured through `mtrace capture` to MockupDB (A.zst).  Then:
+#  1. play A.zst at --max-speed against `mtrace replay A.zst`: every request
+#     answered, 0 misses in replay's summary, no reply differing in shape,
+#     per-command counts of the summary equal to A's, lateness reported;
+#     `mtrace stats --compare A.zst B.zst` (play's -o) agrees, as JSON too.
+#  2. play A.zst at 1x through a second capture proxy in front of replay
+#     (C.zst): per connection, the sequence of commands (handshakes and
+#     authentication aside) of C equals A's; getMore cursor ids in C are
+#     the ones replay handed out, not A's.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/replay_lib.sh"
+WL=$TOP/tests/integration/replay_workload.py
+
+start_mock MOCK
+start_capture CAP "$MOCK" "$TMP/A.zst"
+"$PYTHON" "$WL" "mongodb://127.0.0.1:$CAP/" >"$TMP/wl.out" || fail "workload through capture failed"
+stop_wait $CAPTURE_PID || fail "capture exited $?"
+
+# 1. --max-speed against replay
+start_replay REP "$TMP/A.zst"
+"$MTRACE" play "$TMP/A.zst" --target 127.0.0.1:"$REP" --max-speed -o "$TMP/B.zst" \
+    >"$TMP/play1.out" 2>"$TMP/play1.err" || fail "play exited $?: $(cat "$TMP/play1.err")"
+cat "$TMP/play1.out"
+stop_wait $REPLAY_PID
+log=$TMP/replay.$REP.log
+grep -q "missed 0," "$log" || fail "replay saw misses: $(tail -3 "$log")"
+grep -Eq '^played .* [1-9][0-9]* requests sent, [0-9]+ answered, [0-9]+ without reply by design \(moreToCome\), 0 unanswered, 0 not sent' \
+    "$TMP/play1.out" || fail "summary line: $(head -1 "$TMP/play1.out")"
+grep -q 'send lateness against the schedule: p50' "$TMP/play1.out" || fail "no lateness line"
+grep -Eq '^never re-sent: [1-9][0-9]* recorded handshakes' "$TMP/play1.out" || fail "handshakes not counted"
+grep -Eq '[1-9][0-9]* cursors and' "$TMP/play1.out" || fail "no cursor remapped"
+
+"$MTRACE" stats --compare "$TMP/A.zst" "$TMP/B.zst" --json >"$TMP/cmp.json" ||
+    fail "stats --compare exited $?"
+"$MTRACE" stats --compare "$TMP/A.zst" "$TMP/B.zst" >"$TMP/cmp.txt" || fail "stats --compare (text) exited $?"
+cat "$TMP/cmp.txt"
+"$MTRACE" dump --json "$TMP/B.zst" | grep -q '"source":"play"' || fail "B.zst is not a play trace"
+"$PYTHON" - "$TMP/cmp.json" "$TMP/play1.out" <<'PY' || fail "compare / summary check failed"
+import json, re, sys
+cmp = json.load(open(sys.argv[1]))
+cmds = cmp["commands"]
+for want in ("find", "getMore", "killCursors", "insert", "aggregate", "fail_me"):
+    assert want in cmds, "compare lacks %s: %s" % (want, sorted(cmds))
+for name, c in cmds.items():
+    a, b = c["a"], c["b"]
+    assert a["requests"] == b["requests"], (name, a, b)
+    assert a["replies"] == b["replies"], (name, a, b)
+    assert c["shape_diffs"] == 0, (name, c)
+    assert a["errors_by_code"] == b["errors_by_code"], (name, a, b)
+assert cmds["fail_me"]["b"]["errors_by_code"] == {"2": 1}, cmds["fail_me"]
+assert cmds["getMore"]["a"]["requests"] >= 3, cmds["getMore"]
+assert cmp["pairs"] > 20, cmp["pairs"]
+# play's own summary: the same counts per command, recorded == played
+rows = {}
+for line in open(sys.argv[2]):
+    m = re.match(r"^(\S*)\s+(recorded|played)\s+(\d+)\s+(\d+)\s", line)
+    if m:
+        name = m.group(1) or last
+        last = name
+        rows.setdefault(name, {})[m.group(2)] = (int(m.group(3)), int(m.group(4)))
+assert rows, "no per-command rows"
+for name, r in rows.items():
+    assert r["recorded"] == r["played"], (name, r)
+    assert cmds[name]["a"]["requests"] == r["recorded"][0], (name, r, cmds[name])
+print("ok: compare and summary agree on %d commands, %d pairs" % (len(rows), cmp["pairs"]))
+PY
+
+# 2. 1x through a proxy in front of replay: the same request sequences
+start_replay REP2 "$TMP/A.zst"
+start_capture CAP2 "$REP2" "$TMP/C.zst"
+"$MTRACE" play "$TMP/A.zst" --target 127.0.0.1:"$CAP2" >"$TMP/play2.out" 2>"$TMP/play2.err" ||
+    fail "play at 1x exited $?: $(cat "$TMP/play2.err")"
+stop_wait $CAPTURE_PID || fail "second capture exited $?"
+stop_wait $REPLAY_PID
+grep -q "missed 0," "$TMP/replay.$REP2.log" || fail "replay (1x) saw misses"
+grep -q 'send lateness against the schedule' "$TMP/play2.out" || fail "no lateness at 1x"
+"$MTRACE" dump --json "$TMP/A.zst" >"$TMP/A.json"
+"$MTRACE" dump --json "$TMP/C.zst" >"$TMP/C.json"
+"$PYTHON" - "$TMP/A.json" "$TMP/C.json" <<'PY' || fail "round trip: request sequences differ"
+import json, sys
+SKIP = {"hello", "isMaster", "ismaster", "saslStart", "saslContinue", "authenticate"}
+def seqs(path):
+    conns, order, gm = {}, [], []
+    for line in open(path):
+        r = json.loads(line)
+        if r.get("type") != "msg" or r.get("dir") != "c2s":
+            continue
+        name = r.get("command") or r.get("op")
+        if name in SKIP:
+            continue
+        c = r["conn"]
+        if c not in conns:
+            conns[c] = []
+            order.append(c)
+        conns[c].append((name, r.get("db"), r.get("coll")))
+        if name == "getMore":
+            gm.append(r)
+    return [conns[c] for c in order], gm
+a, gma = seqs(sys.argv[1])
+c, gmc = seqs(sys.argv[2])
+assert sorted(a) == sorted(c), "A %r\nC %r" % (a, c)
+assert len(gma) == len(gmc) >= 3, (len(gma), len(gmc))
+print("ok: %d connections, %d requests in the same per-connection order"
+      % (len(a), sum(len(s) for s in a)))
+PY
+echo "ok: play against replay: $(head -1 "$TMP/play1.out")"
