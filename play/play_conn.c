@@ -723,11 +723,11 @@ state_name(enum play_conn_state st)
 {
     switch (st) {
     case PLAY_CONN_CONNECTING:
-        return "while connecting";
+        return " while connecting";
     case PLAY_CONN_HELLO:
-        return "during the handshake (not a MongoDB server?)";
+        return " during the handshake (not a MongoDB server?)";
     case PLAY_CONN_AUTH:
-        return "during authentication";
+        return " during authentication";
     case PLAY_CONN_WAIT:
     case PLAY_CONN_READY:
     case PLAY_CONN_CLOSED:
@@ -756,7 +756,7 @@ conn_read(struct play_conn *c)
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
             break;
         if (n <= 0) {
-            play__fail(pl, "%s closed the connection %s%s%s",
+            play__fail(pl, "%s closed the connection%s%s%s",
                        pl->o->target, state_name(c->st),
                        n < 0 ? ": " : "", n < 0 ? strerror(errno) : "");
             return;
@@ -769,11 +769,13 @@ conn_read(struct play_conn *c)
         if (rc == MT_PARTIAL)
             break;
         if (rc != MT_OK) {
-            play__fail(pl, "%s sent bytes that are not a MongoDB wire "
-                       "message%s: %s", pl->o->target,
-                       c->st == PLAY_CONN_HELLO ? " (not a MongoDB server?)"
-                                                : "",
-                       err.msg);
+            if (c->st == PLAY_CONN_HELLO)
+                play__fail(pl, "%s is not a MongoDB server: its answer to "
+                           "hello is not a wire message (%s)",
+                           pl->o->target, err.msg);
+            else
+                play__fail(pl, "%s sent bytes that are not a MongoDB wire "
+                           "message: %s", pl->o->target, err.msg);
             return;
         }
         conn_message(c, c->rb.data, mlen);
