@@ -17,6 +17,9 @@
 
 #define RC_BUCKETS 4096u
 #define TICK_NS (50u * 1000 * 1000)
+/* Records read per turn of the loop: sends and replies are served in
+ * between, so reading ahead does not delay a due request much. */
+#define FEED_BATCH 64
 
 /* Reader state of one run over the trace. */
 struct feed {
@@ -322,7 +325,12 @@ attach_reply(struct player *pl, struct play_conn *c, const struct wire_msg *m,
 {
     struct play_req *r;
 
-    for (r = c->head; r != NULL; r = r->next)
+    /* recorded replies come in order too: start at the oldest waiting */
+    r = c->rec_scan != NULL ? c->rec_scan : c->head;
+    while (r != NULL && r->rec_done)
+        r = r->next;
+    c->rec_scan = r;
+    for (; r != NULL; r = r->next)
         if (r->rec_rid == m->h.response_to && !r->rec_done)
             break;
     if (r == NULL)
@@ -381,6 +389,7 @@ rconn_close(struct player *pl, struct play_rconn *rc)
         struct play_conn *c = rc->copies[k];
         for (struct play_req *r = c->head; r != NULL; r = r->next)
             r->rec_done = true;
+        c->rec_scan = NULL;
         play_conn_rec_closed(c);
         if (pl->stop)
             return;
@@ -431,6 +440,23 @@ rec_time(const struct trace_rec *rec)
 
 static void feed_timer(struct loop *l, struct loop_timer *t, void *arg);
 
+static bool
+feed_room(const struct player *pl)
+{
+    return pl->queued_bytes < PLAY_QUEUE_BYTES_MAX &&
+           pl->queued_reqs < PLAY_QUEUE_REQS_MAX;
+}
+
+void
+play__reaped(struct player *pl)
+{
+    struct feed *f = &run_of(pl)->f;
+
+    if (!f->eof && !pl->stop && feed_room(pl) && !loop_timer_active(&f->tm))
+        loop_timer_start(pl->loop, &f->tm, loop_now_ns(pl->loop), feed_timer,
+                         pl);
+}
+
 /* Reads on while the next record is due within the look-ahead and the
  * queues have room; then sets the timer for the next record. */
 static void
@@ -439,9 +465,14 @@ feed_pump(struct player *pl)
     struct feed *f = &run_of(pl)->f;
     struct mt_err err;
     uint64_t now, t, due;
-    int rc;
+    int rc, n = 0;
 
     while (!f->eof && !pl->stop) {
+        if (n++ == FEED_BATCH) {
+            loop_timer_start(pl->loop, &f->tm, loop_now_ns(pl->loop),
+                             feed_timer, pl);
+            return;
+        }
         if (!f->held) {
             rc = trace_reader_next(f->rd, &f->rec, &err);
             if (rc == MT_END) {
@@ -466,8 +497,8 @@ feed_pump(struct player *pl)
             pl->t0_rec = t;
             pl->t0_live = loop_update_time(pl->loop);
         }
-        if (pl->queued_bytes >= PLAY_QUEUE_BYTES_MAX)
-            return; /* a reply frees room; play__conn_done or tick reads on */
+        if (!feed_room(pl))
+            return; /* the queues drain: play__reaped reads on */
         now = loop_now_ns(pl->loop);
         due = sched_of(pl, t);
         if (t != 0 && due > now + PLAY_LOOKAHEAD_NS) {
@@ -539,7 +570,7 @@ play__conn_done(struct player *pl)
     if (pl->stop)
         return;
     if (!f->eof) {
-        if (!f->held || pl->queued_bytes < PLAY_QUEUE_BYTES_MAX)
+        if (!f->held || feed_room(pl))
             loop_timer_start(pl->loop, &f->tm, loop_now_ns(pl->loop),
                              feed_timer, pl);
         return;
@@ -579,8 +610,7 @@ tick(struct loop *l, struct loop_timer *t, void *arg)
          c = c->next_all)
         play_conn_check_timeout(c, now);
     conns_sweep(pl);
-    if (!run->f.eof && !loop_timer_active(&run->f.tm) &&
-        pl->queued_bytes < PLAY_QUEUE_BYTES_MAX)
+    if (!run->f.eof && !loop_timer_active(&run->f.tm) && feed_room(pl))
         feed_pump(pl);
     if (!pl->stop)
         loop_timer_start(l, t, now + TICK_NS, tick, pl);

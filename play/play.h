@@ -6,7 +6,8 @@
  *
  * One thread, one core/loop.  The trace is streamed: records are read only
  * as far ahead as the schedule needs (PLAY_LOOKAHEAD_NS of play time) and
- * while the queued requests hold less than PLAY_QUEUE_BYTES_MAX, so memory
+ * while the queued requests are fewer than PLAY_QUEUE_REQS_MAX and hold
+ * less than PLAY_QUEUE_BYTES_MAX, so memory
  * follows the connections in flight, not the trace's size.
  */
 #ifndef MT_PLAY_H
@@ -21,6 +22,7 @@
 
 #define PLAY_LOOKAHEAD_NS (200u * 1000 * 1000)
 #define PLAY_QUEUE_BYTES_MAX (32u * 1024 * 1024)
+#define PLAY_QUEUE_REQS_MAX 16384u
 #define PLAY_CMDS_MAX 32 /* --only-commands names */
 
 struct play_opts {

@@ -554,6 +554,9 @@ play_conn_push(struct play_conn *c, struct play_req *r)
         c->next = r;
     c->queued_bytes += r->len;
     c->pl->queued_bytes += r->len;
+    c->pl->queued_reqs++;
+    if (c->rec_scan == NULL && !r->rec_done)
+        c->rec_scan = r;
     if (c->st == PLAY_CONN_READY && !loop_timer_active(&c->tm))
         play_conn_pump(c);
     else if (c->st == PLAY_CONN_WAIT && !loop_timer_active(&c->tm))
@@ -602,6 +605,7 @@ void
 play_conn_reap(struct play_conn *c, bool all)
 {
     struct play_req *r;
+    bool freed = false;
 
     while ((r = c->head) != NULL &&
            (all || (r->live_done && r->rec_done && r != c->next &&
@@ -613,20 +617,36 @@ play_conn_reap(struct play_conn *c, bool all)
             c->next = r->next;
         if (c->exhaust == r)
             c->exhaust = NULL;
+        if (c->rec_scan == r)
+            c->rec_scan = NULL;
+        if (c->live_scan == r)
+            c->live_scan = NULL;
         req_report(c->pl, r);
         c->queued_bytes -= r->len;
         c->pl->queued_bytes -= r->len;
+        c->pl->queued_reqs--;
         mt_free(r->msg);
         mt_free(r);
+        freed = true;
     }
+    if (freed && !all)
+        play__reaped(c->pl);
 }
 
+/* The request a live reply answers: replies come in order on a
+ * connection, so the search starts at the oldest unanswered one. */
 static struct play_req *
 find_req(struct play_conn *c, int32_t response_to)
 {
+    struct play_req *r;
+
     if (c->exhaust != NULL && response_to == c->exhaust_rid)
         return c->exhaust;
-    for (struct play_req *r = c->head; r != NULL && r != c->next; r = r->next)
+    r = c->live_scan != NULL ? c->live_scan : c->head;
+    while (r != NULL && r != c->next && (!r->sent || r->live_done))
+        r = r->next;
+    c->live_scan = r != c->next ? r : NULL;
+    for (; r != NULL && r != c->next; r = r->next)
         if (r->sent && !r->live_done && r->live_rid == response_to)
             return r;
     return NULL;

@@ -73,6 +73,10 @@ struct play_conn {
     enum play_conn_state st;
     struct play_req *head, *tail; /* owned: requests not yet reported */
     struct play_req *next;        /* borrowed: the next one to send */
+    struct play_req *rec_scan;    /* borrowed: the oldest whose recorded
+                                     reply is not read yet, or NULL */
+    struct play_req *live_scan;   /* borrowed: the oldest sent and not yet
+                                     answered, or NULL */
     size_t queued_bytes;
     size_t outstanding;         /* sent, reply awaited */
     struct play_req *exhaust;   /* borrowed: streaming replies to it */
@@ -115,6 +119,7 @@ struct player {
     struct play_conn *conns;    /* owned list */
     size_t nconns;              /* open (not closed) */
     size_t queued_bytes;        /* over every queue */
+    size_t queued_reqs;
     uint32_t gen;               /* --repeat run */
     uint64_t t0_rec, t0_live;   /* schedule origin */
     bool t0_set;
@@ -153,6 +158,8 @@ void play__fail(struct player *pl, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* A connection finished: the player may end a run, or read on. */
 void play__conn_done(struct player *pl);
+/* Requests were freed: the reader may go on. */
+void play__reaped(struct player *pl);
 /* Wakes the connections blocked on a cursor. */
 void play__unblock(struct player *pl);
 
