@@ -114,4 +114,3 @@ scram_mongo_digest(const char *name, const char *password, char hex[33])
         snprintf(hex + 2 * i, 3, "%02x", d[i]);
     return 0;
 }
-

@@ -112,16 +112,13 @@ append_payload(bson_t *cmd, const char *s)
 }
 
 int
-play_auth_start(struct play_auth *a, bson_t *cmd, struct mt_err *err)
+play_auth_start_nonce(struct play_auth *a, const char *nonce, bson_t *cmd)
 {
-    uint8_t raw[24];
     char first[AUTH_MSG_MAX + 8];
     bson_t opts;
     size_t len = strlen(a->first_bare);
 
-    if (RAND_bytes(raw, sizeof(raw)) != 1)
-        return mt_err_set(err, MT_ECORRUPT, 0, "no randomness for a nonce");
-    scram_b64_encode(raw, sizeof(raw), a->nonce);
+    snprintf(a->nonce, sizeof(a->nonce), "%s", nonce);
     snprintf(a->first_bare + len, sizeof(a->first_bare) - len, ",r=%s",
              a->nonce);
     snprintf(first, sizeof(first), "n,,%s", a->first_bare);
@@ -136,6 +133,18 @@ play_auth_start(struct play_auth *a, bson_t *cmd, struct mt_err *err)
     bson_append_utf8(cmd, "$db", -1, a->db, -1);
     a->step = 0;
     return 0;
+}
+
+int
+play_auth_start(struct play_auth *a, bson_t *cmd, struct mt_err *err)
+{
+    uint8_t raw[24];
+    char nonce[64];
+
+    if (RAND_bytes(raw, sizeof(raw)) != 1)
+        return mt_err_set(err, MT_ECORRUPT, 0, "no randomness for a nonce");
+    scram_b64_encode(raw, sizeof(raw), nonce);
+    return play_auth_start_nonce(a, nonce, cmd);
 }
 
 /* The value of attribute key ("r", "s", "i", "v", "e") of a SCRAM

@@ -35,6 +35,9 @@ void play_auth_free(struct play_auth *a); /* NULL is a no-op */
 /* Fills *cmd (initialised here; the caller destroys it) with saslStart.
  * 0 or MT_ECORRUPT (no randomness). */
 int play_auth_start(struct play_auth *a, bson_t *cmd, struct mt_err *err);
+/* The same with the client nonce given (the test seam for the RFC
+ * example conversations); nonce is printable ASCII without ','. */
+int play_auth_start_nonce(struct play_auth *a, const char *nonce, bson_t *cmd);
 
 /*
  * The server's reply body (len bytes, borrowed).  *done: authenticated,

@@ -67,7 +67,6 @@ struct scram_creds {
     size_t n;
 };
 
-
 /*
  * Derives the stored and server keys from pass (the bytes Hi() takes: the
  * MongoDB digest for SHA-1, the SASLprep'd password for SHA-256), salt and
@@ -77,7 +76,6 @@ struct scram_creds {
 int scram_secret_derive(enum scram_mech m, const char *pass, size_t pass_len,
                         const uint8_t *salt, size_t salt_len,
                         uint32_t iterations, struct scram_secret *out);
-
 
 /*
  * Adds user `name` of database db with password; iterations[] per
@@ -136,7 +134,6 @@ struct scram_client_final {
 int scram_parse_client_final(const uint8_t *p, size_t len,
                              struct scram_client_final *out,
                              struct mt_err *err);
-
 
 /* ---- one conversation ---- */
 

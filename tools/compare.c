@@ -36,7 +36,7 @@ struct cmp_req {
 
 struct cmp_conn {
     uint64_t id;
-    uint64_t first_ns; /* its first request */
+    uint64_t first_ns;   /* its first request */
     struct cmp_req *req; /* owned */
     size_t n, cap;
     struct {
