@@ -15,6 +15,11 @@
 #     (C.zst): per connection, the sequence of commands (handshakes and
 #     authentication aside) of C equals A's; getMore cursor ids in C are
 #     the ones replay handed out, not A's.
+#  3. --repeat 2 --connections-per-recorded 3: six times the requests on six
+#     connections (distinct ids in the -o trace), six sessions, 0 misses;
+#     --skip-writes sends no insert/update/delete; --only-commands find
+#     sends find and the getMore/killCursors of its cursors only; --db
+#     renames $db.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/replay_lib.sh"
 WL=$TOP/tests/integration/replay_workload.py
@@ -117,4 +122,42 @@ print("ok: %d connections, %d requests in the same per-connection order"
       % (len(a), sum(len(s) for s in a)))
 PY
 echo "ok: $mode: play against replay: $(head -1 "$TMP/play1.out")"
+[ $mode = seq ] && cp "$TMP/A.zst" "$TMP/seq.zst"
 done
+
+# 3. --repeat and --connections-per-recorded multiply the load; filters
+A=$TMP/seq.zst
+sent1=$("$MTRACE" play "$A" --target 127.0.0.1:"$MOCK" --max-speed --json |
+    "$PYTHON" -c 'import json, sys; print(json.load(sys.stdin)["sent"])')
+start_replay REP3 "$A"
+"$MTRACE" play "$A" --target 127.0.0.1:"$REP3" --max-speed --repeat 2 --connections-per-recorded 3 \
+    --json -o "$TMP/x6.zst" >"$TMP/x6.json" 2>"$TMP/x6.err" || fail "x6: play exited $?: $(cat "$TMP/x6.err")"
+stop_wait $REPLAY_PID
+grep -q "missed 0," "$TMP/replay.$REP3.log" || fail "x6: replay saw misses: $(grep requests "$TMP/replay.$REP3.log")"
+"$PYTHON" - "$TMP/x6.json" "$sent1" <<'PY' || fail "--repeat 2 x 3 connections: wrong counts"
+import json, sys
+d = json.load(open(sys.argv[1]))
+n = int(sys.argv[2])
+assert d["sent"] == 6 * n and d["unanswered"] == 0 and d["connections"] == 6, (d["sent"], n, d["connections"])
+for name, c in d["report"]["commands"].items():
+    assert c["b"]["requests"] == c["a"]["requests"], (name, c)
+    assert c["shape_diffs"] == 0, (name, c)
+assert d["sessions_remapped"] == 6, d["sessions_remapped"]
+print("ok: --repeat 2 --connections-per-recorded 3: %d requests (6 x %d) on 6 connections" % (d["sent"], n))
+PY
+ids=$("$MTRACE" dump --json "$TMP/x6.zst" | grep '"type":"conn_open"' | grep -o '"conn":[0-9]*' | sort -u | wc -l)
+[ "$ids" -eq 6 ] || fail "x6: $ids distinct connection ids in the -o trace"
+
+"$MTRACE" play "$A" --target 127.0.0.1:"$MOCK" --max-speed --skip-writes -o "$TMP/ro.zst" >"$TMP/ro.out" ||
+    fail "--skip-writes: exit $?"
+"$MTRACE" dump --json "$TMP/ro.zst" | grep '"dir":"c2s"' | grep -Eq '"cmd":"(insert|update|delete)"' &&
+    fail "--skip-writes sent a write"
+grep -Eq '; [1-9][0-9]* filtered out' "$TMP/ro.out" || fail "--skip-writes: nothing filtered: $(sed -n 2p "$TMP/ro.out")"
+"$MTRACE" play "$A" --target 127.0.0.1:"$MOCK" --max-speed --only-commands find --db benchmark_db=other_db \
+    -o "$TMP/only.zst" >"$TMP/only.out" || fail "--only-commands: exit $?"
+"$MTRACE" dump --json "$TMP/only.zst" | grep '"dir":"c2s"' | grep -v '"cmd":"hello"' >"$TMP/only.json"
+cmds=$(grep -o '"cmd":"[a-zA-Z]*"' "$TMP/only.json" | sort -u | tr '\n' ' ')
+[ "$cmds" = '"cmd":"find" "cmd":"getMore" "cmd":"killCursors" ' ] || fail "--only-commands find sent: $cmds"
+grep -q '"db":"benchmark_db"' "$TMP/only.json" && fail "--db did not rename benchmark_db"
+grep -q '"db":"other_db"' "$TMP/only.json" || fail "--db: no request to other_db"
+echo "ok: --skip-writes, --only-commands find (getMore/killCursors follow), --db rename"
