@@ -762,7 +762,8 @@ conn_read(struct play_conn *c)
     struct player *pl = c->pl;
     size_t mlen;
     struct mt_err err;
-    int rc;
+    int rc, rd_errno = 0;
+    bool eof = false;
 
     for (;;) {
         if ((rc = mt_buf_reserve(&c->rb, READ_CHUNK)) < 0) {
@@ -776,10 +777,10 @@ conn_read(struct play_conn *c)
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
             break;
         if (n <= 0) {
-            play__fail(pl, "%s closed the connection%s%s%s",
-                       pl->o->target, state_name(c->st),
-                       n < 0 ? ": " : "", n < 0 ? strerror(errno) : "");
-            return;
+            /* what came before the end is answered first */
+            eof = true;
+            rd_errno = n < 0 ? errno : 0;
+            break;
         }
         c->rb.len += (size_t)n;
     }
@@ -790,12 +791,15 @@ conn_read(struct play_conn *c)
             break;
         if (rc != MT_OK) {
             if (c->st == PLAY_CONN_HELLO)
-                play__fail(pl, "%s is not a MongoDB server: its answer to "
+                play__fail(pl,
+                           "%s is not a MongoDB server: its answer to "
                            "hello is not a wire message (%s)",
                            pl->o->target, err.msg);
             else
-                play__fail(pl, "%s sent bytes that are not a MongoDB wire "
-                           "message: %s", pl->o->target, err.msg);
+                play__fail(pl,
+                           "%s sent bytes that are not a MongoDB wire "
+                           "message: %s",
+                           pl->o->target, err.msg);
             return;
         }
         conn_message(c, c->rb.data, mlen);
@@ -803,6 +807,12 @@ conn_read(struct play_conn *c)
     }
     if (pl->stop)
         return;
+    if (eof) {
+        play__fail(pl, "%s closed the connection%s%s%s", pl->o->target,
+                   state_name(c->st), rd_errno ? ": " : "",
+                   rd_errno ? strerror(rd_errno) : "");
+        return;
+    }
     play_conn_pump(c);
     play__unblock(pl);
 }
