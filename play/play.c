@@ -379,21 +379,28 @@ feed_reply(struct player *pl, struct play_rconn *rc,
     return 0;
 }
 
+/* The recorded connection ended: its copies close once their queues are
+ * done, and it leaves the table (later records of its id are not
+ * played). */
 static void
 rconn_close(struct player *pl, struct play_rconn *rc)
 {
-    if (rc->closed)
-        return;
-    rc->closed = true;
-    for (uint32_t k = 0; k < pl->o->copies; k++) {
+    struct feed *f = &run_of(pl)->f;
+    struct play_rconn **pp = &f->rc[rc->id % RC_BUCKETS];
+
+    while (*pp != rc)
+        pp = &(*pp)->next;
+    *pp = rc->next;
+    for (uint32_t k = 0; k < pl->o->copies && !pl->stop; k++) {
         struct play_conn *c = rc->copies[k];
         for (struct play_req *r = c->head; r != NULL; r = r->next)
             r->rec_done = true;
         c->rec_scan = NULL;
+        c->rc = NULL;
         play_conn_rec_closed(c);
-        if (pl->stop)
-            return;
     }
+    mt_free(rc->copies);
+    mt_free(rc);
 }
 
 /* One record.  0 or a negative code (the run fails). */
@@ -408,8 +415,8 @@ feed_record(struct player *pl, const struct trace_rec *rec)
         return feed_open(pl, &rec->u.open);
     case TRACE_REC_MSG:
         rc = rconn_find(f, rec->u.msg.conn_id);
-        if (rc == NULL || rc->closed)
-            return 0; /* no open record: not played */
+        if (rc == NULL)
+            return 0; /* no open record, or closed: not played */
         return rec->u.msg.dir == TRACE_DIR_C2S
                    ? feed_request(pl, rc, &rec->u.msg)
                    : feed_reply(pl, rc, &rec->u.msg);
@@ -439,6 +446,7 @@ rec_time(const struct trace_rec *rec)
 }
 
 static void feed_timer(struct loop *l, struct loop_timer *t, void *arg);
+static void run_end(struct player *pl);
 
 static bool
 feed_room(const struct player *pl)
@@ -467,6 +475,11 @@ feed_pump(struct player *pl)
     uint64_t now, t, due;
     int rc, n = 0;
 
+    if (f->eof) {
+        if (pl->nconns == 0 && !pl->stop)
+            run_end(pl);
+        return;
+    }
     while (!f->eof && !pl->stop) {
         if (n++ == FEED_BATCH) {
             loop_timer_start(pl->loop, &f->tm, loop_now_ns(pl->loop),
@@ -514,9 +527,8 @@ feed_pump(struct player *pl)
     if (f->eof && !pl->stop) {
         /* a recorded connection without a close record ends here */
         for (size_t i = 0; i < RC_BUCKETS && !pl->stop; i++)
-            for (struct play_rconn *rc2 = f->rc[i]; rc2 != NULL;
-                 rc2 = rc2->next)
-                rconn_close(pl, rc2);
+            while (f->rc[i] != NULL && !pl->stop)
+                rconn_close(pl, f->rc[i]);
         play__conn_done(pl);
     }
 }
@@ -545,6 +557,27 @@ feed_start(struct player *pl)
     return 0;
 }
 
+/* Every connection of this run is done: the next run, or the end. */
+static void
+run_end(struct player *pl)
+{
+    struct feed *f = &run_of(pl)->f;
+
+    trace_reader_free(f->rd);
+    f->rd = NULL;
+    rconn_free_all(f);
+    for (uint32_t k = 0; k < pl->o->copies; k++)
+        remap_forget_copy(pl->rm, pl->gen * pl->o->copies + k);
+    if (f->err_code != 0 || ++pl->gen >= pl->o->repeat) {
+        pl->stop = true;
+        loop_stop(pl->loop);
+        return;
+    }
+    if (feed_start(pl) == 0)
+        loop_timer_start(pl->loop, &f->tm, loop_now_ns(pl->loop), feed_timer,
+                         pl);
+}
+
 /* Frees the closed connections of the list. */
 static void
 conns_sweep(struct player *pl)
@@ -567,28 +600,8 @@ play__conn_done(struct player *pl)
 {
     struct feed *f = &run_of(pl)->f;
 
-    if (pl->stop)
-        return;
-    if (!f->eof) {
-        if (!f->held || feed_room(pl))
-            loop_timer_start(pl->loop, &f->tm, loop_now_ns(pl->loop),
-                             feed_timer, pl);
-        return;
-    }
-    if (pl->nconns > 0)
-        return;
-    /* this run is over */
-    trace_reader_free(f->rd);
-    f->rd = NULL;
-    rconn_free_all(f);
-    for (uint32_t k = 0; k < pl->o->copies; k++)
-        remap_forget_copy(pl->rm, pl->gen * pl->o->copies + k);
-    if (f->err_code != 0 || ++pl->gen >= pl->o->repeat) {
-        pl->stop = true;
-        loop_stop(pl->loop);
-        return;
-    }
-    if (feed_start(pl) == 0)
+    /* feed_pump reads on, or ends the run once every connection is done */
+    if (!pl->stop && !loop_timer_active(&f->tm))
         loop_timer_start(pl->loop, &f->tm, loop_now_ns(pl->loop), feed_timer,
                          pl);
 }

@@ -65,7 +65,8 @@ struct player;
 
 struct play_conn {
     struct player *pl;      /* borrowed */
-    struct play_rconn *rc;  /* borrowed: the recorded connection */
+    struct play_rconn *rc;  /* borrowed: the recorded connection; NULL
+                               once it closed (it is freed then) */
     uint32_t copy;          /* workload copy: remap tables' key */
     uint64_t out_id;        /* connection id in the -o trace: copy << 32
                                | the recorded id */
@@ -103,7 +104,6 @@ struct play_rconn {
     bool last_expects;       /* the last queued request expects a reply */
     int32_t last_rid;        /* its (or its exhaust stream's) requestID */
     bool any;                /* a request was queued */
-    bool closed;
     struct play_conn **copies; /* owned array of copies (conns owned by the
                                   player's list) */
 };
