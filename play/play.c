@@ -61,8 +61,8 @@ play__fail(struct player *pl, const char *fmt, ...)
 void
 play__unblock(struct player *pl)
 {
-    for (struct play_conn *c = pl->conns; c != NULL && !pl->stop;
-         c = c->next_all)
+    for (struct play_conn *c = pl->conns;
+         c != NULL && !pl->stop && pl->nblocked > 0; c = c->next_all)
         if (c->blocked)
             play_conn_pump(c);
 }

@@ -424,7 +424,10 @@ conn_send_req(struct play_conn *c, struct play_req *r, enum remap_result *res)
     int64_t cursor;
     int rc;
 
-    rc = wire_msg_parse(r->msg, r->len, &m, &used, &err);
+    /* validated in full when it was read from the trace */
+    rc = wire_msg_parse_opts(r->msg, r->len,
+                             WIRE_PARSE_SHALLOW | WIRE_PARSE_NO_CHECKSUM, &m,
+                             &used, &err);
     if (rc != MT_OK)
         return rc < 0 ? rc : MT_EPROTO;
     mt_buf_reset(t);
@@ -492,7 +495,10 @@ play_conn_pump(struct play_conn *c)
 
     if (c->st != PLAY_CONN_READY || pl->stop)
         return;
-    c->blocked = false;
+    if (c->blocked) {
+        c->blocked = false;
+        pl->nblocked--;
+    }
     while ((r = c->next) != NULL && c->exhaust == NULL) {
         if (r->after_reply && c->outstanding > 0)
             break;
@@ -510,6 +516,7 @@ play_conn_pump(struct play_conn *c)
         }
         if (res == REMAP_WAIT) {
             c->blocked = true;
+            pl->nblocked++;
             break;
         }
         c->next = r->next;

@@ -120,6 +120,7 @@ struct player {
     size_t nconns;              /* open (not closed) */
     size_t queued_bytes;        /* over every queue */
     size_t queued_reqs;
+    size_t nblocked; /* connections whose getMore waits for a cursor */
     uint32_t gen;               /* --repeat run */
     uint64_t t0_rec, t0_live;   /* schedule origin */
     bool t0_set;

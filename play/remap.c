@@ -178,20 +178,28 @@ remap_note_reply(struct remap *rm, const uint8_t *body, size_t len)
     const uint8_t *data;
     uint32_t dlen;
 
-    if (body == NULL || !bson_init_static(&b, body, len))
+    if (body == NULL || !bson_init_static(&b, body, len) ||
+        !bson_iter_init(&it, &b))
         return;
-    if (bson_iter_init_find(&it, &b, "$clusterTime") &&
-        BSON_ITER_HOLDS_DOCUMENT(&it)) {
-        bson_iter_document(&it, &dlen, &data);
-        if (bson_init_static(&sub, data, dlen)) {
-            if (rm->cluster_time != NULL)
-                bson_destroy(rm->cluster_time);
-            rm->cluster_time = bson_copy(&sub);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (k[0] == '$' && strcmp(k, "$clusterTime") == 0 &&
+            BSON_ITER_HOLDS_DOCUMENT(&it)) {
+            bson_iter_document(&it, &dlen, &data);
+            /* a copy only when it moved */
+            if (rm->cluster_time != NULL && rm->cluster_time->len == dlen &&
+                memcmp(bson_get_data(rm->cluster_time), data, dlen) == 0)
+                continue;
+            if (bson_init_static(&sub, data, dlen)) {
+                if (rm->cluster_time != NULL)
+                    bson_destroy(rm->cluster_time);
+                rm->cluster_time = bson_copy(&sub);
+            }
+        } else if (k[0] == 'o' && strcmp(k, "operationTime") == 0 &&
+                   BSON_ITER_HOLDS_TIMESTAMP(&it)) {
+            bson_iter_timestamp(&it, &rm->op_t, &rm->op_i);
         }
     }
-    if (bson_iter_init_find(&it, &b, "operationTime") &&
-        BSON_ITER_HOLDS_TIMESTAMP(&it))
-        bson_iter_timestamp(&it, &rm->op_t, &rm->op_i);
 }
 
 /* The session of the recorded lsid {id: <uuid>} (created); NULL when the
