@@ -7,7 +7,7 @@
 #   make tsan       unit + integration tests under TSan
 #   make fuzz       libFuzzer targets (FUZZ_SECONDS each, default 600)
 #   make bench      benchmarks (never part of `make test`)
-#   make lint       clang-format check and banned functions
+#   make lint       clang-format check, banned functions, words of how the work was done
 #   make install    PREFIX=/usr/local DESTDIR=
 #   make deps       apt-get install what is missing (root)
 #   make whatif     deps + build + the what-if workflow on traces/sample.zst (report/)
@@ -179,10 +179,15 @@ deps:
 	tools/deps.sh --install
 
 LINT_SRC := $(shell find core capture replay sim tools tests bench -name node_modules -prune -o -name '*.[ch]' -print 2>/dev/null) mtrace.c
+# Path prefixes the word rule (tools/lint_words.sh) does not read
+# while the simulator, its docs and the what-if workflow are rewritten;
+# empty it when that rewrite lands.
+LINT_WORDS_SKIP_SIM_REWRITE := sim/ docs/sim- docs/whatif tools/whatif
 lint:
 	@clang-format --dry-run -Werror $(LINT_SRC)
 	@! grep -nE '\b(atoi|atol|sprintf|vsprintf|strcpy|strcat|gets)\s*\(' $(LINT_SRC) || \
 	    { echo "lint: banned function (use strtol/snprintf/memcpy with a length)"; exit 1; }
+	@LINT_WORDS_SKIP="$(LINT_WORDS_SKIP_SIM_REWRITE)" tools/lint_words.sh
 	@echo "lint: ok"
 
 format:

@@ -133,8 +133,8 @@ if want_table 2; then
         [ "$n" = 16 ] && [ "$RT16" = 1 ] && kinds="${kinds% haproxy} mtrace-rt haproxy"
         for kind in $kinds; do T[$kind]="" C[$kind]="" PR[$n,$kind]="" PF[$n,$kind]=""; done
         for ((r = 0; r < REPS; r++)); do
-            # whoever runs first in a pair tends to win on a VM (session 5:
-            # 9 of 10): odd repetitions run the proxies in reverse order
+            # whoever runs first in a pair tends to win on a VM (9 of 10
+            # pairs in one A/B): odd repetitions run the proxies in reverse order
             order=$kinds
             ((r % 2)) && order=$(tr ' ' '\n' <<<"$kinds" | tac | tr '\n' ' ')
             declare -A RR=() POS=()

@@ -9,7 +9,7 @@
 # (default 1.1 GB).  Both tools read the file from the page cache, pinned
 # to one CPU (taskset); wall and CPU (user+sys) times are both reported
 # (CPU time is the fair figure when other work shares the machine).  Everything is generated under a mktemp directory
-# and deleted at the end.  Targets (issue 4): >= 50x tshark, >= 500 MB/s,
+# and deleted at the end.  Targets: >= 50x tshark, >= 500 MB/s,
 # trace >= 10x smaller than the pcap.
 # Then the trace writer's cost per zstd level on the same records
 # (bench_trace --levels): what the import level (-3) was chosen from; and

@@ -18,8 +18,8 @@
 #     with a PM QoS CPU wake-up latency request of 0 us held (mtrace replay
 #     --cpu-dma-latency 0; timer_wake --cpu-dma-latency 0 in 2c): the
 #     request is machine-wide, so the client runs under it too.
-#     (Table 1 has no PM QoS rows: with the request held, pymongo's added
-#     delay at --delay-ms 1 was 1.056 ms, median of 5 -- docs/benchmarks.md.)
+#     (Table 1 has no PM QoS rows: pymongo's added delay at --delay-ms 1
+#     with the request held is in docs/replay.md, "What a client sees".)
 #  3. throughput: replay_load at 16 and 256 connections against replay
 #     (--threads 1 / one loop per core, normal / --rt-prio 1) and against
 #     the fixed-reply server.

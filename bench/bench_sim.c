@@ -8,7 +8,7 @@
  *   model: seed 000's GIL threaded scenario (10 threads x 100 calls) run
  *     repeatedly; events processed / time.
  * Usage: bench_sim [--seconds S]   (default 1 s per measurement)
- * Target (issue 6): >= 10 M events/s on one core.
+ * Target: >= 10 M events/s on one core.
  */
 #include <stdio.h>
 #include <stdlib.h>

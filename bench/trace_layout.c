@@ -1,7 +1,6 @@
 /*
  * trace_layout.c -- candidate record layouts within a trace frame, for zstd
- * (issue 4, session 5: a measurement, not a format; docs/benchmarks.md
- * "pcap import", Session 5).
+ * (a measurement, not a format; docs/benchmarks.md "Record layout").
  *
  * Usage: trace_layout TRACE [--ref-bytes N] [LEVEL...]
  *
@@ -24,7 +23,7 @@
  *   layout 3: layout 2 with the requests' wire bytes and the replies' in
  *     two runs.
  * The changing fields are thereby grouped apart from the bytes that repeat
- * (session 4 found zstd's cost set by its sequences, ~4.5 per record).
+ * (zstd's cost is set by its sequences, ~4.5 per record as written).
  * Per layout and level: CPU seconds of re-laying out (this program's copy
  * from the decoded records: an upper bound for a writer that would build
  * the columns directly) and of zstd, MB/s of N per CPU second of both

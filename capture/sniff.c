@@ -382,13 +382,13 @@ probe_precision(int fd)
  * with two freads (record header, packet) into its own buffer.  A regular
  * file is opened in glibc's mmap mode (fdopen "rbm"): the stream's buffer
  * is then the file's mapping, so each fread is one memcpy from the page
- * cache into libpcap's buffer (the session-2 fmemopen stream copied every
- * byte twice: mapping -> stdio buffer -> libpcap; read(2) copies twice
- * too).  libpcap has no call that hands out packets in place from a file
- * (pcap_next_ex is zero-copy only out of its own buffer), so this is the
- * one copy left.  Anything else (a FIFO, "-") is read through stdio with a
- * large buffer; glibc falls back to that by itself when it cannot map.
- * Only this thread reads the stream: stdio's per-call locking is off.
+ * cache into libpcap's buffer (an fmemopen stream would copy every byte
+ * twice: mapping -> stdio buffer -> libpcap; read(2) copies twice too). libpcap
+ * has no call that hands out packets in place from a file (pcap_next_ex is
+ * zero-copy only out of its own buffer), so this is the one copy left. Anything
+ * else (a FIFO, "-") is read through stdio with a large buffer; glibc falls
+ * back to that by itself when it cannot map. Only this thread reads the stream:
+ * stdio's per-call locking is off.
  */
 static FILE *
 open_input(struct sniff *s, struct stat *st)

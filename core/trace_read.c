@@ -13,8 +13,8 @@
  *                             checksum frame (CRC-32 of its bytes).
  *
  * A frame's records are handed out only once the whole frame decompressed
- * and its checksum matched: the checksum frame after it (writers since
- * session 3), else zstd's own XXH64 content checksum if the frame has one
+ * and its checksum matched: the checksum frame after it (index version
+ * 2), else zstd's own XXH64 content checksum if the frame has one
  * (checked by zstd).  Input comes from memory or a FILE * read in
  * chunks; every length from the file is checked against a limit before use.
  * On a bad frame the reader scans forward for the next frame magic
@@ -311,7 +311,7 @@ frame_decode(struct trace_reader *r, struct mt_err *err)
 /*
  * After a decoded data frame: checks and passes over its checksum frame.
  * A frame with zstd's own content checksum (XXH64, checked by zstd: the
- * writers before session 3) needs none.  A bad checksum frame, a data frame
+ * traces of index version 1) needs none.  A bad checksum frame, a data frame
  * that does not match it, or damaged bytes where its checksum frame belongs
  * lose the frame.  A frame with neither checksum that another frame or the
  * end of the file follows is taken as it is (a writer without checksums, or

@@ -13,7 +13,7 @@
  * chunks (the first byte picks the chunk size, as a socket would split it);
  * every emitted reply is released and checked to parse.
  *
- * Every input runs twice: as before, and (since session 10) on a second
+ * Every input runs twice: on a plain worker, and on a second
  * worker whose replay authenticates like mongod --auth (--credentials):
  * the user "user" of admin with RFC 5802 / RFC 7677's salts, 4096
  * iterations and password "pencil", and the RFC 7677 server nonce, so a

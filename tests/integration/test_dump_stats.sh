@@ -163,7 +163,7 @@ G=$TOP/tests/data/traces
 "$MTRACE" stats "$G/v1_scenario.zst" | sed 's|^trace .*(|trace       (|' | diff -u "$G/v1_scenario.stats.txt" - >"$TMP/g.diff" ||
     fail "stats of v1_scenario.zst differs from the golden file: $(head -20 "$TMP/g.diff")"
 
-# ---- the shipped sample trace, once the capture helper has produced it ----
+# ---- the shipped sample trace (traces/sample.zst), when present ----
 if [ -f "$TOP/traces/sample.zst" ]; then
     "$MTRACE" dump --json "$TOP/traces/sample.zst" | jq -e . >/dev/null || fail "sample.zst dump"
     "$MTRACE" stats --json "$TOP/traces/sample.zst" | jq -e '.complete' >/dev/null || fail "sample.zst stats"

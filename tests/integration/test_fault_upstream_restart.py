@@ -116,7 +116,7 @@ def find_pairs(recs):
     {(request_id, k): (conn, t_ns of the request)}, k counting the pairs
     with that request_id (pymongo 3.11 draws request ids at random: two
     connections may use the same one, ~3 % of runs at 16 000 calls by the
-    birthday bound, 2 of 8 runs seen in session 5; the
+    birthday bound, 2 of 8 runs seen; the
     proxy's and the live trace number their connections differently, so
     the id, not the conn, is what names a pair in both)."""
     reqs = {(m["conn"], m["request_id"]): m["t_ns"] for m in msgs(recs, "c2s")

@@ -72,7 +72,7 @@ grep -q '^gil_mutex_signal_us = [0-9.]* \[measured\]' "$TMP/host.txt" ||
     fail "no gil_mutex_signal_us in host facts"
 grep -q '^wake_busy_us = [0-9.]* \[measured\]' "$TMP/host.txt" ||
     fail "no wake_busy_us in host facts"
-# round 11: without --idle-ab (it holds a global PM QoS request) the idle
+# without --idle-ab (it holds a global PM QoS request) the idle
 # period's cost is not measured, and it is never a host fact (option, off)
 grep -q '^# idle_wake_cpu_us not measured (no --idle-ab)' "$TMP/host.txt" ||
     fail "no idle_wake_cpu_us comment in host facts"
@@ -146,7 +146,7 @@ $S --trace "$TMP/nonexistent.zst" 2>"$TMP/e3"; [ $? = 1 ] || fail "missing trace
 grep -q "nonexistent.zst" "$TMP/e3" || fail "missing trace message"
 $S --seq-mean-ms 0.001 2>"$TMP/e4"; [ $? = 2 ] || fail "impossible calibration not exit 2"
 grep -q "without any Python CPU" "$TMP/e4" || fail "calibration error message"
-# bad input, each one line that names what (audit, session 5)
+# bad input, each one line that names what
 one_line() { # one_line WANT_EXIT WANT_TEXT ARGS...: exit, text, one stderr line
     local want=$1 text=$2 st
     shift 2

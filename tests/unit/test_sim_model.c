@@ -46,7 +46,7 @@ test_sim_model_one_thread_is_the_sum_of_its_parts(void **state)
     assert_float_equal(run(&p, NULL).mean_ms, 0.184, 1e-9);
 }
 
-/* Round 14, server_wake_in_trace: a service time taken on the wire (request
+/* server_wake_in_trace: a service time taken on the wire (request
  * packet -> reply packet) already holds the server's wake-up and switch-in.
  * The one-thread call of 184 us with ctx_cpu_us = 3 pays 3 at the client's
  * and 3 at the server's wake-up: 190.  From trace samples (50 us each) with
@@ -400,7 +400,7 @@ test_sim_scenario_sections_and_origins(void **state)
 
 /* A justification longer than the note buffer is cut where a UTF-8
  * character starts and ends with "...": the printed block shows that the
- * scenario file says more (round 10's notes were cut mid-word). */
+ * scenario file says more (its notes were cut mid-word). */
 static void
 test_sim_params_long_note_cut_visibly(void **state)
 {
@@ -574,7 +574,7 @@ test_sim_model_cpu_slice(void **state)
     sim_result_free(&r);
 }
 
-/* cpu_pick 2 (round 10): per-core run queues.  Free-threaded, 2 cores, 3
+/* cpu_pick 2: per-core run queues.  Free-threaded, 2 cores, 3
  * threads started 40 us apart, 2 calls each: a send (10 us), the reply
  * 1000 us later (no transit, no wake-up latency), the receive (10 us) and
  * 100 us of Python.  Call 1: every send runs on core 0 (t0 0-10, t1 40-50,
@@ -634,7 +634,7 @@ test_sim_model_percore_queue(void **state)
     assert_float_equal(run(&p, NULL).mean_ms, base, 1e-12);
 }
 
-/* wake_preempt (round 10, with cpu_pick 2): EEVDF wake-up preemption.
+/* wake_preempt (with cpu_pick 2): EEVDF wake-up preemption.
  * Free-threaded, one core, 2 threads started 50 us apart, one call each:
  * a 10 us send, the reply 1000 us later, a 10 us wake-up, a 10 us
  * receive, 100 us of Python.  t0 sends 0-10, is woken at 1020 and runs

@@ -152,7 +152,7 @@ test_sim_model_gil_xcore(void **state)
     set(&p, "cores", "1"); /* one home core: no cross-core hand-over */
     assert_float_equal(run(&p, NULL).mean_ms, 1145 / 1e3, 1e-9);
     set(&p, "cores", "4");
-    /* cpu_pick (round 9): cores have identities; thread 0's post runs on
+    /* cpu_pick: cores have identities; thread 0's post runs on
      * core 0 (the lowest free), thread 1's at 1110 too (no core of its
      * own yet, core 0 free again): W = 0 on core 0, nothing charged. */
     set(&p, "cpu_pick", "1");
@@ -389,7 +389,7 @@ test_sim_model_send_preempt(void **state)
 }
 
 /*
- * Round 15, send_preempt_cpu_us: a call whose send was preempted does not
+ * send_preempt_cpu_us: a call whose send was preempted does not
  * pay that much CPU (measured: the sequential client's CPU per call with
  * the server pinned to another, halting CPU minus pinned to its own), taken
  * off its next Python segments.  One thread, the parts of
@@ -432,7 +432,7 @@ test_sim_model_send_preempt_cpu(void **state)
 }
 
 /*
- * Round 15, send_switch_busy: the two switches of a preempted send (the
+ * send_switch_busy: the two switches of a preempted send (the
  * peer switched in on the sender's core, the sender switched back) cost
  * ctx_busy_cpu_us, the measured switch on a running CPU, instead of
  * ctx_cpu_us.  test_sim_model_send_preempt's one-thread call (a) with
@@ -466,7 +466,7 @@ test_sim_model_send_switch_busy(void **state)
 }
 
 /*
- * Who has the GIL after a preempted send (round 7).  Two threads, two
+ * Who has the GIL after a preempted send.  Two threads, two
  * cores, everything deterministic: 100 us of Python per call (pre 50, mid
  * 10, mid 10, post 30), sendall / recv(header) / recv(body) each 1 us of
  * CPU, the server's 20 us of CPU runs on the sender's core (send_preempt_p
@@ -541,7 +541,7 @@ test_sim_model_send_preempt_convoy(void **state)
 }
 
 /*
- * send_affine_waiter (round 8; client.c send_waiter_on_core): a send is
+ * send_affine_waiter (client.c send_waiter_on_core): a send is
  * not preempted while the GIL waiter its own drop_gil woke is still waking
  * or queued on the sender's home core (kernel/sched/fair.c
  * wake_affine_idle: sync && nr_running == 1 fails, the peer goes
@@ -646,7 +646,7 @@ test_sim_model_gil_forced_switch(void **state)
 }
 
 /*
- * gil_mutex_signal_us (round 9; gil.c mutex_*): drop_gil holds gil->mutex
+ * gil_mutex_signal_us (gil.c mutex_*): drop_gil holds gil->mutex
  * for the signal's FUTEX_WAKE (the dropper's CPU, before its syscall); a
  * thread that reaches take_gil or the cond wait's re-lock meanwhile blocks
  * on the mutex and is woken wake_us after it is free; the signalled

@@ -1,5 +1,5 @@
 /*
- * test_sim_model_idle.c -- round 11's idle-period cost (sim/model.c
+ * test_sim_model_idle.c -- the idle-period cost (sim/model.c
  * cpu_idle_wake, idle_wake_cpu_us / idle_wake_min_us) and its removal from
  * the sequential calibration (sim/fit.c), against hand-computable cases.
  */
@@ -19,7 +19,7 @@
 
 #include "sim_fixtures.h"
 
-/* Round 11, idle_wake_cpu_us: a client wake-up that finds a core idle pays
+/* idle_wake_cpu_us: a client wake-up that finds a core idle pays
  * it on its first job; one that queues behind a running job does not.
  * (1) One thread on 4 cores: each call's reply wake-up finds a core idle,
  * so the call takes 184 us (the one-thread test) + 20.  (2) The FIFO mutex
