@@ -30,7 +30,7 @@ start_mock MOCK
 start_capture CAP "$MOCK" "$TMP/A.zst"
 # three runs 0.3 s apart: the trace has several frames (one per 100 ms)
 for run in 1 2 3; do
-    "$PYTHON" "$WL" "mongodb://127.0.0.1:$CAP/" --rounds 3 >/dev/null || fail "workload through capture failed"
+    "$PYTHON" "$WL" "mongodb://127.0.0.1:$CAP/" --rounds=3 >/dev/null || fail "workload through capture failed"
     sleep 0.3
 done
 stop_wait $CAPTURE_PID || fail "capture exited $?"
