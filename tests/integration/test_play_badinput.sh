@@ -6,6 +6,7 @@
 #  1. a trace with no client request; a trace cut mid-frame (the complete
 #     records before the cut are played, then the loss is reported); a
 #     missing file;
+#     a synthetic trace of odd but valid records plays whole;
 #  2. a target that is not MongoDB (an HTTP-like server), one that
 #     refuses the connection;
 #  3. SCRAM-SHA-256 and SCRAM-SHA-1 with the right password: every request
@@ -51,6 +52,21 @@ grep -Eq '^played .*: [1-9][0-9]* requests sent' "$TMP/o" || fail "nothing befor
 
 "$MTRACE" play "$TMP/nonexistent.zst" --target 127.0.0.1:"$REP" >"$TMP/o" 2>"$TMP/e"
 one_line_fail "$TMP/o" "$TMP/e" $? "nonexistent.zst"
+
+# a synthetic trace of odd messages (tests/helpers/mktrace: legacy
+# isMaster, a SASL conversation, an OP_COMPRESSED insert with a document
+# sequence, a ping whose reply was never recorded, a reply to nothing, a
+# moreToCome insert, a malformed message): played whole, exit 0
+MKT=$TOP/${BUILD:-build/release}/helpers/mktrace
+"$MKT" "$TMP/mk.zst" >/dev/null || fail "mktrace failed"
+"$MTRACE" play "$TMP/mk.zst" --target 127.0.0.1:"$MOCK" --max-speed -o "$TMP/mkp.zst" >"$TMP/o" 2>"$TMP/e" ||
+    fail "odd trace: exit $?: $(cat "$TMP/e")"
+grep -Eq ': 103 requests sent, 102 answered, 1 without reply by design \(moreToCome\), 0 unanswered' "$TMP/o" ||
+    fail "odd trace: $(head -1 "$TMP/o")"
+grep -q 'never re-sent: 1 recorded handshakes, 2 authentication messages' "$TMP/o" || fail "odd trace: $(sed -n 2p "$TMP/o")"
+"$MTRACE" dump "$TMP/mkp.zst" | grep ' c2s ' | grep -c 'seq=documents:2' | grep -qx 2 ||
+    fail "odd trace: the document sequences were not sent"
+echo "ok: odd synthetic trace: $(head -1 "$TMP/o" | cut -d: -f2-)"
 
 # ---- 2. bad targets ----
 NOTM=$(free_port)
