@@ -217,18 +217,34 @@ pair_conns(struct report *r, const struct cmp_conn *a, const struct cmp_conn *b)
                         &b->req[k].sh);
 }
 
+/* Connections without a request (monitoring, handshakes only) have no
+ * rank: qsort puts them first (first_ns 0); skip them. */
+static size_t
+first_ranked(const struct cmp_trace *t)
+{
+    size_t i = 0;
+
+    while (i < t->n && t->c[i].n == 0)
+        i++;
+    return i;
+}
+
 static void
 pair_all(struct report *r, struct cmp_trace *a, struct cmp_trace *b)
 {
+    size_t a0, b0;
+
     qsort(a->c, a->n, sizeof(a->c[0]), by_first);
     qsort(b->c, b->n, sizeof(b->c[0]), by_first);
-    for (size_t i = 0; i < b->n; i++) {
+    a0 = first_ranked(a);
+    b0 = first_ranked(b);
+    for (size_t i = b0; i < b->n; i++) {
         const struct cmp_conn *pa = NULL;
-        for (size_t j = 0; j < a->n && pa == NULL; j++)
+        for (size_t j = a0; j < a->n && pa == NULL; j++)
             if (a->c[j].id == (b->c[i].id & 0xffffffffu))
                 pa = &a->c[j];
-        if (pa == NULL && i < a->n)
-            pa = &a->c[i];
+        if (pa == NULL && a0 + (i - b0) < a->n)
+            pa = &a->c[a0 + (i - b0)];
         if (pa != NULL)
             pair_conns(r, pa, &b->c[i]);
     }
