@@ -30,7 +30,8 @@ struct feed {
     char err[160];
     struct play_rconn *rc[RC_BUCKETS]; /* owned */
     struct loop_timer tm;
-    uint64_t c2s; /* client messages read (over every run) */
+    uint64_t last_t; /* the time of the last record read */
+    uint64_t c2s;    /* client messages read (over every run) */
 };
 
 struct run {
@@ -455,6 +456,15 @@ feed_room(const struct player *pl)
            pl->queued_reqs < PLAY_QUEUE_REQS_MAX;
 }
 
+bool
+play__cursor_may_come(const struct player *pl, uint64_t rec_t_ns)
+{
+    const struct feed *f = &((const struct run *)pl)->f;
+
+    return !f->eof && feed_room(pl) &&
+           f->last_t < rec_t_ns + PLAY_CURSOR_WAIT_NS;
+}
+
 void
 play__reaped(struct player *pl)
 {
@@ -468,7 +478,7 @@ play__reaped(struct player *pl)
 /* Reads on while the next record is due within the look-ahead and the
  * queues have room; then sets the timer for the next record. */
 static void
-feed_pump(struct player *pl)
+feed_read(struct player *pl)
 {
     struct feed *f = &run_of(pl)->f;
     struct mt_err err;
@@ -520,6 +530,8 @@ feed_pump(struct player *pl)
             return;
         }
         f->held = false;
+        if (t > f->last_t)
+            f->last_t = t;
         rc = feed_record(pl, &f->rec);
         if (rc < 0)
             play__fail(pl, "%s", mt_strerror(rc));
@@ -531,6 +543,15 @@ feed_pump(struct player *pl)
                 rconn_close(pl, f->rc[i]);
         play__conn_done(pl);
     }
+}
+
+/* feed_read, then a getMore waiting for a cursor the trace may hold
+ * tries again. */
+static void
+feed_pump(struct player *pl)
+{
+    feed_read(pl);
+    play__unblock(pl);
 }
 
 static void
@@ -623,6 +644,7 @@ tick(struct loop *l, struct loop_timer *t, void *arg)
          c = c->next_all)
         play_conn_check_timeout(c, now);
     conns_sweep(pl);
+    play__unblock(pl);
     if (!run->f.eof && !loop_timer_active(&run->f.tm) && feed_room(pl))
         feed_pump(pl);
     if (!pl->stop)

@@ -432,6 +432,8 @@ conn_send_req(struct play_conn *c, struct play_req *r, enum remap_result *res)
         return rc < 0 ? rc : MT_EPROTO;
     mt_buf_reset(t);
     r->live_rid = c->next_rid;
+    remap_set_unknown_waits(pl->rm,
+                            play__cursor_may_come(pl, r->rec_t_ns));
     rc = remap_msg(pl->rm, c->copy, &m, r->live_rid, t, res, &cursor);
     if (rc < 0 || *res != REMAP_OK)
         return rc;

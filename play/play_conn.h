@@ -159,6 +159,13 @@ void play__fail(struct player *pl, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* A connection finished: the player may end a run, or read on. */
 void play__conn_done(struct player *pl);
+/* True while the trace may still hold the reply that opens a cursor a
+ * request recorded at rec_t_ns reads: the reader is not at its end, has
+ * room, and has not read PLAY_CURSOR_WAIT_NS past rec_t_ns. */
+/* TRACE_FLUSH_NS: a capture loop's records reach the file within a
+ * frame's age of each other. */
+#define PLAY_CURSOR_WAIT_NS TRACE_FLUSH_NS
+bool play__cursor_may_come(const struct player *pl, uint64_t rec_t_ns);
 /* Requests were freed: the reader may go on. */
 void play__reaped(struct player *pl);
 /* Wakes the connections blocked on a cursor. */

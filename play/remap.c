@@ -37,6 +37,7 @@ struct remap {
     const char *const *db_to;   /* borrowed */
     size_t ndb;
     bson_t *cluster_time; /* owned: the live $clusterTime, or NULL */
+    bool unknown_waits;
     uint32_t op_t, op_i;  /* the live operationTime (t 0: none) */
     struct remap_stats st;
 };
@@ -137,7 +138,7 @@ remap_cursor_get(const struct remap *rm, uint32_t copy, int64_t rec_id,
 
     *live_id = 0;
     if (c == NULL)
-        return REMAP_CURSOR_DEAD;
+        return REMAP_CURSOR_UNKNOWN;
     *live_id = c->live_id;
     return c->st;
 }
@@ -397,6 +398,9 @@ rebuild_body(struct remap *rm, uint32_t copy, const struct wire_msg *m,
                 case REMAP_CURSOR_PENDING:
                     *res = REMAP_WAIT;
                     return 0;
+                case REMAP_CURSOR_UNKNOWN:
+                    *res = rm->unknown_waits ? REMAP_WAIT : REMAP_NOCURSOR;
+                    return 0;
                 case REMAP_CURSOR_DEAD:
                     *res = REMAP_NOCURSOR;
                     return 0;
@@ -465,7 +469,10 @@ remap_legacy(struct remap *rm, uint32_t copy, const struct wire_msg *m,
             remap_cursor_get(rm, copy, *rec_cursor, &live);
         if (st != REMAP_CURSOR_LIVE) {
             out->len = start;
-            *res = st == REMAP_CURSOR_PENDING ? REMAP_WAIT : REMAP_NOCURSOR;
+            *res = st == REMAP_CURSOR_PENDING ||
+                           (st == REMAP_CURSOR_UNKNOWN && rm->unknown_waits)
+                       ? REMAP_WAIT
+                       : REMAP_NOCURSOR;
             return 0;
         }
         memcpy(p + m->raw_len - 8, &live, 8);
@@ -510,6 +517,12 @@ remap_msg(struct remap *rm, uint32_t copy, const struct wire_msg *m,
                              m->nseq);
     bson_destroy(&body);
     return rc;
+}
+
+void
+remap_set_unknown_waits(struct remap *rm, bool wait)
+{
+    rm->unknown_waits = wait;
 }
 
 void

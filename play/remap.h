@@ -24,6 +24,7 @@ enum remap_cursor_state {
     REMAP_CURSOR_PENDING, /* the request that opens it awaits its reply */
     REMAP_CURSOR_LIVE,    /* the live server gave live_id */
     REMAP_CURSOR_DEAD,    /* the live reply had no cursor, or it ended */
+    REMAP_CURSOR_UNKNOWN, /* no request opened it (so far) */
 };
 
 struct remap;
@@ -39,10 +40,19 @@ int remap_cursor_open(struct remap *rm, uint32_t copy, int64_t rec_id);
 /* The live outcome: live_id 0 makes it DEAD.  Unknown ids are ignored. */
 void remap_cursor_set(struct remap *rm, uint32_t copy, int64_t rec_id,
                       int64_t live_id);
-/* State of a recorded cursor; DEAD when unknown. */
+/* State of a recorded cursor. */
 enum remap_cursor_state remap_cursor_get(const struct remap *rm,
                                          uint32_t copy, int64_t rec_id,
                                          int64_t *live_id);
+/*
+ * What a getMore of a cursor no request opened yet gets: REMAP_WAIT while
+ * wait is true (the caller sets it while the trace may still hold the
+ * reply that opens it: a capture with several loops may write a
+ * connection's getMore before another connection's reply that opened its
+ * cursor), else REMAP_NOCURSOR.  Default false.
+ */
+void remap_set_unknown_waits(struct remap *rm, bool wait);
+
 /* Forgets the cursors of copy (its run ended). */
 void remap_forget_copy(struct remap *rm, uint32_t copy);
 

@@ -167,4 +167,9 @@ cmds=$(grep -o '"cmd":"[a-zA-Z]*"' "$TMP/only.json" | sort -u | tr '\n' ' ')
 [ "$cmds" = '"cmd":"find" "cmd":"getMore" "cmd":"killCursors" ' ] || fail "--only-commands find sent: $cmds"
 grep -q '"db":"benchmark_db"' "$TMP/only.json" && fail "--db did not rename benchmark_db"
 grep -q '"db":"other_db"' "$TMP/only.json" || fail "--db: no request to other_db"
-echo "ok: --skip-writes, --only-commands find (getMore/killCursors follow), --db rename"
+# getMore/killCursors of cursors no played request opened: reported, not sent
+"$MTRACE" play "$A" --target 127.0.0.1:"$MOCK" --max-speed --only-commands ping >"$TMP/nc.out" ||
+    fail "--only-commands ping: exit $?"
+grep -Eq '; [1-9][0-9]* getMore/killCursors without a live cursor' "$TMP/nc.out" ||
+    fail "getMore without cursor not reported: $(sed -n 2p "$TMP/nc.out")"
+echo "ok: --skip-writes, --only-commands find (getMore/killCursors follow), --db rename, getMore without a live cursor reported"
