@@ -8,6 +8,7 @@
  */
 #include "play_cli.h"
 
+#include <ctype.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,7 +35,9 @@ usage(FILE *f)
         "p50, p99 latency, errors by code, replies that differ in shape, and\n"
         "the send lateness against the schedule (docs/play.md).\n"
         "\n"
-        "  --target HOST:PORT   the server to send to (required)\n"
+        "  --target HOST:PORT   the server to send to (required); or\n"
+        "                       mongodb://[USER[:PASSWORD]@]HOST:PORT[/DB]\n"
+        "                       [?authSource=DB&authMechanism=M]\n"
         "  --speed X            time scale: 2 plays twice as fast (default 1;\n"
         "                       0.001 to 1000)\n"
         "  --max-speed          send each request as soon as its predecessor\n"
@@ -103,6 +106,84 @@ parse_only(char *s, struct play_opts *o)
     return o->nonly > 0;
 }
 
+/* %XX escapes of a URI part decoded in place; false on a bad escape. */
+static bool
+pct_decode(char *s)
+{
+    char *w = s;
+
+    for (; *s; s++) {
+        if (*s != '%') {
+            *w++ = *s;
+            continue;
+        }
+        if (!isxdigit((unsigned char)s[1]) || !isxdigit((unsigned char)s[2]))
+            return false;
+        char hex[3] = {s[1], s[2], '\0'};
+        *w++ = (char)strtol(hex, NULL, 16);
+        s += 2;
+    }
+    *w = '\0';
+    return true;
+}
+
+/*
+ * --target mongodb://[USER[:PASSWORD]@]HOST:PORT[/DB][?authSource=DB&
+ * authMechanism=M]: one host; the credentials and options go into o (they
+ * point into uri, which is modified).  0 or the exit status of bad usage.
+ */
+static int
+parse_uri(char *uri, struct play_opts *o)
+{
+    char *p = uri + strlen("mongodb://"), *at, *slash, *q, *opt;
+    const char *auth_db = NULL;
+
+    q = strchr(p, '?');
+    if (q != NULL)
+        *q++ = '\0';
+    slash = strchr(p, '/');
+    if (slash != NULL) {
+        *slash++ = '\0';
+        if (*slash != '\0')
+            auth_db = slash;
+    }
+    at = strrchr(p, '@');
+    if (at != NULL) {
+        char *colon;
+        *at = '\0';
+        colon = strchr(p, ':');
+        if (colon != NULL) {
+            *colon = '\0';
+            if (!pct_decode(colon + 1))
+                return bad("--target: bad %-escape in the URI's password");
+            o->password = colon + 1;
+        }
+        if (!pct_decode(p) || *p == '\0')
+            return bad("--target: bad user in the URI");
+        o->username = p;
+        p = at + 1;
+    }
+    if (strchr(p, ',') != NULL)
+        return bad("--target: one host, not a list (play sends to one server)");
+    o->target = p;
+    for (opt = q != NULL ? strtok(q, "&") : NULL; opt != NULL;
+         opt = strtok(NULL, "&")) {
+        if (strncmp(opt, "authSource=", 11) == 0 && opt[11] != '\0')
+            auth_db = opt + 11;
+        else if (strncmp(opt, "authMechanism=", 14) == 0) {
+            if (strcmp(opt + 14, "SCRAM-SHA-256") != 0 &&
+                strcmp(opt + 14, "SCRAM-SHA-1") != 0)
+                return bad("--target: authMechanism SCRAM-SHA-256 or "
+                           "SCRAM-SHA-1");
+            o->mechanism = opt + 14;
+        } else if (strncmp(opt, "directConnection=", 17) != 0)
+            return bad("--target: URI options: authSource, authMechanism");
+    }
+    if (auth_db != NULL)
+        o->auth_db = auth_db;
+    return 0;
+}
+
 enum {
     OPT_TARGET = 256,
     OPT_SPEED,
@@ -150,6 +231,8 @@ parse_opt(int ch, char *arg, struct play_opts *o, bool *speed_set)
 
     switch (ch) {
     case OPT_TARGET:
+        if (strncmp(arg, "mongodb://", 10) == 0)
+            return parse_uri(arg, o);
         o->target = arg;
         return 0;
     case OPT_SPEED:

@@ -9,7 +9,8 @@
 #     a synthetic trace of odd but valid records plays whole;
 #  2. a target that is not MongoDB (an HTTP-like server), one that
 #     refuses the connection;
-#  3. SCRAM-SHA-256 and SCRAM-SHA-1 with the right password: every request
+#  3. SCRAM-SHA-256 (options) and SCRAM-SHA-1 (a mongodb:// URI) with the
+#     right password: every request
 #     answered, the recorded handshakes and none of the recorded SASL
 #     conversation re-sent; a wrong password: refused, one line;
 #  4. the target killed mid-play: what was sent and answered is reported,
@@ -99,9 +100,15 @@ start_capture CAPA "$AUTH" "$TMP/authrec.zst"
 stop_wait $CAPTURE_PID || fail "capture exited $?"
 "$MTRACE" dump --json "$TMP/authrec.zst" 2>/dev/null | grep -q '"auth":true' || fail "no SASL in the recorded trace"
 for mech in SCRAM-SHA-256 SCRAM-SHA-1; do
-    "$MTRACE" play "$TMP/authrec.zst" --target 127.0.0.1:"$AUTH" --max-speed --username app \
-        --password 'pa:ss' --auth-mechanism $mech -o "$TMP/auth.zst" --force \
+    # SCRAM-SHA-256 from the options, SCRAM-SHA-1 from a URI
+    if [ $mech = SCRAM-SHA-256 ]; then
+        who=(--target 127.0.0.1:"$AUTH" --username app --password 'pa:ss' --auth-mechanism $mech)
+    else
+        who=(--target "mongodb://app:pa%3Ass@127.0.0.1:$AUTH/admin?authMechanism=$mech")
+    fi
+    "$MTRACE" play "$TMP/authrec.zst" "${who[@]}" --max-speed -o "$TMP/auth.zst" --force \
         >"$TMP/o" 2>"$TMP/e" || fail "$mech: play exited $?: $(cat "$TMP/e")"
+    grep -q 'pa:ss\|pa%3Ass' "$TMP/o" "$TMP/e" && fail "$mech: the password is in the output"
     grep -Eq ' 0 unanswered, 0 not sent' "$TMP/o" || fail "$mech: $(head -1 "$TMP/o")"
     grep -Eq ' [1-9][0-9]* authentication messages' "$TMP/o" || fail "$mech: recorded SASL not counted: $(sed -n 2p "$TMP/o")"
     "$MTRACE" dump --json "$TMP/auth.zst" >"$TMP/auth.json" 2>/dev/null
