@@ -707,7 +707,10 @@ player_init(struct run *run, const struct play_opts *o)
     pl->o = o;
     mt_buf_init(&pl->scratch, WIRE_MSG_LEN_MAX);
     mt_buf_init(&pl->tmp, WIRE_MSG_LEN_MAX);
-    if (mt_addr_resolve(o->target, &pl->ss, &pl->sslen) < 0) {
+    uint16_t port;
+
+    if (mt_addr_split(o->target, pl->host, sizeof(pl->host), &port) < 0 ||
+        mt_addr_resolve(o->target, &pl->ss, &pl->sslen) < 0) {
         fprintf(stderr, "mtrace play: cannot resolve --target %s\n",
                 o->target);
         return -1;
@@ -721,6 +724,18 @@ player_init(struct run *run, const struct play_opts *o)
     }
     if (!o->max_speed)
         loop_set_timer_spin_auto(pl->loop, LOOP_SPIN_AUTO_MAX_NS);
+    if (o->tls) {
+        pl->tls = tls_ctx_client_new(o->tls_ca, o->tls_insecure, &err);
+        if (pl->tls != NULL && o->tls_cert != NULL &&
+            tls_ctx_client_cert(pl->tls, o->tls_cert, NULL, &err) < 0) {
+            tls_ctx_free(pl->tls);
+            pl->tls = NULL;
+        }
+        if (pl->tls == NULL) {
+            fprintf(stderr, "mtrace play: TLS: %s\n", err.msg);
+            return -1;
+        }
+    }
     if (o->out != NULL) {
         snprintf(hdr.tool_version, sizeof(hdr.tool_version), "mtrace %s",
                  MT_VERSION);
@@ -752,6 +767,7 @@ player_free(struct run *run)
     rconn_free_all(&run->f);
     trace_reader_free(run->f.rd);
     remap_free(pl->rm);
+    tls_ctx_free(pl->tls);
     report_free(&pl->rep);
     loop_free(pl->loop);
     mt_buf_free(&pl->scratch);

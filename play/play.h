@@ -45,6 +45,10 @@ struct play_opts {
     const char *auth_db;  /* borrowed: default "admin" */
     const char *mechanism; /* borrowed: SCRAM-SHA-256 (default) or -1 */
     uint64_t timeout_ns;  /* a reply (or a connect) later than this fails */
+    bool tls;             /* TLS to the target */
+    const char *tls_ca;   /* borrowed: CA file (NULL: system CAs) */
+    bool tls_insecure;    /* no certificate verification */
+    const char *tls_cert; /* borrowed: client certificate (PEM), or NULL */
     bool json;            /* the summary as JSON on stdout */
 };
 

@@ -37,7 +37,8 @@ usage(FILE *f)
         "\n"
         "  --target HOST:PORT   the server to send to (required); or\n"
         "                       mongodb://[USER[:PASSWORD]@]HOST:PORT[/DB]\n"
-        "                       [?authSource=DB&authMechanism=M]\n"
+        "                       [?authSource=DB&authMechanism=M&tls=true\n"
+        "                       &tlsCAFile=FILE&tlsInsecure=true]\n"
         "  --speed X            time scale: 2 plays twice as fast (default 1;\n"
         "                       0.001 to 1000)\n"
         "  --max-speed          send each request as soon as its predecessor\n"
@@ -60,6 +61,12 @@ usage(FILE *f)
         "  --auth-mechanism M   SCRAM-SHA-256 (default) or SCRAM-SHA-1\n"
         "  -o OUT.zst           write what was sent and answered as a trace\n"
         "                       (source \"play\"); --force overwrites\n"
+        "  --tls                TLS to the target, its certificate verified\n"
+        "                       against the system's CAs and --target's host\n"
+        "  --tls-ca FILE        ... against the CAs of FILE (PEM) instead\n"
+        "  --tls-insecure       TLS without verification\n"
+        "  --tls-cert FILE      present this client certificate (PEM, key\n"
+        "                       included)\n"
         "  --timeout-ms MS      fail when a connect or a reply takes longer\n"
         "                       (default 30000)\n"
         "  --json               the summary as one JSON object\n"
@@ -176,8 +183,19 @@ parse_uri(char *uri, struct play_opts *o)
                 return bad("--target: authMechanism SCRAM-SHA-256 or "
                            "SCRAM-SHA-1");
             o->mechanism = opt + 14;
-        } else if (strncmp(opt, "directConnection=", 17) != 0)
-            return bad("--target: URI options: authSource, authMechanism");
+        } else if (strcmp(opt, "tls=true") == 0 ||
+                   strcmp(opt, "ssl=true") == 0) {
+            o->tls = true;
+        } else if (strncmp(opt, "tlsCAFile=", 10) == 0 && opt[10] != '\0') {
+            o->tls = true;
+            o->tls_ca = opt + 10;
+        } else if (strcmp(opt, "tlsInsecure=true") == 0) {
+            o->tls = o->tls_insecure = true;
+        } else if (strncmp(opt, "directConnection=", 17) != 0 &&
+                   strcmp(opt, "tls=false") != 0) {
+            return bad("--target: URI options: authSource, authMechanism, "
+                       "tls, tlsCAFile, tlsInsecure");
+        }
     }
     if (auth_db != NULL)
         o->auth_db = auth_db;
@@ -200,6 +218,10 @@ enum {
     OPT_FORCE,
     OPT_TIMEOUT,
     OPT_JSON,
+    OPT_TLS,
+    OPT_TLS_CA,
+    OPT_TLS_INSECURE,
+    OPT_TLS_CERT,
 };
 
 static const struct option longopts[] = {
@@ -218,6 +240,10 @@ static const struct option longopts[] = {
     {"force", no_argument, NULL, OPT_FORCE},
     {"timeout-ms", required_argument, NULL, OPT_TIMEOUT},
     {"json", no_argument, NULL, OPT_JSON},
+    {"tls", no_argument, NULL, OPT_TLS},
+    {"tls-ca", required_argument, NULL, OPT_TLS_CA},
+    {"tls-insecure", no_argument, NULL, OPT_TLS_INSECURE},
+    {"tls-cert", required_argument, NULL, OPT_TLS_CERT},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -294,6 +320,20 @@ parse_opt(int ch, char *arg, struct play_opts *o, bool *speed_set)
     case OPT_JSON:
         o->json = true;
         return 0;
+    case OPT_TLS:
+        o->tls = true;
+        return 0;
+    case OPT_TLS_CA:
+        o->tls = true;
+        o->tls_ca = arg;
+        return 0;
+    case OPT_TLS_INSECURE:
+        o->tls = o->tls_insecure = true;
+        return 0;
+    case OPT_TLS_CERT:
+        o->tls = true;
+        o->tls_cert = arg;
+        return 0;
     default:
         return bad("unknown option");
     }
@@ -345,6 +385,8 @@ play_cli_main(int argc, char **argv)
         return bad("--target HOST:PORT is required");
     if (mt_addr_split(o.target, host, sizeof(host), &port) < 0 || port == 0)
         return bad("--target takes HOST:PORT");
+    if (o.tls_ca != NULL && o.tls_insecure)
+        return bad("--tls-ca and --tls-insecure exclude each other");
     if (speed_set && o.max_speed)
         return bad("--speed and --max-speed exclude each other");
     if (o.password == NULL)

@@ -80,6 +80,8 @@ play_conn_close(struct play_conn *c, uint8_t reason)
         return;
     if (c->fd >= 0) {
         loop_fd_del(pl->loop, c->fd);
+        tls_conn_free(c->tls);
+        c->tls = NULL;
         close(c->fd);
         c->fd = -1;
         if (pl->w != NULL) {
@@ -113,14 +115,17 @@ static void
 conn_flush(struct play_conn *c)
 {
     while (c->wb.len > 0) {
-        ssize_t n = write(c->fd, c->wb.data, c->wb.len);
+        ssize_t n = c->tls != NULL ? tls_send(c->tls, c->wb.data, c->wb.len)
+                                   : write(c->fd, c->wb.data, c->wb.len);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
             break;
         if (n < 0) {
             play__fail(c->pl, "%s: sending to the server: %s",
-                       c->pl->o->target, strerror(errno));
+                       c->pl->o->target,
+                       c->tls != NULL && errno == EPROTO ? tls_conn_why(c->tls)
+                                                         : strerror(errno));
             return;
         }
         mt_buf_consume(&c->wb, (size_t)n);
@@ -246,6 +251,28 @@ conn_connect(struct play_conn *c)
         play__fail(pl, "cannot watch a socket (too many connections?)");
 }
 
+/* One step of the TLS handshake; the hello once it is done. */
+static void
+conn_tls_step(struct play_conn *c)
+{
+    struct player *pl = c->pl;
+    int rc = tls_handshake(c->tls);
+
+    if (rc == -EAGAIN) {
+        (void)loop_fd_mod(pl->loop, c->fd,
+                          LOOP_READ |
+                              (tls_wants_write(c->tls) ? LOOP_WRITE : 0));
+        return;
+    }
+    if (rc < 0) {
+        play__fail(pl, "TLS handshake with %s failed: %s", pl->o->target,
+                   tls_conn_why(c->tls));
+        return;
+    }
+    (void)loop_fd_mod(pl->loop, c->fd, LOOP_READ);
+    conn_send_hello(c);
+}
+
 /* The TCP connect completed (or failed). */
 static void
 conn_connected(struct play_conn *c)
@@ -283,6 +310,16 @@ conn_connected(struct play_conn *c)
         }
         snprintf(rec.server, sizeof(rec.server), "%s", pl->o->target);
         (void)trace_writer_conn_open(pl->w, &rec);
+    }
+    if (pl->tls != NULL) {
+        c->tls = tls_conn_new(pl->tls, c->fd, pl->host);
+        if (c->tls == NULL) {
+            play__fail(pl, "out of memory");
+            return;
+        }
+        c->st = PLAY_CONN_TLS;
+        conn_tls_step(c);
+        return;
     }
     (void)loop_fd_mod(pl->loop, c->fd, LOOP_READ);
     conn_send_hello(c);
@@ -742,6 +779,7 @@ conn_message(struct play_conn *c, const uint8_t *p, size_t len)
         break;
     case PLAY_CONN_WAIT:
     case PLAY_CONN_CONNECTING:
+    case PLAY_CONN_TLS:
     case PLAY_CONN_CLOSED:
         break;
     }
@@ -753,6 +791,8 @@ state_name(enum play_conn_state st)
     switch (st) {
     case PLAY_CONN_CONNECTING:
         return " while connecting";
+    case PLAY_CONN_TLS:
+        return " during the TLS handshake";
     case PLAY_CONN_HELLO:
         return " during the handshake (not a MongoDB server?)";
     case PLAY_CONN_AUTH:
@@ -780,7 +820,11 @@ conn_read(struct play_conn *c)
                        pl->o->target);
             return;
         }
-        ssize_t n = read(c->fd, c->rb.data + c->rb.len, READ_CHUNK);
+        bool more = false;
+        ssize_t n =
+            c->tls != NULL
+                ? tls_recv(c->tls, c->rb.data + c->rb.len, READ_CHUNK, &more)
+                : read(c->fd, c->rb.data + c->rb.len, READ_CHUNK);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
@@ -789,6 +833,8 @@ conn_read(struct play_conn *c)
             /* what came before the end is answered first */
             eof = true;
             rd_errno = n < 0 ? errno : 0;
+            if (c->tls != NULL && rd_errno == EPROTO)
+                rd_errno = -1;
             break;
         }
         c->rb.len += (size_t)n;
@@ -819,7 +865,9 @@ conn_read(struct play_conn *c)
     if (eof) {
         play__fail(pl, "%s closed the connection%s%s%s", pl->o->target,
                    state_name(c->st), rd_errno ? ": " : "",
-                   rd_errno ? strerror(rd_errno) : "");
+                   rd_errno == -1  ? tls_conn_why(c->tls)
+                   : rd_errno != 0 ? strerror(rd_errno)
+                                   : "");
         return;
     }
     play_conn_pump(c);
@@ -835,6 +883,10 @@ conn_io(struct loop *l, int fd, void *arg, unsigned events)
     (void)fd;
     if (c->st == PLAY_CONN_CONNECTING) {
         conn_connected(c);
+        return;
+    }
+    if (c->st == PLAY_CONN_TLS) {
+        conn_tls_step(c);
         return;
     }
     if (events & LOOP_WRITE)
@@ -874,6 +926,10 @@ play_conn_check_timeout(struct play_conn *c, uint64_t now_ns)
     switch (c->st) {
     case PLAY_CONN_CONNECTING:
         play__fail(pl, "cannot connect to %s: no answer within %.1f s",
+                   pl->o->target, (double)pl->o->timeout_ns / 1e9);
+        return;
+    case PLAY_CONN_TLS:
+        play__fail(pl, "TLS handshake with %s: no answer within %.1f s",
                    pl->o->target, (double)pl->o->timeout_ns / 1e9);
         return;
     case PLAY_CONN_HELLO:

@@ -21,6 +21,7 @@
 
 #include "core/buf.h"
 #include "core/loop.h"
+#include "core/tls.h"
 #include "core/trace.h"
 #include "play.h"
 #include "remap.h"
@@ -54,6 +55,7 @@ struct play_req {
 enum play_conn_state {
     PLAY_CONN_WAIT,       /* not connected yet */
     PLAY_CONN_CONNECTING, /* connect() in progress */
+    PLAY_CONN_TLS,        /* TLS handshake in progress */
     PLAY_CONN_HELLO,      /* our hello sent */
     PLAY_CONN_AUTH,       /* SCRAM conversation */
     PLAY_CONN_READY,
@@ -93,6 +95,7 @@ struct play_conn {
     bool rec_closed;            /* the recorded connection closed */
     bool blocked;               /* a getMore waits for its cursor */
     struct play_auth *auth;     /* owned: SCRAM state while authenticating */
+    struct tls_conn *tls;       /* owned: with --tls, else NULL */
     struct play_conn *next_all; /* the player's list */
 };
 
@@ -114,6 +117,8 @@ struct player {
     struct sockaddr_storage ss;
     socklen_t sslen;
     struct remap *rm;           /* owned */
+    struct tls_ctx *tls;        /* owned: client context with --tls */
+    char host[256];             /* --target's host (TLS name check) */
     struct report rep;          /* owned */
     struct trace_writer *w;     /* owned, or NULL */
     struct play_conn *conns;    /* owned list */
