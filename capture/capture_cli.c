@@ -38,6 +38,7 @@
 #include "core/wire.h"
 #include "pconn.h"
 #include "proxy.h"
+#include "recdir.h"
 #include "sniff.h"
 
 #define CLI_DELAY_MS_MAX 3600000.0 /* one hour */
@@ -74,6 +75,9 @@ capture_usage(FILE *out)
         "                      [--zstd-level L] [--cpu-dma-latency US] "
         "[--redact [FIELD]]...\n"
         "                      [--quiet] [--force]\n"
+        "       mtrace capture --recording DIR|FILE -o OUT.zst [--zstd-level "
+        "L]\n"
+        "                      [--redact [FIELD]]... [--quiet] [--force]\n"
         "\n"
         "Records MongoDB wire traffic into a zstd trace (read it with mtrace "
         "dump).\n"
@@ -194,6 +198,20 @@ capture_usage(FILE *out)
         "for --iface,\n"
         "                      -1 for the proxy)\n"
         "\n"
+        "Recording mode (see docs/recording.md):\n"
+        "  --recording DIR|FILE  import mongod's own traffic recording "
+        "(the .bin files\n"
+        "                      startTrafficRecording writes, in name order, "
+        "their\n"
+        "                      checksum.txt checked; or one such file): "
+        "each session a\n"
+        "                      connection, each recorded message a message; "
+        "exit 1 when\n"
+        "                      part of the recording could not be read "
+        "(each problem\n"
+        "                      on a line; the trace keeps every complete "
+        "record)\n"
+        "\n"
         "Proxy and live mode:\n"
         "  --cpu-dma-latency US  hold a PM QoS request on "
         "/dev/cpu_dma_latency from\n"
@@ -313,6 +331,7 @@ capture_on_signal(int sig)
     (void)sig;
     proxy_stop();
     sniff_stop();
+    recdir_stop();
 }
 
 static void
@@ -373,13 +392,15 @@ enum {
     OPT_TARGET_TLS_CA,
     OPT_TARGET_TLS_INSECURE,
     OPT_TARGET_TLS_CERT,
+    OPT_RECORDING,
 };
 
 struct capture_args {
     struct proxy_opts px;
     struct sniff_opts sn;
     struct redact_cfg redact;
-    bool redacting; /* --redact given */
+    bool redacting;        /* --redact given */
+    const char *recording; /* --recording DIR|FILE */
     const char *listen, *target;
     bool proxy_only;    /* a proxy-only option was given */
     bool sniff_only;    /* a pcap/live-only option was given */
@@ -647,6 +668,7 @@ capture_parse(int argc, char **argv, struct capture_args *a, const char **out)
         {"buffer-mb", required_argument, NULL, OPT_BUFFER_MB},
         {"zstd-level", required_argument, NULL, OPT_ZSTD_LEVEL},
         {"cpu-dma-latency", required_argument, NULL, OPT_DMA_LATENCY},
+        {"recording", required_argument, NULL, OPT_RECORDING},
         {"output", required_argument, NULL, 'o'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -711,6 +733,9 @@ capture_parse(int argc, char **argv, struct capture_args *a, const char **out)
                                     "from 0 to %d, not '%s'",
                                     PMQOS_US_MAX, optarg);
             break;
+        case OPT_RECORDING:
+            a->recording = optarg;
+            break;
         case OPT_REDACT:
             /* --redact FIELD, --redact=FIELD, or --redact alone */
             if (optarg == NULL && optind < argc && argv[optind][0] != '-')
@@ -753,6 +778,13 @@ capture_check(struct capture_args *a, const char *out)
         return capture_bad("the output trace is required: -o OUT.zst");
     if (a->sn.pcap_path != NULL && a->sn.iface != NULL)
         return capture_bad("--pcap and --iface exclude each other");
+    if (a->recording != NULL &&
+        (a->sn.pcap_path != NULL || a->sn.iface != NULL || a->proxy_only ||
+         a->sniff_only || a->dma_latency_us >= 0))
+        return capture_bad("--recording takes only -o, --zstd-level, "
+                           "--redact, --quiet and --force");
+    if (a->recording != NULL)
+        return 0;
     if (a->sn.pcap_path != NULL || a->sn.iface != NULL) {
         if (a->proxy_only)
             return capture_bad("--listen, --target, --delay-ms, --max-conns, "
@@ -869,7 +901,13 @@ capture_cli_main(int argc, char **argv)
     if (capture_hold_latency(&q, a.dma_latency_us) != 0)
         return 1;
     capture_signals();
-    if (a.sn.out_path != NULL) {
+    if (a.recording != NULL) {
+        rc = recdir_import(
+            &(struct recdir_opts){a.recording, out, a.sn.trace_flags,
+                                  a.sn.zstd_level, a.sn.quiet,
+                                  a.redacting ? &a.redact : NULL},
+            &err);
+    } else if (a.sn.out_path != NULL) {
         rc = sniff_run(&a.sn, &err);
     } else {
         capture_raise_nofile();

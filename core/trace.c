@@ -716,6 +716,8 @@ trace_source_name(uint8_t source)
         return "live";
     case TRACE_SRC_SYNTH:
         return "synthetic";
+    case TRACE_SRC_RECORDING:
+        return "recording";
     case TRACE_SRC_PLAY:
         return "play";
     case TRACE_SRC_UNKNOWN:

@@ -423,15 +423,23 @@ on_killcursors(struct replay_conn *c, const struct rq *q)
     return rc;
 }
 
+static int on_miss(struct replay_conn *c, const struct rq *q,
+                   const struct index_group *shapes);
+
 static int
 on_match(struct replay_conn *c, const struct rq *q, struct index_group *g)
 {
     struct replay_worker *w = c->w;
-    const struct index_exchange *ex = index_group_pick(w->sh->idx, g);
+    const struct index_exchange *ex;
+    struct match_shape shape;
     struct mt_buf out;
     int64_t id = -1;
     int rc;
 
+    match_shape_of(&w->sh->idx->rules, &q->req, &shape);
+    ex = index_group_pick_shape(w->sh->idx, g, &shape);
+    if (ex == NULL)
+        return on_miss(c, q, g);
     w->st.matched++;
     if (ex->cursor_id != 0) {
         rc = cursor_open(w->sh->cursors, (uint32_t)(ex - w->sh->idx->ex), &id);
@@ -503,36 +511,24 @@ on_unauthorized(struct replay_conn *c, const struct rq *q)
     return send_error(c, q, AUTH_UNAUTHORIZED_CODE, "Unauthorized", msg);
 }
 
+/* shapes: the group of the request's key when only the cursor shapes
+ * differ, else NULL. */
 static int
-on_miss(struct replay_conn *c, const struct rq *q)
+on_miss(struct replay_conn *c, const struct rq *q,
+        const struct index_group *shapes)
 {
     struct replay_worker *w = c->w;
-    const struct index_group *near;
-    char key[320], close[320], diff[320], msg[1100];
+    char msg[1100];
     uint64_t n;
 
     w->st.missed++;
-    match_key_display((const char *)w->key.data, w->key.len, key, sizeof(key));
-    near = index_closest(w->sh->idx, (const char *)w->key.data, w->key.len);
-    if (near != NULL && !index_group_command_is(near, q->req.name)) {
-        match_key_display(near->key, near->key_len, close, sizeof(close));
-        snprintf(msg, sizeof(msg),
-                 "mtrace replay: no recorded reply for key [%s]; the trace "
-                 "has no '%s' request (the closest recorded key is [%s])",
-                 key, q->req.name, close);
-    } else if (near != NULL) {
-        match_key_display(near->key, near->key_len, close, sizeof(close));
-        match_key_diff((const char *)w->key.data, w->key.len, near->key,
-                       near->key_len, diff, sizeof(diff));
-        snprintf(msg, sizeof(msg),
-                 "mtrace replay: no recorded reply for key [%s]; closest "
-                 "recorded key [%s] (%s)",
-                 key, close, diff);
+    if (shapes != NULL) {
+        struct match_shape shape;
+        match_shape_of(&w->sh->idx->rules, &q->req, &shape);
+        index_shape_miss_msg(w->sh->idx, shapes, &shape, msg, sizeof(msg));
     } else {
-        snprintf(msg, sizeof(msg),
-                 "mtrace replay: no recorded reply for key [%s]; the trace "
-                 "has no requests to match",
-                 key);
+        index_miss_msg(w->sh->idx, (const char *)w->key.data, w->key.len,
+                       q->req.name, msg, sizeof(msg));
     }
     n = atomic_fetch_add(&w->sh->misses_logged, 1);
     if (n < REPLAY_MISS_LOG_FIRST || n % 1000 == 0)
@@ -592,7 +588,7 @@ dispatch(struct replay_conn *c, struct rq *q, struct mt_err *err)
         return rc;
     }
     bson_destroy(&doc);
-    return on_miss(c, q);
+    return on_miss(c, q, NULL);
 }
 
 /* A legacy OP_QUERY that is not a command: OP_REPLY with QueryFailure. */

@@ -9,6 +9,7 @@
 #include "index.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "core/log.h"
@@ -35,9 +36,13 @@ index_free(struct index *idx)
         mt_free(idx->ex[i].more);
     }
     for (size_t i = 0; i < idx->ngroups; i++) {
-        mt_free(idx->groups[i]->key);
-        mt_free(idx->groups[i]->ex);
-        mt_free(idx->groups[i]);
+        struct index_group *g = idx->groups[i];
+        for (uint32_t c = 0; c < g->ncls; c++)
+            mt_free(g->cls[c].ex);
+        mt_free(g->cls);
+        mt_free(g->key);
+        mt_free(g->ex);
+        mt_free(g);
     }
     mt_free(idx->ex);
     mt_free(idx->groups);
@@ -133,17 +138,24 @@ group_get(struct index *idx, const char *key, size_t len)
     return g;
 }
 
+/* Appends exchange index ex to the list *arr of *n (capacity *cap). */
+static int
+ex_list_push(uint32_t **arr, uint32_t *n, uint32_t *cap, uint32_t ex)
+{
+    size_t c = *cap;
+    int rc = grow((void **)arr, &c, *n, sizeof(**arr), INDEX_EXCHANGES_MAX);
+
+    if (rc < 0)
+        return rc;
+    *cap = (uint32_t)c;
+    (*arr)[(*n)++] = ex;
+    return 0;
+}
+
 static int
 group_push(struct index_group *g, uint32_t ex)
 {
-    size_t cap = g->ex_cap;
-    int rc = grow((void **)&g->ex, &cap, g->nex, sizeof(*g->ex),
-                  INDEX_EXCHANGES_MAX);
-    if (rc < 0)
-        return rc;
-    g->ex_cap = (uint32_t)cap;
-    g->ex[g->nex++] = ex;
-    return 0;
+    return ex_list_push(&g->ex, &g->nex, &g->ex_cap, ex);
 }
 
 /* Appends a copy of the two messages as a new exchange; its index in *out. */
@@ -279,6 +291,69 @@ set_hello(struct index *idx, const struct wire_msg *rp)
     return 0;
 }
 
+static bool
+shape_equal(const struct match_shape *a, const struct match_shape *b)
+{
+    return a->shaped == b->shaped && a->single == b->single &&
+           a->limit == b->limit && a->batch == b->batch;
+}
+
+static int
+class_push(struct index_shape_class *c, uint32_t ex)
+{
+    return ex_list_push(&c->ex, &c->nex, &c->ex_cap, ex);
+}
+
+/* Adds a new class of shape s holding the exchanges of g listed in ex. */
+static int
+class_new(struct index_group *g, const struct match_shape *s,
+          const uint32_t *ex, uint32_t n)
+{
+    struct index_shape_class *c;
+    size_t cap = g->cls_cap;
+    int rc = grow((void **)&g->cls, &cap, g->ncls, sizeof(*g->cls),
+                  INDEX_SHAPE_CLASSES_MAX);
+
+    if (rc < 0)
+        return rc;
+    g->cls_cap = (uint32_t)cap;
+    c = &g->cls[g->ncls++];
+    memset(c, 0, sizeof(*c));
+    c->shape = *s;
+    atomic_init(&c->next, 0);
+    for (uint32_t i = 0; i < n && rc == 0; i++)
+        rc = class_push(c, ex[i]);
+    return rc;
+}
+
+/*
+ * Files exchange ex, just pushed to g, under its shape's class.  A group
+ * of one shape has no classes (g->ex is its one class); the first
+ * exchange of another shape creates them.
+ */
+static int
+group_classify(struct index *idx, struct index_group *g, uint32_t ex)
+{
+    const struct match_shape *s = &idx->ex[ex].shape;
+    int rc;
+
+    if (g->ncls == 0) {
+        if (shape_equal(&idx->ex[g->ex[0]].shape, s))
+            return 0;
+        TRY(class_new(g, &idx->ex[g->ex[0]].shape, g->ex, g->nex - 1));
+    }
+    for (uint32_t i = 0; i < g->ncls; i++)
+        if (shape_equal(&g->cls[i].shape, s))
+            return class_push(&g->cls[i], ex);
+    if (g->ncls == INDEX_SHAPE_CLASSES_MAX) {
+        g->overflow = true;
+        return 0;
+    }
+    return class_new(g, s, &ex, 1);
+out:
+    return rc;
+}
+
 static int
 add_parsed(struct index *idx, const struct wire_msg *rq,
            const struct wire_msg *rp, uint64_t latency_ns, struct mt_err *err)
@@ -310,8 +385,13 @@ add_parsed(struct index *idx, const struct wire_msg *rq,
         rc = mt_err_set(err, -ENOMEM, 0, "out of memory indexing a key");
     if (rc == 0)
         rc = ex_new(idx, rq, rp, latency_ns, &ex);
-    if (rc == 0)
+    if (rc == 0) {
+        match_shape_of(&idx->rules, &req, &idx->ex[ex].shape);
+        idx->ex[ex].first_n = match_reply_first_n(rp->body, rp->body_len);
         rc = group_push(g, ex);
+    }
+    if (rc == 0)
+        rc = group_classify(idx, g, ex);
     if (rc == 0 && idx->ex[ex].cursor_id != 0)
         rc = live_add(idx, idx->ex[ex].cursor_id, ex);
     mt_buf_free(&key);
@@ -343,6 +423,56 @@ index_group_pick(const struct index *idx, struct index_group *g)
 {
     uint64_t n = atomic_fetch_add_explicit(&g->next, 1, memory_order_relaxed);
     return &idx->ex[g->ex[n % g->nex]];
+}
+
+/* From c's round-robin position, the first exchange of c's n that
+ * serves q. */
+static const struct index_exchange *
+pick_serving(const struct index *idx, const uint32_t *ex, uint32_t n,
+             _Atomic uint64_t *next, const struct match_shape *q)
+{
+    uint64_t pos = atomic_fetch_add_explicit(next, 1, memory_order_relaxed);
+
+    for (uint32_t i = 0; i < n; i++) {
+        const struct index_exchange *e = &idx->ex[ex[(pos + i) % n]];
+        if (match_shape_serves(&e->shape, e->cursor_id, e->first_n, q))
+            return e;
+    }
+    return NULL;
+}
+
+const struct index_exchange *
+index_group_pick_shape(const struct index *idx, struct index_group *g,
+                       const struct match_shape *q)
+{
+    const struct index_exchange *e;
+
+    if (g->ncls == 0) {
+        e = &idx->ex[g->ex[0]];
+        if (shape_equal(&e->shape, q))
+            return index_group_pick(idx, g);
+        return pick_serving(idx, g->ex, g->nex, &g->next, q);
+    }
+    for (uint32_t i = 0; i < g->ncls; i++) {
+        struct index_shape_class *c = &g->cls[i];
+        if (shape_equal(&c->shape, q)) {
+            uint64_t n =
+                atomic_fetch_add_explicit(&c->next, 1, memory_order_relaxed);
+            return &idx->ex[c->ex[n % c->nex]];
+        }
+    }
+    for (uint32_t i = 0; g->overflow && i < g->nex; i++) {
+        e = &idx->ex[g->ex[i]];
+        if (shape_equal(&e->shape, q))
+            return e; /* a shape past the classes: its first exchange */
+    }
+    for (uint32_t i = 0; i < g->ncls; i++) {
+        struct index_shape_class *c = &g->cls[i];
+        e = pick_serving(idx, c->ex, c->nex, &c->next, q);
+        if (e != NULL)
+            return e;
+    }
+    return g->overflow ? pick_serving(idx, g->ex, g->nex, &g->next, q) : NULL;
 }
 
 bool
@@ -385,6 +515,71 @@ index_closest(const struct index *idx, const char *key, size_t len)
         }
     }
     return best;
+}
+
+/* "limit=1 batchSize=1 singleBatch=true", the fields a shape has. */
+static void
+shape_text(const struct match_shape *s, char *out, size_t n)
+{
+    int w = snprintf(out, n, "%s", "");
+
+    if (s->limit != 0)
+        w += snprintf(out + w, n - (size_t)w, " limit=%lld",
+                      (long long)s->limit);
+    if (s->batch >= 0 && (size_t)w < n)
+        w += snprintf(out + w, n - (size_t)w, " batchSize=%lld",
+                      (long long)s->batch);
+    if (s->single && (size_t)w < n)
+        w += snprintf(out + w, n - (size_t)w, " singleBatch=true");
+    if (w == 0)
+        snprintf(out, n, " no limit, batchSize or singleBatch");
+}
+
+void
+index_shape_miss_msg(const struct index *idx, const struct index_group *g,
+                     const struct match_shape *q, char *msg, size_t n)
+{
+    const struct index_exchange *e = &idx->ex[g->ex[0]];
+    char key[320], mine[96], rec[96];
+
+    match_key_display(g->key, g->key_len, key, sizeof(key));
+    shape_text(q, mine, sizeof(mine));
+    shape_text(&e->shape, rec, sizeof(rec));
+    snprintf(msg, n,
+             "mtrace replay: no recorded reply for key [%s] with%s: the trace "
+             "has it with%s (a first batch of %d, cursor %s), "
+             "which a server would not answer alike",
+             key, mine, rec, (int)e->first_n,
+             e->cursor_id != 0 ? "left open" : "exhausted");
+}
+
+void
+index_miss_msg(const struct index *idx, const char *k, size_t len,
+               const char *cmd, char *msg, size_t n)
+{
+    const struct index_group *near = index_closest(idx, k, len);
+    char key[320], close[320], diff[320];
+
+    match_key_display(k, len, key, sizeof(key));
+    if (near != NULL && !index_group_command_is(near, cmd)) {
+        match_key_display(near->key, near->key_len, close, sizeof(close));
+        snprintf(msg, n,
+                 "mtrace replay: no recorded reply for key [%s]; the trace "
+                 "has no '%s' request (the closest recorded key is [%s])",
+                 key, cmd, close);
+    } else if (near != NULL) {
+        match_key_display(near->key, near->key_len, close, sizeof(close));
+        match_key_diff(k, len, near->key, near->key_len, diff, sizeof(diff));
+        snprintf(msg, n,
+                 "mtrace replay: no recorded reply for key [%s]; closest "
+                 "recorded key [%s] (%s)",
+                 key, close, diff);
+    } else {
+        snprintf(msg, n,
+                 "mtrace replay: no recorded reply for key [%s]; the trace "
+                 "has no requests to match",
+                 key);
+    }
 }
 
 /* ---- loading a trace ---- */

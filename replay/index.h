@@ -27,11 +27,23 @@ struct index_exchange {
     uint32_t req_len;
     uint8_t *reply; /* owned: the reply message (decompressed) */
     uint32_t reply_len;
-    uint64_t latency_ns; /* reply last byte - request last byte */
-    int64_t cursor_id;   /* cursor.id of the recorded reply, 0 if none */
-    uint32_t *more;      /* owned: getMore exchanges continuing the cursor */
+    uint64_t latency_ns;      /* reply last byte - request last byte */
+    int64_t cursor_id;        /* cursor.id of the recorded reply, 0 if none */
+    struct match_shape shape; /* the request's cursor shape (match.h) */
+    int32_t first_n; /* documents of the reply's firstBatch, -1: none */
+    uint32_t *more;  /* owned: getMore exchanges continuing the cursor */
     uint32_t nmore, more_cap;
 };
+
+/* The exchanges of a group whose requests had one cursor shape. */
+struct index_shape_class {
+    struct match_shape shape;
+    uint32_t *ex; /* owned: exchange indices in recorded order */
+    uint32_t nex, ex_cap;
+    _Atomic uint64_t next; /* round-robin position */
+};
+
+#define INDEX_SHAPE_CLASSES_MAX 64 /* per group; more shapes: scanned */
 
 struct index_group {
     char *key; /* owned, NUL-terminated */
@@ -39,7 +51,12 @@ struct index_group {
     uint64_t hash;
     uint32_t *ex; /* owned: exchange indices in recorded order */
     uint32_t nex, ex_cap;
-    _Atomic uint64_t next;     /* round-robin position */
+    _Atomic uint64_t next; /* round-robin position */
+    /* owned, when the exchanges have more than one cursor shape: one
+     * class per shape, in order of first appearance */
+    struct index_shape_class *cls;
+    uint32_t ncls, cls_cap;
+    bool overflow; /* a shape beyond INDEX_SHAPE_CLASSES_MAX has no class */
     struct index_group *chain; /* borrowed: next in the hash bucket */
 };
 
@@ -107,6 +124,19 @@ struct index_group *index_find(const struct index *idx, const char *key,
 const struct index_exchange *index_group_pick(const struct index *idx,
                                               struct index_group *g);
 
+/*
+ * The exchange of g that answers a request of cursor shape q: the next
+ * in recorded order of those of q's shape (cycling, one counter per
+ * shape), else the next of the first shape with one that
+ * match_shape_serves() accepts; NULL when none does.  Thread-safe.  Cost:
+ * O(1) in a group of one shape when q has it; O(shapes of g) to find q's
+ * shape; until the first exchange that answers otherwise (O(exchanges of
+ * g) at most, a miss).
+ */
+const struct index_exchange *
+index_group_pick_shape(const struct index *idx, struct index_group *g,
+                       const struct match_shape *q);
+
 /* The command of g's key (the field after the database) is name. */
 bool index_group_command_is(const struct index_group *g, const char *name);
 
@@ -114,5 +144,19 @@ bool index_group_command_is(const struct index_group *g, const char *name);
  * preferred), or NULL if the index is empty. */
 const struct index_group *index_closest(const struct index *idx,
                                         const char *key, size_t len);
+
+/*
+ * The errmsg of a miss: key (len bytes) of a cmd request is not in the
+ * index; names the closest recorded key and how it differs (or that the
+ * trace has no cmd request).  msg: n bytes, NUL-terminated.  Cost: one
+ * key diff per group.
+ */
+void index_miss_msg(const struct index *idx, const char *key, size_t len,
+                    const char *cmd, char *msg, size_t n);
+
+/* The errmsg of a request of shape q whose key is g's but that none of
+ * g's exchanges answers (index_group_pick_shape): names both shapes. */
+void index_shape_miss_msg(const struct index *idx, const struct index_group *g,
+                          const struct match_shape *q, char *msg, size_t n);
 
 #endif

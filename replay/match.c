@@ -313,3 +313,175 @@ match_reply_cursor_id(const uint8_t *body, size_t len)
         return bson_iter_as_int64(&c);
     return 0;
 }
+
+/* ---- cursor shapes (docs/replay.md, "Equivalent requests") ---- */
+
+bool
+match_shape_field(const char *cmd, const char *key)
+{
+    if (strcmp(cmd, "find") == 0)
+        return strcmp(key, "limit") == 0 || strcmp(key, "batchSize") == 0 ||
+               strcmp(key, "singleBatch") == 0;
+    return strcmp(cmd, "aggregate") == 0 && strcmp(key, "cursor") == 0;
+}
+
+/* An integral number (int32, int64, or a double holding an integer). */
+static bool
+iter_integer(const bson_iter_t *it, int64_t *v)
+{
+    double d;
+
+    if (BSON_ITER_HOLDS_INT32(it) || BSON_ITER_HOLDS_INT64(it)) {
+        *v = bson_iter_as_int64(it);
+        return true;
+    }
+    if (!BSON_ITER_HOLDS_DOUBLE(it))
+        return false;
+    d = bson_iter_double(it);
+    if (!(d >= -9007199254740992.0 && d <= 9007199254740992.0) ||
+        d != (double)(int64_t)d)
+        return false;
+    *v = (int64_t)d;
+    return true;
+}
+
+/* aggregate's cursor: {} or {batchSize: N}; anything else stays keyed. */
+static bool
+shape_cursor_doc(const bson_iter_t *it, int64_t *batch, bool *has_batch)
+{
+    bson_iter_t c;
+
+    if (!BSON_ITER_HOLDS_DOCUMENT(it) || !bson_iter_recurse(it, &c))
+        return false;
+    while (bson_iter_next(&c)) {
+        if (strcmp(bson_iter_key(&c), "batchSize") != 0 ||
+            !iter_integer(&c, batch) || *batch < 0)
+            return false;
+        *has_batch = true;
+    }
+    return true;
+}
+
+/* One shaping field of a find; false when its value is not of its type. */
+static bool
+shape_find_field(const bson_iter_t *it, const char *k, bool *single,
+                 int64_t *limit, int64_t *batch, bool *has_batch)
+{
+    if (strcmp(k, "singleBatch") == 0) {
+        if (!BSON_ITER_HOLDS_BOOL(it))
+            return false;
+        *single = bson_iter_bool(it);
+        return true;
+    }
+    if (strcmp(k, "limit") == 0)
+        return iter_integer(it, limit) && *limit > INT64_MIN;
+    *has_batch = true;
+    return iter_integer(it, batch) && *batch > INT64_MIN;
+}
+
+void
+match_shape_of(const struct match_rules *r, const struct match_req *req,
+               struct match_shape *s)
+{
+    bool find = strcmp(req->name, "find") == 0;
+    bool ok = true, single = false, has_batch = false;
+    int64_t limit = 0, batch = 0;
+    bson_t b;
+    bson_iter_t it;
+
+    memset(s, 0, sizeof(*s));
+    s->batch = -1;
+    if (r->strict || (!find && strcmp(req->name, "aggregate") != 0) ||
+        !bson_init_static(&b, req->cmd, req->cmd_len) ||
+        !bson_iter_init(&it, &b))
+        return;
+    while (ok && bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (!match_shape_field(req->name, k) || match_rules_ignored(r, k))
+            continue;
+        ok = find
+                 ? shape_find_field(&it, k, &single, &limit, &batch, &has_batch)
+                 : shape_cursor_doc(&it, &batch, &has_batch);
+    }
+    if (!ok)
+        return; /* unshaped: the fields stay in the key */
+    /* the find/getMore/killCursors commands spec, "Mapping OP_QUERY
+     * behavior to the find command limit and batchSize fields": a
+     * negative limit or batchSize (OP_QUERY's numberToReturn < 0) means
+     * singleBatch, with the absolute values, batchSize the limit when
+     * there is one */
+    if (limit < 0 || (has_batch && batch < 0)) {
+        single = true;
+        limit = limit < 0 ? -limit : limit;
+        batch = limit != 0 ? limit : -batch;
+        has_batch = batch != 0;
+    }
+    s->shaped = true;
+    s->single = single;
+    s->limit = limit;
+    s->batch = has_batch ? batch : -1;
+}
+
+/* The documents a first batch holds at most: batchSize (101 when absent)
+ * and the limit. */
+static int64_t
+shape_cap(const struct match_shape *s)
+{
+    int64_t cap = s->batch >= 0 ? s->batch : MATCH_FIRST_BATCH_DEFAULT;
+
+    return s->limit > 0 && s->limit < cap ? s->limit : cap;
+}
+
+bool
+match_shape_serves(const struct match_shape *rec, int64_t rec_cursor_id,
+                   int32_t rec_n, const struct match_shape *q)
+{
+    int64_t n = rec_n, qcap = shape_cap(q);
+    bool whole;
+
+    if (!rec->shaped || !q->shaped)
+        return rec->shaped == q->shaped;
+    /* the same first batch, the same total, the same closing */
+    if (rec->single == q->single && rec->limit == q->limit &&
+        shape_cap(rec) == shape_cap(q))
+        return true;
+    /* otherwise only a cursor exhausted in its first batch answers */
+    if (rec_cursor_id != 0 || rec_n < 0)
+        return false;
+    /* known to be every document of the query: nothing, or a batch that
+     * neither a limit nor singleBatch cut (singleBatch may also have cut
+     * it at 16 MiB, at any count) */
+    whole = n == 0 || (!rec->single && !(rec->limit > 0 && n >= rec->limit));
+    if (whole) /* q's first batch holds them all (its cap has its limit) */
+        return qcap >= n;
+    /* the first n documents of a query that may have more: q must return
+     * exactly those n and close, by its limit or by singleBatch */
+    if (q->limit == n && qcap >= n)
+        return true;
+    if (!q->single)
+        return false;
+    if (qcap == n)
+        return true;
+    /* singleBatch cut below its cap only by size: a larger cap cuts at
+     * the same document */
+    return rec->single && n < shape_cap(rec) &&
+           !(rec->limit > 0 && n >= rec->limit) && qcap >= n;
+}
+
+int32_t
+match_reply_first_n(const uint8_t *body, size_t len)
+{
+    bson_t b;
+    bson_iter_t it, c, a;
+    int32_t n = 0;
+
+    if (body == NULL || !bson_init_static(&b, body, len) ||
+        !bson_iter_init_find(&it, &b, "cursor") ||
+        !BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &c) ||
+        !bson_iter_find(&c, "firstBatch") || !BSON_ITER_HOLDS_ARRAY(&c) ||
+        !bson_iter_recurse(&c, &a))
+        return -1;
+    while (bson_iter_next(&a) && n < INT32_MAX)
+        n++;
+    return n;
+}

@@ -27,7 +27,25 @@ struct match_rules {
     char ignore[MATCH_IGNORE_MAX][64];
     uint8_t ignore_len[MATCH_IGNORE_MAX]; /* strlen of each, for a fast check */
     bool mask_insert_oids; /* mask ObjectId _id of inserted documents */
+    bool strict; /* --strict: no equivalences (cursor shapes, defaults) */
 };
+
+/*
+ * The cursor-shaping fields of a find (limit, batchSize, singleBatch) or
+ * an aggregate (cursor.batchSize), left out of the key unless the rules
+ * are strict (docs/replay.md, "Equivalent requests").  Stored normalised:
+ * a legacy negative limit or batchSize is turned into singleBatch as the
+ * find/getMore/killCursors commands spec says drivers must.
+ */
+struct match_shape {
+    bool shaped;   /* the fields are out of the key: compare shapes */
+    bool single;   /* singleBatch */
+    int64_t limit; /* 0: none */
+    int64_t batch; /* batchSize; -1: absent */
+};
+
+/* The default first batch of find and aggregate, in documents. */
+#define MATCH_FIRST_BATCH_DEFAULT 101
 
 /* A request as matching sees it; every pointer borrowed from the message. */
 struct match_req {
@@ -85,6 +103,35 @@ int match_key_diff(const char *a, size_t a_len, const char *b, size_t b_len,
 /* Copies key into out (size n) for display: separators become spaces,
  * truncated with "..." when longer. */
 void match_key_display(const char *key, size_t len, char *out, size_t n);
+
+/*
+ * The shape of req under rules r: shaped only for find and aggregate with
+ * rules that are not strict and well-typed shaping fields (any other
+ * value keeps the fields in the key, and the shape unshaped).  Walks the
+ * top level only.
+ */
+void match_shape_of(const struct match_rules *r, const struct match_req *req,
+                    struct match_shape *s);
+
+/*
+ * Whether the recorded exchange whose request had shape rec and whose
+ * reply opened cursor rec_cursor_id with rec_n documents in its first
+ * batch (-1: no cursor.firstBatch, e.g. an error) answers a request of
+ * shape q with the same key as a server would: equal shapes; or a
+ * recorded cursor exhausted in its first batch whose documents are what
+ * q's first batch would hold and that q would not continue (the rules in
+ * docs/replay.md).  Pure, O(1).
+ */
+bool match_shape_serves(const struct match_shape *rec, int64_t rec_cursor_id,
+                        int32_t rec_n, const struct match_shape *q);
+
+/* Whether top-level field key (of a command called cmd) is one of the
+ * shaping fields match_shape_of reads. */
+bool match_shape_field(const char *cmd, const char *key);
+
+/* The number of documents of cursor.firstBatch of a reply body, -1 if it
+ * has none. */
+int32_t match_reply_first_n(const uint8_t *body, size_t len);
 
 /* cursor.id of a reply body (top-level "cursor" document), 0 if none. */
 int64_t match_reply_cursor_id(const uint8_t *body, size_t len);

@@ -215,7 +215,7 @@ kw_quoted(struct kw *w, const char *s, size_t len)
 }
 
 static void kw_doc(struct kw *w, bson_iter_t *it, bool array, int depth,
-                   bool mask_id);
+                   unsigned mode);
 
 static void
 kw_binary(struct kw *w, const bson_iter_t *it)
@@ -350,7 +350,7 @@ kw_scalar(struct kw *w, const bson_iter_t *it)
 }
 
 static void
-kw_value(struct kw *w, bson_iter_t *it, int depth, bool mask_children_id)
+kw_value(struct kw *w, bson_iter_t *it, int depth, unsigned mode)
 {
     bson_iter_t child;
 
@@ -366,17 +366,40 @@ kw_value(struct kw *w, bson_iter_t *it, int depth, bool mask_children_id)
             w->rc = MT_EBSON;
         return;
     }
-    kw_doc(w, &child, BSON_ITER_HOLDS_ARRAY(it), depth + 1, mask_children_id);
+    kw_doc(w, &child, BSON_ITER_HOLDS_ARRAY(it), depth + 1, mode);
 }
 
-/* mask_id: the elements are inserted documents; mask their ObjectId _id. */
+/* How a document of a value is written (KW_*: flags). */
+#define KW_MASK_ID                                                             \
+    1u /* elements are inserted documents: mask an ObjectId _id */
+#define KW_STMT_DEFAULTS                                                       \
+    2u /* elements are update statements: leave out                            \
+        * multi: false and upsert: false, the server's                         \
+        * defaults */
+
+/* A field of a statement document that mode leaves out. */
+static bool
+kw_skipped(unsigned mode, const bson_iter_t *it)
+{
+    const char *k;
+
+    if (!(mode & KW_STMT_DEFAULTS) || !BSON_ITER_HOLDS_BOOL(it) ||
+        bson_iter_bool(it))
+        return false;
+    k = bson_iter_key(it);
+    return strcmp(k, "multi") == 0 || strcmp(k, "upsert") == 0;
+}
+
+/* mode: what the elements are (KW_MASK_ID, KW_STMT_DEFAULTS), 0: plain. */
 static void
-kw_doc(struct kw *w, bson_iter_t *it, bool array, int depth, bool mask_id)
+kw_doc(struct kw *w, bson_iter_t *it, bool array, int depth, unsigned mode)
 {
     bool first = true;
 
     kw_put(w, array ? "[" : "{", 1);
     while (w->rc == 0 && bson_iter_next(it)) {
+        if (!array && kw_skipped(mode, it))
+            continue;
         if (!first)
             kw_put(w, ",", 1);
         first = false;
@@ -385,31 +408,32 @@ kw_doc(struct kw *w, bson_iter_t *it, bool array, int depth, bool mask_id)
             kw_quoted(w, k, strlen(k));
             kw_put(w, ":", 1);
         }
-        if (mask_id && !array && strcmp(bson_iter_key(it), "_id") == 0 &&
-            BSON_ITER_HOLDS_OID(it)) {
+        if ((mode & KW_MASK_ID) && !array &&
+            strcmp(bson_iter_key(it), "_id") == 0 && BSON_ITER_HOLDS_OID(it)) {
             kw_str(w, "{\"$oid\":\"*\"}");
             continue;
         }
-        /* elements of a masked array are documents whose _id is masked */
-        if (mask_id && array && BSON_ITER_HOLDS_DOCUMENT(it)) {
+        /* elements of a masked array are documents written in mode */
+        if (mode != 0 && array && BSON_ITER_HOLDS_DOCUMENT(it)) {
             bson_iter_t child;
             if (bson_iter_recurse(it, &child))
-                kw_doc(w, &child, false, depth + 1, true);
+                kw_doc(w, &child, false, depth + 1, mode);
             else if (w->rc == 0)
                 w->rc = MT_EBSON;
             continue;
         }
-        kw_value(w, it, depth, false);
+        kw_value(w, it, depth, 0);
     }
     kw_put(w, array ? "]" : "}", 1);
 }
 
 /* A top-level field found by the walk: where to resume iterating. */
 struct field {
-    const char *key; /* borrowed from the document */
+    const char *key; /* borrowed from the document (or the sequence) */
     uint32_t off;    /* bson_iter_offset() of the element */
     uint32_t keylen;
     bool sub; /* a document with keys that FIELD.SUB rules ignore */
+    const struct wire_seq *seq; /* borrowed: a kind-1 sequence, or NULL */
 };
 
 static int
@@ -419,12 +443,41 @@ cmp_field(const void *a, const void *b)
                   ((const struct field *)b)->key);
 }
 
-static bool
-masks_oids(const struct match_rules *r, const struct match_req *req,
+/* How the documents of top-level field (or sequence) field are written. */
+static unsigned
+field_mode(const struct match_rules *r, const struct match_req *req,
            const char *field)
 {
-    return r->mask_insert_oids && strcmp(req->name, "insert") == 0 &&
-           strcmp(field, "documents") == 0;
+    if (r->mask_insert_oids && strcmp(req->name, "insert") == 0 &&
+        strcmp(field, "documents") == 0)
+        return KW_MASK_ID;
+    if (!r->strict && strcmp(req->name, "update") == 0 &&
+        strcmp(field, "updates") == 0)
+        return KW_STMT_DEFAULTS;
+    return 0;
+}
+
+/*
+ * A top-level field the equivalences leave out (not under strict rules):
+ * the cursor-shaping fields of a shaped find or aggregate (compared by
+ * match_shape_serves instead), and ordered: true of a write, the
+ * server's default.
+ */
+static bool
+field_equivalent(const struct match_rules *r, const struct match_req *req,
+                 const struct match_shape *shape, const bson_iter_t *it)
+{
+    const char *k = bson_iter_key(it);
+
+    if (r->strict)
+        return false;
+    if (shape->shaped && match_shape_field(req->name, k))
+        return true;
+    return strcmp(k, "ordered") == 0 && BSON_ITER_HOLDS_BOOL(it) &&
+           bson_iter_bool(it) &&
+           (strcmp(req->name, "insert") == 0 ||
+            strcmp(req->name, "update") == 0 ||
+            strcmp(req->name, "delete") == 0);
 }
 
 /* Whether key of top-level field f (fl bytes) is ignored by an F.KEY rule. */
@@ -472,7 +525,7 @@ kw_doc_kept(struct kw *w, const bson_iter_t *it, const struct match_rules *r,
                 kw_put(w, ",", 1);
             kw_quoted(w, k, strlen(k));
             kw_put(w, ":", 1);
-            kw_value(w, &c, 2, false);
+            kw_value(w, &c, 2, 0);
         }
         n++;
     }
@@ -481,43 +534,67 @@ kw_doc_kept(struct kw *w, const bson_iter_t *it, const struct match_rules *r,
     return n;
 }
 
-/* The kind-1 sequences, as "id=[doc,doc,...]" fields. */
+/* Kind-1 sequence s, as the value "[doc,doc,...]". */
 static void
-kw_sequences(struct kw *w, const struct match_rules *r,
-             const struct match_req *req)
+kw_sequence(struct kw *w, const struct match_rules *r,
+            const struct match_req *req, const struct wire_seq *s)
 {
-    for (size_t i = 0; i < req->nseq && w->rc == 0; i++) {
-        const struct wire_seq *s = &req->seq[i];
-        bool mask = masks_oids(r, req, s->identifier);
-        struct rd d = rd_init(s->docs, s->docs_len);
-        bool first = true;
+    unsigned mode = field_mode(r, req, s->identifier);
+    struct rd d = rd_init(s->docs, s->docs_len);
+    bool first = true;
 
-        if (match_rules_ignored(r, s->identifier))
-            continue;
-        kw_put(w, (const char[]){MATCH_SEP}, 1);
-        kw_str(w, s->identifier);
-        kw_str(w, "=");
-        kw_value_begin(w);
-        kw_str(w, "[");
-        while (d.left > 0 && w->rc == 0) {
-            uint32_t l;
-            const uint8_t *doc;
-            struct rd peek = d;
-            bson_t b;
-            bson_iter_t it;
-            if (!rd_le32(&peek, &l) || l < 5 || !rd_bytes(&d, l, &doc) ||
-                !bson_init_static(&b, doc, l) || !bson_iter_init(&it, &b)) {
-                w->rc = MT_EBSON;
-                break;
-            }
-            if (!first)
-                kw_put(w, ",", 1);
-            first = false;
-            kw_doc(w, &it, false, 1, mask);
+    kw_str(w, "[");
+    while (d.left > 0 && w->rc == 0) {
+        uint32_t l;
+        const uint8_t *doc;
+        struct rd peek = d;
+        bson_t b;
+        bson_iter_t it;
+        if (!rd_le32(&peek, &l) || l < 5 || !rd_bytes(&d, l, &doc) ||
+            !bson_init_static(&b, doc, l) || !bson_iter_init(&it, &b)) {
+            w->rc = MT_EBSON;
+            break;
         }
-        kw_str(w, "]");
-        kw_value_end(w);
+        if (!first)
+            kw_put(w, ",", 1);
+        first = false;
+        kw_doc(w, &it, false, 1, mode);
     }
+    kw_str(w, "]");
+}
+
+/* Appends field f to the list; MT_ELIMIT when it is full. */
+static int
+field_push(struct field *f, size_t *nf, const struct match_req *req,
+           struct field v, struct mt_err *err)
+{
+    if (*nf == MATCH_FIELDS_MAX)
+        return mt_err_set(err, MT_ELIMIT, 0,
+                          "more than %d fields in a '%s' command",
+                          MATCH_FIELDS_MAX, req->name);
+    f[(*nf)++] = v;
+    return 0;
+}
+
+/* Kind-1 sequences are fields like the others, sorted with them. */
+static int
+fields_of_sequences(const struct match_rules *r, const struct match_req *req,
+                    struct field *f, size_t *nf, struct mt_err *err)
+{
+    for (size_t i = 0; i < req->nseq; i++) {
+        const struct wire_seq *q = &req->seq[i];
+        int rc;
+        if (match_rules_ignored(r, q->identifier))
+            continue;
+        rc = field_push(f, nf, req,
+                        (struct field){q->identifier, 0,
+                                       (uint32_t)strlen(q->identifier), false,
+                                       q},
+                        err);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
 }
 
 int
@@ -525,41 +602,44 @@ match_key_build(const struct match_rules *r, const struct match_req *req,
                 struct mt_buf *key, struct mt_err *err)
 {
     struct field f[MATCH_FIELDS_MAX];
+    struct match_shape shape;
     bson_iter_t it;
     size_t nf = 0;
     bson_t b;
     struct kw w = {key, 0, SIZE_MAX, false, {0}};
+    int rc;
 
     mt_buf_reset(key);
     if (!bson_init_static(&b, req->cmd, req->cmd_len) ||
         !bson_iter_init(&it, &b))
         return mt_err_set(err, MT_EBSON, 0, "command document is not BSON");
+    match_shape_of(r, req, &shape);
     while (bson_iter_next(&it)) {
         const char *k = bson_iter_key(&it);
         uint32_t kl = bson_iter_key_len(&it);
         bool sub;
-        if (nf > 0 && match_rules_ignored_n(r, k, kl))
+        if (nf > 0 && (match_rules_ignored_n(r, k, kl) ||
+                       field_equivalent(r, req, &shape, &it)))
             continue;
         sub = nf > 0 && BSON_ITER_HOLDS_DOCUMENT(&it) &&
               match_rules_ignores_sub(r, k, kl);
         /* a document left empty by its F.KEY rules is as if absent */
         if (sub && kw_doc_kept(NULL, &it, r, k, kl) == 0)
             continue;
-        if (nf == MATCH_FIELDS_MAX)
-            return mt_err_set(err, MT_ELIMIT, 0,
-                              "more than %d fields in a '%s' command",
-                              MATCH_FIELDS_MAX, req->name);
-        f[nf].key = k;
-        f[nf].off = bson_iter_offset(&it);
-        f[nf].keylen = kl;
-        f[nf].sub = sub;
-        nf++;
+        rc = field_push(f, &nf, req,
+                        (struct field){k, bson_iter_offset(&it), kl, sub, NULL},
+                        err);
+        if (rc < 0)
+            return rc;
     }
+    if (nf > 0 && (rc = fields_of_sequences(r, req, f, &nf, err)) < 0)
+        return rc;
     if (nf > 2)
         qsort(f + 1, nf - 1, sizeof(f[0]), cmp_field);
     kw_str(&w, req->db);
     for (size_t i = 0; i < nf && w.rc == 0; i++) {
-        if (!bson_iter_init_from_data_at_offset(&it, req->cmd, req->cmd_len,
+        if (f[i].seq == NULL &&
+            !bson_iter_init_from_data_at_offset(&it, req->cmd, req->cmd_len,
                                                 f[i].off, f[i].keylen))
             return mt_err_set(err, MT_EBSON, f[i].off, "bad field in '%s'",
                               req->name);
@@ -567,13 +647,14 @@ match_key_build(const struct match_rules *r, const struct match_req *req,
         kw_str(&w, f[i].key);
         kw_put(&w, "=", 1);
         kw_value_begin(&w);
-        if (f[i].sub)
+        if (f[i].seq != NULL)
+            kw_sequence(&w, r, req, f[i].seq);
+        else if (f[i].sub)
             (void)kw_doc_kept(&w, &it, r, f[i].key, f[i].keylen);
         else
-            kw_value(&w, &it, 1, masks_oids(r, req, f[i].key));
+            kw_value(&w, &it, 1, field_mode(r, req, f[i].key));
         kw_value_end(&w);
     }
-    kw_sequences(&w, r, req);
     if (w.rc != 0)
         return mt_err_set(err, w.rc, 0, "cannot build the key of '%s': %s",
                           req->name, mt_strerror(w.rc));

@@ -10,7 +10,11 @@
  * The command field comes first, the other top-level fields follow sorted
  * by name, minus the ignored ones (match_rules: lsid, $clusterTime,
  * txnNumber, ... by default; changeable).  OP_MSG kind-1 sequences count as
- * fields.  Values are written as compact relaxed JSON by walking that one
+ * fields, sorted with the others.  Unless the rules are strict, the
+ * equivalences leave out a find's or aggregate's cursor-shaping fields
+ * (match_shape_of; compared by match_shape_serves instead), writes'
+ * ordered: true and update statements' multi/upsert: false (the server's
+ * defaults).  Values are written as compact relaxed JSON by walking that one
  * value with libbson's iterator; numbers are written by value (an int32,
  * an int64 and an integral double holding the same integer give the same
  * text); ObjectId _id fields of inserted documents are masked (drivers

@@ -71,7 +71,10 @@ usage(FILE *out)
         "  --delay-mode M         deadline|serial: serial queues replies per\n"
         "                         connection like seed 000's Go proxy "
         "(deadline)\n"
-        "  --strict               exit 1 if any request had no recorded reply\n"
+        "  --strict               match requests exactly (no cross-driver\n"
+        "                         equivalences of cursor shapes and defaults)\n"
+        "                         and exit 1 if any request had no recorded\n"
+        "                         reply\n"
         "  --threads N            event loops (default: one per core)\n"
         "  --max-conns N          open connections limit (16384)\n"
         "  --ignore-field F       leave field F out of request keys: a top-\n"
@@ -311,6 +314,7 @@ parse_opt(struct replay_opts *c, int opt, const char *a)
         return 0;
     case OPT_STRICT:
         c->strict = true;
+        c->rules.strict = true;
         return 0;
     case OPT_THREADS:
         if (parse_u64(a, SERVER_THREADS_MAX, &u) < 0 || u == 0)

@@ -18,6 +18,7 @@ What it answers (everything else: ok 0, code 59 CommandNotFound):
   getMore, killCursors
   insert / update / delete  acknowledged with n
   aggregate  benchmark_db.many: [{count: N}]
+  count      n: N
   fail_me    any database: ok 0 code 2 BadValue errmsg "fail_me requested"
 """
 import argparse
@@ -118,6 +119,8 @@ class Mongo70:
         if cmd == "update":
             n = len(doc.get("updates", []))
             return request.ok(n=n, nModified=n)
+        if cmd == "count":
+            return request.ok(n=MANY_N)
         if cmd == "aggregate":
             return request.ok(cursor={"id": Int64(0), "ns": db + "." + doc["aggregate"],
                                       "firstBatch": [{"count": MANY_N}]})

@@ -119,9 +119,17 @@ test_match_key_keeps_what_matters(void **state)
         a);
     assert_string_not_equal(key_of(&r,
                                    "{\"find\": \"c\", \"filter\": {\"x\": 1}, "
+                                   "\"skip\": 1, \"$db\": \"d\"}",
+                                   &k),
+                            a);
+    /* limit is compared by cursor shape, in the key only when strict */
+    r.strict = true;
+    assert_string_not_equal(key_of(&r,
+                                   "{\"find\": \"c\", \"filter\": {\"x\": 1}, "
                                    "\"limit\": 1, \"$db\": \"d\"}",
                                    &k),
                             a);
+    r.strict = false;
     /* nested order is kept: a sort spec's order matters */
     snprintf(
         a, sizeof(a), "%s",
@@ -379,16 +387,16 @@ test_match_key_numbers_by_value(void **state)
 
     match_rules_default(&r);
     assert_string_equal(
-        key_of(&r, "{\"find\": \"c\", \"limit\": 1, \"$db\": \"d\"}", &k),
-        "d find=\"c\" limit=1");
+        key_of(&r, "{\"find\": \"c\", \"skip\": 1, \"$db\": \"d\"}", &k),
+        "d find=\"c\" skip=1");
     assert_string_equal(key_of(&r,
-                               "{\"find\": \"c\", \"limit\": {\"$numberLong\": "
+                               "{\"find\": \"c\", \"skip\": {\"$numberLong\": "
                                "\"1\"}, \"$db\": \"d\"}",
                                &k),
-                        "d find=\"c\" limit=1");
+                        "d find=\"c\" skip=1");
     assert_string_equal(
-        key_of(&r, "{\"find\": \"c\", \"limit\": 1.0, \"$db\": \"d\"}", &k),
-        "d find=\"c\" limit=1");
+        key_of(&r, "{\"find\": \"c\", \"skip\": 1.0, \"$db\": \"d\"}", &k),
+        "d find=\"c\" skip=1");
     assert_string_equal(
         key_of(&r, "{\"find\": \"c\", \"x\": -0.0, \"$db\": \"d\"}", &k),
         "d find=\"c\" x=0");

@@ -276,6 +276,38 @@ test_conn_miss_error_names_keys(void **state)
     assert_int_equal(f->w.st.builtin, 1);
 }
 
+/* Another driver's cursor shape: served when a server would answer
+ * alike, else a miss naming both shapes (also on a key-cache hit). */
+static void
+test_conn_cursor_shapes(void **state)
+{
+    struct fixture *f = *state;
+    struct wire_msg w;
+    bson_t body;
+    bson_iter_t it;
+
+    for (int i = 0; i < 2; i++) { /* the second: a key-cache hit */
+        send_cmd(f, 1 + i, 0,
+                 "{\"find\": \"c\", \"filter\": {\"_id\": 1}, \"limit\": 1, "
+                 "\"singleBatch\": true, \"$db\": \"d\"}",
+                 0);
+        reply_of(f->out[2 * i], &w, &body);
+        assert_int_equal(i64_at(&body, "ok"), 1);
+        send_cmd(f, 3 + i, 0,
+                 "{\"find\": \"m\", \"batchSize\": 5, \"$db\": \"d\"}", 0);
+        reply_of(f->out[2 * i + 1], &w, &body);
+        assert_int_equal(i64_at(&body, "code"), REPLAY_MISS_CODE);
+        assert_true(bson_iter_init_find(&it, &body, "errmsg"));
+        assert_non_null(strstr(bson_iter_utf8(&it, NULL),
+                               "[d find=\"m\"] with batchSize=5: the trace has "
+                               "it with no limit, batchSize or singleBatch (a "
+                               "first batch of 1, cursor left open)"));
+    }
+    assert_int_equal(f->w.st.matched, 2);
+    assert_int_equal(f->w.st.missed, 2);
+    assert_int_equal(f->w.sh->cursors->opened, 0);
+}
+
 static void
 test_conn_unacknowledged_gets_no_reply(void **state)
 {
@@ -710,6 +742,8 @@ main(void)
             test_conn_keycache_hits_only_equal_requests, setup, teardown),
         cmocka_unit_test_setup_teardown(test_conn_cursor_served_per_client,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(test_conn_cursor_shapes, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_conn_miss_error_names_keys, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_conn_unacknowledged_gets_no_reply,
