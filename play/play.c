@@ -13,6 +13,7 @@
 
 #include "core/addr.h"
 #include "core/mem.h"
+#include "classify.h"
 #include "play_conn.h"
 
 #define RC_BUCKETS 4096u
@@ -132,131 +133,6 @@ feed_open(struct player *pl, const struct trace_conn_open *o)
     return 0;
 }
 
-static bool
-name_in(const char *name, const char *const *list, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (strcmp(list[i], name) == 0)
-            return true;
-    return false;
-}
-
-static bool
-is_auth(const char *name)
-{
-    static const char *const auth[] = {"saslStart", "saslContinue",
-                                       "authenticate", "getnonce", "logout"};
-    return name_in(name, auth, sizeof(auth) / sizeof(auth[0]));
-}
-
-/* A command that writes (--skip-writes); an aggregate writes when its
- * pipeline ends in $out or $merge. */
-static bool
-is_write(const struct wire_msg *m, const char *name)
-{
-    static const char *const writes[] = {
-        "insert", "update", "delete", "findAndModify", "findandmodify",
-        "create", "drop", "dropDatabase", "createIndexes", "dropIndexes",
-        "renameCollection", "collMod", "commitTransaction", "bulkWrite",
-        "applyOps", "mapReduce", "mapreduce", "convertToCapped",
-        "cloneCollectionAsCapped", "createUser", "dropUser", "updateUser",
-        "shardCollection", "compact"};
-    bson_t b;
-    bson_iter_t it, st;
-
-    if (name_in(name, writes, sizeof(writes) / sizeof(writes[0])))
-        return true;
-    if (strcmp(name, "aggregate") != 0 || m->body == NULL ||
-        !bson_init_static(&b, m->body, m->body_len) ||
-        !bson_iter_init_find(&it, &b, "pipeline") ||
-        !BSON_ITER_HOLDS_ARRAY(&it) || !bson_iter_recurse(&it, &st))
-        return false;
-    while (bson_iter_next(&st)) {
-        bson_iter_t stage;
-        if (BSON_ITER_HOLDS_DOCUMENT(&st) && bson_iter_recurse(&st, &stage) &&
-            bson_iter_next(&stage) &&
-            (strcmp(bson_iter_key(&stage), "$out") == 0 ||
-             strcmp(bson_iter_key(&stage), "$merge") == 0))
-            return true;
-    }
-    return false;
-}
-
-/* The "compression" list of a recorded hello, as "snappy,zstd". */
-static void
-hello_offer(const struct wire_msg *m, char *out, size_t cap)
-{
-    bson_t b;
-    bson_iter_t it, a;
-    size_t len = 0;
-
-    out[0] = '\0';
-    if (m->body == NULL || !bson_init_static(&b, m->body, m->body_len) ||
-        !bson_iter_init_find(&it, &b, "compression") ||
-        !BSON_ITER_HOLDS_ARRAY(&it) || !bson_iter_recurse(&it, &a))
-        return;
-    while (bson_iter_next(&a))
-        if (BSON_ITER_HOLDS_UTF8(&a)) {
-            int n = snprintf(out + len, cap - len, "%s%s", len ? "," : "",
-                             bson_iter_utf8(&a, NULL));
-            if (n < 0 || (size_t)n >= cap - len) {
-                out[len] = '\0';
-                return;
-            }
-            len += (size_t)n;
-        }
-}
-
-/* The plain form of a recorded message (decompressed when needed) parsed
- * into *m; false when it does not parse (counted as skipped). */
-static bool
-rec_parse(struct player *pl, const struct trace_msg *tm, struct wire_msg *m,
-          bool *compressed)
-{
-    struct mt_err err;
-    size_t used;
-    const uint8_t *p = tm->wire;
-    size_t len = tm->wire_len;
-
-    *compressed = false;
-    if (tm->flags & (TRACE_MSG_PARTIAL | TRACE_MSG_MALFORMED))
-        return false;
-    if (wire_msg_parse(p, len, m, &used, &err) != MT_OK)
-        return false;
-    if ((tm->flags & TRACE_MSG_DECOMPRESSED) != 0)
-        *compressed = true;
-    if (m->h.op_code != WIRE_OP_COMPRESSED)
-        return true;
-    *compressed = true;
-    if (tm->plain != NULL) {
-        p = tm->plain;
-        len = tm->plain_len;
-    } else {
-        mt_buf_reset(&pl->scratch);
-        if (wire_decompress(m, &pl->scratch, &err) < 0)
-            return false;
-        p = pl->scratch.data;
-        len = pl->scratch.len;
-    }
-    return wire_msg_parse(p, len, m, &used, &err) == MT_OK &&
-           m->h.op_code != WIRE_OP_COMPRESSED;
-}
-
-static bool
-expects_reply(const struct wire_msg *m)
-{
-    switch (m->h.op_code) {
-    case WIRE_OP_MSG:
-        return (m->flags & WIRE_MSG_MORE_TO_COME) == 0;
-    case WIRE_OP_QUERY:
-    case WIRE_OP_GET_MORE:
-    case WIRE_OP_COMMAND:
-        return true;
-    default:
-        return false;
-    }
-}
-
 static int
 feed_request(struct player *pl, struct play_rconn *rc,
              const struct trace_msg *tm)
@@ -267,26 +143,26 @@ feed_request(struct player *pl, struct play_rconn *rc,
     const struct play_opts *o = pl->o;
 
     run_of(pl)->f.c2s++;
-    if (!rec_parse(pl, tm, &m, &compressed) || wire_msg_command(&m, &cmd) < 0)
+    if (!play_rec_parse(tm, &pl->scratch, &m, &compressed) || wire_msg_command(&m, &cmd) < 0)
         return 0;
     pl->requests_read++;
     if (cmd.is_hello) {
         /* never re-sent: the first one only tells what to offer */
         if (!rc->any)
             for (uint32_t k = 0; k < o->copies; k++)
-                hello_offer(&m, rc->copies[k]->offer,
+                play_hello_offer(&m, rc->copies[k]->offer,
                             sizeof(rc->copies[k]->offer));
         pl->hello_skipped++;
         return 0;
     }
-    if (is_auth(cmd.name)) {
+    if (play_cmd_is_auth(cmd.name)) {
         pl->auth_skipped++;
         return 0;
     }
-    if ((o->nonly > 0 && !name_in(cmd.name, o->only, o->nonly) &&
+    if ((o->nonly > 0 && !play_cmd_listed(cmd.name, o->only, o->nonly) &&
          strcmp(cmd.name, "getMore") != 0 &&
          strcmp(cmd.name, "killCursors") != 0) ||
-        (o->skip_writes && is_write(&m, cmd.name))) {
+        (o->skip_writes && play_cmd_is_write(&m, cmd.name))) {
         pl->filtered++;
         return 0;
     }
@@ -302,7 +178,7 @@ feed_request(struct player *pl, struct play_rconn *rc,
         r->gap_ns = tm->t_ns > rc->anchor_ns ? tm->t_ns - rc->anchor_ns : 0;
         r->first = !rc->any;
         r->after_reply = rc->anchor_reply;
-        r->expects_reply = expects_reply(&m);
+        r->expects_reply = play_expects_reply(&m);
         r->compressed = compressed;
         r->rec_rid = m.h.request_id;
         r->rec_done = !r->expects_reply;
@@ -314,7 +190,7 @@ feed_request(struct player *pl, struct play_rconn *rc,
     rc->any = true;
     rc->anchor_ns = tm->t_ns;
     rc->anchor_reply = false;
-    rc->last_expects = expects_reply(&m);
+    rc->last_expects = play_expects_reply(&m);
     rc->last_rid = m.h.request_id;
     return 0;
 }
@@ -361,7 +237,7 @@ feed_reply(struct player *pl, struct play_rconn *rc,
     bool compressed, more;
     int err;
 
-    if (!rec_parse(pl, tm, &m, &compressed))
+    if (!play_rec_parse(tm, &pl->scratch, &m, &compressed))
         return 0;
     more = m.h.op_code == WIRE_OP_MSG &&
            (m.flags & WIRE_MSG_MORE_TO_COME) != 0;

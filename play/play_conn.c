@@ -14,13 +14,13 @@
 #include <unistd.h>
 
 #include "auth.h"
+#include "handshake.h"
 #include "core/mem.h"
 
 #define READ_CHUNK 65536
 
 static void conn_io(struct loop *l, int fd, void *arg, unsigned events);
 static void conn_timer(struct loop *l, struct loop_timer *t, void *arg);
-static void conn_auth_start(struct play_conn *c);
 
 struct play_conn *
 play_conn_new(struct player *pl, struct play_rconn *rc, uint32_t copy,
@@ -49,8 +49,8 @@ play_conn_new(struct player *pl, struct play_rconn *rc, uint32_t copy,
     return c;
 }
 
-static void
-rec_msg(struct play_conn *c, uint8_t dir, const uint8_t *wire, size_t len,
+void
+play_conn__rec_msg(struct play_conn *c, uint8_t dir, const uint8_t *wire, size_t len,
         const uint8_t *plain, size_t plain_len)
 {
     struct trace_msg m = {.conn_id = c->out_id,
@@ -111,8 +111,8 @@ play_conn_free(struct play_conn *c)
 }
 
 /* Writes what wb holds; watches for writability while some is left. */
-static void
-conn_flush(struct play_conn *c)
+void
+play_conn__flush(struct play_conn *c)
 {
     while (c->wb.len > 0) {
         ssize_t n = c->tls != NULL ? tls_send(c->tls, c->wb.data, c->wb.len)
@@ -136,87 +136,8 @@ conn_flush(struct play_conn *c)
 
 /* Sends one command document on OP_MSG (handshake and authentication:
  * never compressed, as the compression spec wants). */
-static int
-conn_command(struct play_conn *c, const bson_t *cmd, int32_t *rid)
-{
-    struct mt_buf *t = &c->pl->tmp;
-    int rc;
-
-    mt_buf_reset(t);
-    *rid = c->next_rid++;
-    rc = wire_encode_msg(t, *rid, 0, 0, cmd, NULL, 0);
-    if (rc == 0)
-        rc = mt_buf_append(&c->wb, t->data, t->len);
-    if (rc < 0)
-        return rc;
-    rec_msg(c, TRACE_DIR_C2S, t->data, t->len, NULL, 0);
-    c->wait_since_ns = loop_now_ns(c->pl->loop);
-    conn_flush(c);
-    return 0;
-}
-
-static void
-append_offer(bson_t *cmd, const char *offer)
-{
-    bson_t arr;
-    char name[16], idx[8];
-    const char *p = offer;
-    unsigned n = 0;
-
-    if (*offer == '\0')
-        return;
-    bson_append_array_begin(cmd, "compression", -1, &arr);
-    while (*p) {
-        size_t len = strcspn(p, ",");
-        if (len > 0 && len < sizeof(name)) {
-            memcpy(name, p, len);
-            name[len] = '\0';
-            snprintf(idx, sizeof(idx), "%u", n++);
-            bson_append_utf8(&arr, idx, -1, name, -1);
-        }
-        p += len;
-        if (*p == ',')
-            p++;
-    }
-    bson_append_array_end(cmd, &arr);
-}
-
-static void
-conn_send_hello(struct play_conn *c)
-{
-    bson_t cmd, client, sub;
-    int32_t rid;
-    int rc;
-
-    bson_init(&cmd);
-    bson_append_int32(&cmd, "hello", -1, 1);
-    bson_append_bool(&cmd, "helloOk", -1, true);
-    bson_append_document_begin(&cmd, "client", -1, &client);
-    bson_append_document_begin(&client, "application", -1, &sub);
-    bson_append_utf8(&sub, "name", -1, "mtrace play", -1);
-    bson_append_document_end(&client, &sub);
-    bson_append_document_begin(&client, "driver", -1, &sub);
-    bson_append_utf8(&sub, "name", -1, "mtrace", -1);
-    bson_append_utf8(&sub, "version", -1, MT_VERSION, -1);
-    bson_append_document_end(&client, &sub);
-    bson_append_document_begin(&client, "os", -1, &sub);
-    bson_append_utf8(&sub, "type", -1, "Linux", -1);
-    bson_append_document_end(&client, &sub);
-    bson_append_document_end(&cmd, &client);
-    append_offer(&cmd, c->offer);
-    bson_append_utf8(&cmd, "$db", -1, "admin", -1);
-    rc = conn_command(c, &cmd, &rid);
-    bson_destroy(&cmd);
-    if (rc < 0) {
-        play__fail(c->pl, "hello: %s", mt_strerror(rc));
-        return;
-    }
-    c->hs_rid = rid;
-    c->st = PLAY_CONN_HELLO;
-}
-
-static void
-conn_ready(struct play_conn *c)
+void
+play_conn__ready(struct play_conn *c)
 {
     uint64_t now = loop_update_time(c->pl->loop);
 
@@ -249,28 +170,6 @@ conn_connect(struct play_conn *c)
     c->wait_since_ns = loop_now_ns(pl->loop);
     if (loop_fd_add(pl->loop, c->fd, LOOP_READ | LOOP_WRITE, conn_io, c) < 0)
         play__fail(pl, "cannot watch a socket (too many connections?)");
-}
-
-/* One step of the TLS handshake; the hello once it is done. */
-static void
-conn_tls_step(struct play_conn *c)
-{
-    struct player *pl = c->pl;
-    int rc = tls_handshake(c->tls);
-
-    if (rc == -EAGAIN) {
-        (void)loop_fd_mod(pl->loop, c->fd,
-                          LOOP_READ |
-                              (tls_wants_write(c->tls) ? LOOP_WRITE : 0));
-        return;
-    }
-    if (rc < 0) {
-        play__fail(pl, "TLS handshake with %s failed: %s", pl->o->target,
-                   tls_conn_why(c->tls));
-        return;
-    }
-    (void)loop_fd_mod(pl->loop, c->fd, LOOP_READ);
-    conn_send_hello(c);
 }
 
 /* The TCP connect completed (or failed). */
@@ -311,142 +210,7 @@ conn_connected(struct play_conn *c)
         snprintf(rec.server, sizeof(rec.server), "%s", pl->o->target);
         (void)trace_writer_conn_open(pl->w, &rec);
     }
-    if (pl->tls != NULL) {
-        c->tls = tls_conn_new(pl->tls, c->fd, pl->host);
-        if (c->tls == NULL) {
-            play__fail(pl, "out of memory");
-            return;
-        }
-        c->st = PLAY_CONN_TLS;
-        conn_tls_step(c);
-        return;
-    }
-    (void)loop_fd_mod(pl->loop, c->fd, LOOP_READ);
-    conn_send_hello(c);
-}
-
-/* The agreed compressor: the first name of the reply's list we know. */
-static uint8_t
-hello_compressor(bson_iter_t *it)
-{
-    bson_iter_t a;
-    static const char *const names[] = {"snappy", "zlib", "zstd"};
-    static const uint8_t ids[] = {WIRE_COMPRESSOR_SNAPPY,
-                                  WIRE_COMPRESSOR_ZLIB, WIRE_COMPRESSOR_ZSTD};
-
-    if (!BSON_ITER_HOLDS_ARRAY(it) || !bson_iter_recurse(it, &a))
-        return 0;
-    while (bson_iter_next(&a)) {
-        if (!BSON_ITER_HOLDS_UTF8(&a))
-            continue;
-        for (size_t i = 0; i < 3; i++)
-            if (strcmp(bson_iter_utf8(&a, NULL), names[i]) == 0)
-                return ids[i];
-    }
-    return 0;
-}
-
-static void
-conn_hello_reply(struct play_conn *c, const struct wire_msg *m)
-{
-    struct player *pl = c->pl;
-    struct report_shape sh;
-    bson_t b;
-    bson_iter_t it;
-    bool mongo = false;
-
-    report_shape_of(m, &sh);
-    if (m->h.op_code != WIRE_OP_MSG || m->h.response_to != c->hs_rid ||
-        !sh.valid || m->body == NULL ||
-        !bson_init_static(&b, m->body, m->body_len)) {
-        play__fail(pl, "%s is not a MongoDB server: its reply to hello is "
-                   "not an OP_MSG reply", pl->o->target);
-        return;
-    }
-    if (sh.error) {
-        play__fail(pl, "%s refused the handshake (hello failed, code %d)",
-                   pl->o->target, (int)sh.code);
-        return;
-    }
-    if (bson_iter_init(&it, &b))
-        while (bson_iter_next(&it)) {
-            const char *k = bson_iter_key(&it);
-            if (strcmp(k, "maxWireVersion") == 0 ||
-                strcmp(k, "isWritablePrimary") == 0 ||
-                strcmp(k, "ismaster") == 0)
-                mongo = true;
-            else if (strcmp(k, "compression") == 0)
-                c->compressor = hello_compressor(&it);
-        }
-    if (!mongo) {
-        play__fail(pl, "%s is not a MongoDB server: its hello reply has no "
-                   "maxWireVersion", pl->o->target);
-        return;
-    }
-    remap_note_reply(pl->rm, m->body, m->body_len);
-    if (pl->o->username == NULL) {
-        conn_ready(c);
-        return;
-    }
-    conn_auth_start(c);
-}
-
-static void
-conn_auth_send(struct play_conn *c, bson_t *cmd)
-{
-    int32_t rid;
-    int rc = conn_command(c, cmd, &rid);
-
-    bson_destroy(cmd);
-    if (rc < 0) {
-        play__fail(c->pl, "authentication: %s", mt_strerror(rc));
-        return;
-    }
-    c->hs_rid = rid;
-}
-
-static void
-conn_auth_start(struct play_conn *c)
-{
-    const struct play_opts *o = c->pl->o;
-    struct mt_err err = {0};
-    bson_t cmd;
-
-    c->auth = play_auth_new(o->mechanism, o->username, o->password,
-                            o->auth_db, &err);
-    if (c->auth == NULL || play_auth_start(c->auth, &cmd, &err) < 0) {
-        play__fail(c->pl, "authentication as %s: %s", o->username, err.msg);
-        return;
-    }
-    c->st = PLAY_CONN_AUTH;
-    conn_auth_send(c, &cmd);
-}
-
-static void
-conn_auth_reply(struct play_conn *c, const struct wire_msg *m)
-{
-    const struct play_opts *o = c->pl->o;
-    struct mt_err err = {0};
-    bson_t cmd;
-    bool done = false;
-
-    if (m->h.response_to != c->hs_rid || m->body == NULL) {
-        play__fail(c->pl, "authentication as %s: unexpected reply",
-                   o->username);
-        return;
-    }
-    if (play_auth_step(c->auth, m->body, m->body_len, &cmd, &done, &err) < 0) {
-        play__fail(c->pl, "%s refused authentication as %s on %s: %s",
-                   o->target, o->username, o->auth_db, err.msg);
-        return;
-    }
-    if (!done) {
-        conn_auth_send(c, &cmd);
-        return;
-    }
-    play_auth_free(c->auth);
-    c->auth = NULL;
-    conn_ready(c);
+    play_hs_start(c);
 }
 
 /* Encodes r as sent live into wb (and the trace).  *res as remap_msg. */
@@ -480,13 +244,13 @@ conn_send_req(struct play_conn *c, struct play_req *r, enum remap_result *res)
                                     &err);
         if (rc < 0)
             return rc;
-        rec_msg(c, TRACE_DIR_C2S, c->wb.data + start, c->wb.len - start,
+        play_conn__rec_msg(c, TRACE_DIR_C2S, c->wb.data + start, c->wb.len - start,
                 t->data, t->len);
     } else {
         rc = mt_buf_append(&c->wb, t->data, t->len);
         if (rc < 0)
             return rc;
-        rec_msg(c, TRACE_DIR_C2S, t->data, t->len, NULL, 0);
+        play_conn__rec_msg(c, TRACE_DIR_C2S, t->data, t->len, NULL, 0);
     }
     /* a getMore's reply says whether the recorded cursor lives on */
     r->gm_cursor = cursor;
@@ -577,7 +341,7 @@ play_conn_pump(struct play_conn *c)
         }
     }
     if (c->wb.len > 0)
-        conn_flush(c);
+        play_conn__flush(c);
     if (pl->stop)
         return;
     play_conn_reap(c, false);
@@ -753,13 +517,13 @@ conn_message(struct play_conn *c, const uint8_t *p, size_t len)
         mt_buf_reset(&pl->scratch);
         rc = wire_decompress(&m, &pl->scratch, &err);
         if (rc == 0) {
-            rec_msg(c, TRACE_DIR_S2C, p, len, pl->scratch.data,
+            play_conn__rec_msg(c, TRACE_DIR_S2C, p, len, pl->scratch.data,
                     pl->scratch.len);
             rc = wire_msg_parse(pl->scratch.data, pl->scratch.len, &m, &used,
                                 &err);
         }
     } else if (rc == MT_OK) {
-        rec_msg(c, TRACE_DIR_S2C, p, len, NULL, 0);
+        play_conn__rec_msg(c, TRACE_DIR_S2C, p, len, NULL, 0);
     }
     if (rc != MT_OK) {
         play__fail(pl, "%s sent a malformed message%s: %s", pl->o->target,
@@ -769,10 +533,8 @@ conn_message(struct play_conn *c, const uint8_t *p, size_t len)
     }
     switch (c->st) {
     case PLAY_CONN_HELLO:
-        conn_hello_reply(c, &m);
-        break;
     case PLAY_CONN_AUTH:
-        conn_auth_reply(c, &m);
+        play_hs_reply(c, &m);
         break;
     case PLAY_CONN_READY:
         conn_reply(c, &m);
@@ -886,11 +648,11 @@ conn_io(struct loop *l, int fd, void *arg, unsigned events)
         return;
     }
     if (c->st == PLAY_CONN_TLS) {
-        conn_tls_step(c);
+        play_hs_tls_step(c);
         return;
     }
     if (events & LOOP_WRITE)
-        conn_flush(c);
+        play_conn__flush(c);
     if (events & (LOOP_READ | LOOP_ERROR))
         conn_read(c);
 }

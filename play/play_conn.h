@@ -159,6 +159,13 @@ void play_conn_free(struct play_conn *c);
 /* Checks for replies overdue past the timeout (called every tick). */
 void play_conn_check_timeout(struct play_conn *c, uint64_t now_ns);
 
+/* For play/handshake.c: records a message in the -o trace; writes what
+ * the write buffer holds; the handshake is done, requests may go. */
+void play_conn__rec_msg(struct play_conn *c, uint8_t dir, const uint8_t *wire,
+                        size_t len, const uint8_t *plain, size_t plain_len);
+void play_conn__flush(struct play_conn *c);
+void play_conn__ready(struct play_conn *c);
+
 /* The player stops with why (first failure kept); exit status 1. */
 void play__fail(struct player *pl, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
