@@ -20,6 +20,7 @@
 #include "sim/engine.h"
 #include "sim/model.h"
 #include "sim/params.h"
+#include "sim/predict.h"
 #include "core/rng.h"
 
 /* CPU time of this thread: the machine is shared, "one core" is what counts. */
@@ -87,6 +88,39 @@ model(double seconds, int threads)
     return (double)events / ((double)(cpu_ns() - t0) / 1e9);
 }
 
+/* The what-if sweep: 40 points (runtime 2 x threads 2,4,10,20,40 x delay
+ * 0,0.5,1,2), each a prediction of 10 seeds; CPU seconds for all. */
+static double
+sweep_cpu_s(void)
+{
+    static const char *const thr[] = {"2", "4", "10", "20", "40"};
+    static const char *const dly[] = {"0", "0.5", "1", "2"};
+    uint64_t t0 = cpu_ns();
+
+    for (int rt = 0; rt < 2; rt++)
+        for (size_t t = 0; t < 5; t++)
+            for (size_t d = 0; d < 4; d++) {
+                struct sim_params p;
+                const struct sim_params *cal[1] = {&p};
+                struct sim_pred pr;
+
+                sim_params_default(&p);
+                sim_params_set(&p, "runtime", rt ? "free-threaded" : "gil",
+                               SIM_OR_CLI, NULL, NULL);
+                sim_params_set(&p, "threads", thr[t], SIM_OR_CLI, NULL, NULL);
+                sim_params_set(&p, "proxy", "deadline", SIM_OR_CLI, NULL, NULL);
+                sim_params_set(&p, "proxy_delay_ms", dly[d], SIM_OR_CLI, NULL,
+                               NULL);
+                sim_params_set(&p, "lock_sections", "4", SIM_OR_CLI, NULL,
+                               NULL);
+                sim_params_set(&p, "lock_hold_us", "5", SIM_OR_CLI, NULL, NULL);
+                if (sim_predict(cal, 1, &pr, NULL) != 0)
+                    return -1;
+                sim_pred_free(&pr);
+            }
+    return (double)(cpu_ns() - t0) / 1e9;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -104,5 +138,7 @@ main(int argc, char **argv)
            model(s, 10) / 1e6);
     printf("%-36s %14.1f\n", "model, GIL, 100 threads x 100 calls",
            model(s, 100) / 1e6);
+    printf("%-36s %14.3f\n", "40-point sweep x 10 seeds (CPU s)",
+           sweep_cpu_s());
     return 0;
 }

@@ -1,229 +1,96 @@
 /*
- * fit.c -- solve py_call_us and py_cv from a sequential run (fit.h).
+ * fit.c -- calibration from a sequential run (fit.h).
  */
 #include "fit.h"
 
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "model.h"
 
-static int
-seq_stats(const struct sim_params *p, struct sim_stats *st, struct mt_err *err)
+static double
+overhead_us(const struct sim_params *p)
 {
-    struct sim_result r;
-    int rc = sim_model_run(p, &r, err);
-
-    if (rc < 0)
-        return rc;
-    rc = sim_stats_compute(r.lat_ns, r.n, st);
-    sim_result_free(&r);
-    return rc < 0 ? mt_err_set(err, rc, 0, "fit: out of memory") : 0;
+    return (double)p->releases * p->sys_us + p->ctx_cpu_us + p->wake_us +
+           sim_model_server_mean_us(p);
 }
 
-/* Round 11: the sequential model's client wake-ups onto an idle core per
- * call (each pays idle_wake_cpu_us) at the current py_call_us; round 15:
- * and its preempted sends per call (each saves send_preempt_cpu_us). */
-static int
-seq_idle_wakes(const struct sim_params *p, double *per_call,
-               double *preempts_per_call, struct mt_err *err)
+double
+sim_fit_seq_mean_ms(const struct sim_params *p)
 {
-    struct sim_result r;
-    int rc = sim_model_run(p, &r, err);
-
-    if (rc < 0)
-        return rc;
-    *per_call = (double)r.idle_wakes / ((double)p->threads * (double)p->calls);
-    *preempts_per_call =
-        (double)r.send_preempts / ((double)p->threads * (double)p->calls);
-    sim_result_free(&r);
-    return 0;
-}
-
-static int
-fit_mean(struct sim_params *p, double target_ms, struct mt_err *err)
-{
-    struct sim_stats st;
-    double x0 = 0, f0, x1, f1;
-    int rc;
-
-    p->py_call_us = 0;
-    if ((rc = seq_stats(p, &st, err)) < 0)
-        return rc;
-    f0 = st.mean_ms;
-    if (f0 >= target_ms)
-        return mt_err_set(
-            err, MT_EUSAGE, 0,
-            "calibration: without any Python CPU the model already takes "
-            "%.4f ms > measured %.4f ms; check the host facts and server time",
-            f0, target_ms);
-    x1 = (target_ms - f0) * 1000.0;
-    for (int i = 0; i < 12; i++) {
-        p->py_call_us = x1;
-        if ((rc = seq_stats(p, &st, err)) < 0)
-            return rc;
-        f1 = st.mean_ms;
-        if (fabs(f1 - target_ms) <= 1e-4 * target_ms)
-            break;
-        double slope = (f1 - f0) / (x1 - x0);
-        double nx = slope > 1e-9 ? x1 + (target_ms - f1) / slope
-                                 : x1 + (target_ms - f1) * 1000.0;
-        x0 = x1;
-        f0 = f1;
-        x1 = nx < 0 ? 0 : nx;
-    }
-    p->py_call_us = x1;
-    return 0;
-}
-
-static int
-fit_cv(struct sim_params *p, double target_pct, struct mt_err *err)
-{
-    struct sim_stats st;
-    double lo = 0, hi = 3;
-    int rc;
-
-    p->py_cv = 0;
-    if ((rc = seq_stats(p, &st, err)) < 0)
-        return rc;
-    if (st.stdev_pct >= target_pct)
-        return 0; /* other noise already accounts for it */
-    for (int i = 0; i < 20; i++) {
-        p->py_cv = (lo + hi) / 2;
-        if ((rc = seq_stats(p, &st, err)) < 0)
-            return rc;
-        if (st.stdev_pct < target_pct)
-            lo = p->py_cv;
-        else
-            hi = p->py_cv;
-    }
-    p->py_cv = (lo + hi) / 2;
-    return 0;
+    return (p->py_call_us + overhead_us(p)) / 1000.0;
 }
 
 int
-sim_fit_seq_cpu(struct sim_params *p, double cpu_us, double stdev_pct,
-                struct mt_err *err)
+sim_fit_seq(struct sim_params *p, const struct sim_params *seq,
+            const struct sim_fit_in *in, struct mt_err *err)
 {
-    char note[SIM_NOTE_MAX];
-    int i_call = sim_params_find("py_call_us"), i_cv = sim_params_find("py_cv");
-    double base =
-        (double)p->releases * p->sys_us + p->ctx_cpu_us + p->py_loop_us;
-    double other = base, idle = 0, pre = 0;
-    int rc;
+    struct sim_params s = *seq;
+    int ic = sim_params_find("py_call_us"), iv = sim_params_find("py_cv");
+    double py, own = (double)p->releases * p->sys_us + p->ctx_cpu_us;
 
-    if (p->threads != 1)
-        return mt_err_set(
-            err, MT_EUSAGE, 0,
-            "calibration needs a sequential scenario (threads = 1), not %lld",
-            (long long)p->threads);
-    if (cpu_us <= other)
-        return mt_err_set(err, MT_EUSAGE, 0,
-                          "calibration: client CPU %.2f us per call does not "
-                          "cover the model's own %.2f us (syscalls, wake-up)",
-                          cpu_us, other);
-    p->py_call_us =
-        (cpu_us - other) / (p->runtime == SIM_RT_FREE ? p->ft_slowdown : 1.0);
-    /* Round 11: the sequential run paid idle_wake_cpu_us at each wake-up
-     * onto an idle core; count them in the model (they hardly depend on
-     * py_call_us: twice is enough) and leave that CPU out of Python's.
-     * Round 15: its preempted sends did not pay send_preempt_cpu_us, which
-     * the model takes off their Python: add it back. */
-    for (int i = 0;
-         i < 2 && (p->idle_wake_cpu_us > 0 || p->send_preempt_cpu_us > 0);
-         i++) {
-        if ((rc = seq_idle_wakes(p, &idle, &pre, err)) < 0)
-            return rc;
-        other =
-            base + idle * p->idle_wake_cpu_us - pre * p->send_preempt_cpu_us;
-        if (cpu_us <= other)
+    /* the host facts and workload facts are p's; the setup is seq's */
+    s.releases = p->releases;
+    s.sys_us = p->sys_us;
+    s.ctx_cpu_us = p->ctx_cpu_us;
+    s.wake_us = p->wake_us;
+    if (!isnan(in->cpu_us)) {
+        py = in->cpu_us - own;
+        if (!(py > 0))
             return mt_err_set(err, MT_EUSAGE, 0,
-                              "calibration: client CPU %.2f us per call does "
-                              "not cover the model's own %.2f us (syscalls, "
-                              "wake-ups, %.2f idle wake-ups)",
-                              cpu_us, other, idle);
-        p->py_call_us = (cpu_us - other) /
-                        (p->runtime == SIM_RT_FREE ? p->ft_slowdown : 1.0);
+                              "the sequential CPU per call %.1f us is not "
+                              "more than releases * sys_us + ctx_cpu_us = "
+                              "%.1f us: check the host facts",
+                              in->cpu_us, own);
+        snprintf(p->note[ic], SIM_NOTE_MAX,
+                 "sequential client CPU %.2f us per call - %lld x sys_us - "
+                 "ctx_cpu_us",
+                 in->cpu_us, (long long)p->releases);
+    } else if (!isnan(in->mean_ms)) {
+        py = in->mean_ms * 1000.0 - overhead_us(&s);
+        if (!(py > 0))
+            return mt_err_set(err, MT_EUSAGE, 0,
+                              "the sequential mean %.4f ms is not more than "
+                              "the host facts and the server already take "
+                              "(%.1f us): check --host and --trace",
+                              in->mean_ms, overhead_us(&s));
+        snprintf(p->note[ic], SIM_NOTE_MAX,
+                 "solved so the sequential mean is %.4f ms", in->mean_ms);
+    } else {
+        return 0;
     }
-    if (!isnan(stdev_pct)) {
-        if ((rc = fit_cv(p, stdev_pct, err)) < 0)
-            return rc;
-        snprintf(note, sizeof(note), "solved so the sequential stdev is %.2f%%",
-                 stdev_pct);
-        p->origin[i_cv] = SIM_OR_CALIBRATED;
-        snprintf(p->note[i_cv], SIM_NOTE_MAX, "%s", note);
+    p->origin[ic] = SIM_OR_CALIBRATED;
+    if (p->runtime == SIM_RT_FREE && seq->runtime != SIM_RT_FREE) {
+        py *= p->ft_slowdown;
+        snprintf(p->note[ic] + strlen(p->note[ic]),
+                 SIM_NOTE_MAX - strlen(p->note[ic]), ", x ft_slowdown");
     }
-    if (idle > 0 || pre > 0)
-        snprintf(note, sizeof(note),
-                 "sequential client CPU %.2f us/call less %.2f us of syscall "
-                 "and wake-up CPU (%.2f idle wake-ups/call, %.2f preempted "
-                 "sends/call)",
-                 cpu_us, other, idle, pre);
-    else
-        snprintf(note, sizeof(note),
-                 "sequential client CPU %.2f us/call less %.2f us of syscall "
-                 "and wake-up CPU",
-                 cpu_us, other);
-    p->origin[i_call] = SIM_OR_CALIBRATED;
-    snprintf(p->note[i_call], SIM_NOTE_MAX, "%s", note);
-    return 0;
-}
+    p->py_call_us = py;
+    if (!isnan(in->cpu_cv) && !isnan(in->cpu_us)) {
+        p->py_cv = in->cpu_cv * in->cpu_us / (in->cpu_us - own);
+        p->origin[iv] = SIM_OR_CALIBRATED;
+        snprintf(p->note[iv], SIM_NOTE_MAX,
+                 "the sequential client CPU's cv %.3f, as a share of "
+                 "py_call_us",
+                 in->cpu_cv);
+    } else if (!isnan(in->stdev_pct) && !isnan(in->mean_ms)) {
+        double sd = in->stdev_pct / 100.0 * in->mean_ms * 1000.0;
+        double var = sd * sd - sim_model_server_var_us2(&s);
 
-int
-sim_fit_cv_cpu(struct sim_params *p, double cpu_us, double cpu_cv,
-               struct mt_err *err)
-{
-    int i_cv = sim_params_find("py_cv");
-    double mids = (double)(p->releases - 1), ss, mid;
-
-    if (!(cpu_cv >= 0) || p->py_call_us <= 0 || mids < 1)
-        return mt_err_set(err, MT_EUSAGE, 0,
-                          "calibration: client CPU cv %g (needs >= 0) or no "
-                          "Python CPU to vary",
-                          cpu_cv);
-    mid = fmax(0.0, (1.0 - p->py_pre_frac - p->py_post_frac) / mids);
-    ss = p->py_pre_frac * p->py_pre_frac + p->py_post_frac * p->py_post_frac +
-         mids * mid * mid;
-    if (ss <= 0)
-        ss = 1;
-    p->py_cv = fmin(10.0, cpu_cv * cpu_us / (p->py_call_us * sqrt(ss)));
-    p->origin[i_cv] = SIM_OR_CALIBRATED;
-    snprintf(p->note[i_cv], SIM_NOTE_MAX,
-             "from the sequential client CPU's cv %.3f per call (segments "
-             "independent: x cpu / (py_call_us sqrt(sum of shares^2)))",
-             cpu_cv);
-    return 0;
-}
-
-int
-sim_fit_seq(struct sim_params *p, double mean_ms, double stdev_pct,
-            struct mt_err *err)
-{
-    char note[SIM_NOTE_MAX];
-    int rc;
-    int i_call = sim_params_find("py_call_us"), i_cv = sim_params_find("py_cv");
-
-    if (p->threads != 1)
-        return mt_err_set(
-            err, MT_EUSAGE, 0,
-            "calibration needs a sequential scenario (threads = 1), not %lld",
-            (long long)p->threads);
-    if ((rc = fit_mean(p, mean_ms, err)) < 0)
-        return rc;
-    if (!isnan(stdev_pct)) {
-        if ((rc = fit_cv(p, stdev_pct, err)) < 0)
-            return rc;
-        if ((rc = fit_mean(p, mean_ms, err)) <
-            0) /* cv moves the mean a little */
-            return rc;
-        snprintf(note, sizeof(note), "solved so the sequential stdev is %.2f%%",
-                 stdev_pct);
-        p->origin[i_cv] = SIM_OR_CALIBRATED;
-        snprintf(p->note[i_cv], SIM_NOTE_MAX, "%s", note);
+        p->py_cv = var > 0
+                       ? sqrt(var) / (py / (p->runtime == SIM_RT_FREE &&
+                                                    seq->runtime != SIM_RT_FREE
+                                                ? p->ft_slowdown
+                                                : 1.0))
+                       : 0;
+        if (p->py_cv > 10)
+            p->py_cv = 10;
+        p->origin[iv] = SIM_OR_CALIBRATED;
+        snprintf(p->note[iv], SIM_NOTE_MAX,
+                 "solved from the sequential stdev %.2f%% less the "
+                 "server's",
+                 in->stdev_pct);
     }
-    snprintf(note, sizeof(note), "solved so the sequential mean is %.4f ms",
-             mean_ms);
-    p->origin[i_call] = SIM_OR_CALIBRATED;
-    snprintf(p->note[i_call], SIM_NOTE_MAX, "%s", note);
     return 0;
 }

@@ -3,6 +3,7 @@
  * socket, served by ab(1) with `clients` concurrent connections and
  * `requests` requests in all, with or without a lock serialising accept
  * (uWSGI's --thunder-lock).  docs/sim-model.md, "Thundering herd".
+ * Its parameters are entries herd.* of the one table (params.h).
  */
 #ifndef MT_SIM_HERD_H
 #define MT_SIM_HERD_H
@@ -10,8 +11,6 @@
 #include <stdint.h>
 
 #include "core/err.h"
-
-#define HERD_PARAMS_N 16
 
 struct herd_params {
     int64_t procs;       /* worker processes */
@@ -30,9 +29,7 @@ struct herd_params {
     double net_us;        /* loopback connect/transit */
     double walk_us; /* CPU per sleeping epoll waiter a new connection wakes,
                        paid by the connecting process (ab) */
-    int64_t seed;
-    uint8_t origin[HERD_PARAMS_N];
-    char note[HERD_PARAMS_N][160];
+    int64_t seed;   /* copied from the scenario's seed */
 };
 
 struct herd_result {
@@ -41,21 +38,6 @@ struct herd_result {
     uint64_t futile;  /* wake-ups that found nothing to accept */
     uint64_t events;
 };
-
-void herd_params_default(struct herd_params *p);
-
-/* Sets key (without the "herd." prefix) to value.  0 or MT_EUSAGE. */
-int herd_params_set(struct herd_params *p, const char *key, const char *value,
-                    int origin, const char *note, struct mt_err *err);
-
-/* Number of parameters, their keys, and formatted values (for reports). */
-size_t herd_params_count(void);
-const char *herd_params_key(size_t i);
-/* Meaning of parameter i, and its unit in *unit ("" when none; unit may
- * be NULL).  NULL past the end. */
-const char *herd_params_help(size_t i, const char **unit);
-void herd_params_format(const struct herd_params *p, size_t i, char *buf,
-                        size_t cap);
 
 /* Runs the model.  Deterministic in p.  0, -ENOMEM or MT_ELIMIT. */
 int herd_run(const struct herd_params *p, struct herd_result *res,

@@ -1,23 +1,16 @@
 /*
- * model.c -- run loop of the contention model and its shared CPU cores.
+ * model.c -- the contention model's run loop: CPU cores, client threads
+ * and their calls, the connection and session pools, the server and the
+ * proxy.  The GIL and the driver lock are in gil.c.  Rules and sources:
+ * docs/sim-model.md.
  *
- * Cores: everything that runs (client threads, server, proxy) takes a core
- * for each CPU job.  A job that finds no free core waits in one FIFO run
- * queue.  An entity whose job ends and which immediately has more CPU work
- * (a Python segment followed by a syscall) keeps its core, except that
- * (1) the peer a client's send wakes takes it over (client.c
- * send_preempted, net.c sim__net_send_sync, through m->holding), and (2)
- * an entity that has kept a core for a whole time slice (cpu_slice_us x
- * (1 + ilog2(min(cores, 8))), Linux's scaled base slice) while others wait
- * goes to the back of the run queue (cpu_enqueue).  Jobs here are 1..300
- * us, so (2) only matters to threads that seldom block.  An entity that was
- * blocked becomes runnable only after a wake-up latency, and its first job pays
- * ctx_cpu_us.
- *
- * Background load (bg_load > 0): other processes on the same cores, as one
- * on/off source per core: exponential bursts of mean bg_job_us separated by
- * exponential pauses, so that the sources keep bg_load cores busy on
- * average.  Their bursts queue for cores like everything else.
+ * A call is a fixed list of steps (build_ops): Python segments (CPU with
+ * the GIL held), the driver-lock sections, the connection checkout, the
+ * send, the wait for the reply and the other receives (each a GIL
+ * release costing sys_us of CPU), the check-in, the end.  A client thread
+ * runs its steps in order; a step that waits (GIL, lock, reply, pool)
+ * parks the thread until an event resumes it.  Cores are FIFO and not
+ * preemptive, except that a GIL drop request cuts the holder's Python.
  */
 #include "model.h"
 
@@ -29,15 +22,19 @@
 #include "core/mem.h"
 
 uint64_t
-sim__us(double us)
+sim__ns(double us)
 {
-    double ns = us * 1000.0;
-
-    if (ns <= 0.0)
+    if (!(us > 0))
         return 0;
-    if (ns >= 1.8e19)
-        return UINT64_MAX / 4;
-    return (uint64_t)llround(ns);
+    if (us > 1e12)
+        return (uint64_t)1e15;
+    return (uint64_t)llround(us * 1000.0);
+}
+
+uint64_t
+sim__lat(struct sim_model *m, double mean_us)
+{
+    return mean_us > 0 ? sim__ns(mt_rng_exp(&m->rng_wake, mean_us)) : 0;
 }
 
 void
@@ -46,600 +43,568 @@ sim__push(struct sim_model *m, uint64_t delay_ns, uint32_t kind, uint32_t id,
 {
     int rc = sim_engine_after(&m->eng, delay_ns, kind, id, gen);
 
-    if (rc < 0 && m->rc == 0)
+    if (rc != 0 && m->rc == 0)
         m->rc = rc;
 }
 
-uint64_t
-sim__wake_ns(struct sim_model *m, double mean_us)
+void
+sim__wake(struct sim_model *m, uint32_t t, uint64_t delay_ns, uint8_t cont)
 {
-    return sim__us(mt_rng_lognormal(&m->rng_wake, mean_us, m->p.wake_cv));
+    struct sim__thr *th = &m->th[t];
+
+    th->wake_cont = cont;
+    th->wake_gen++;
+    sim__push(m, delay_ns, SIM_EV_WAKE, t, th->wake_gen);
 }
 
-/* A core became free now (m->busy was decremented). */
-static void
-core_freed(struct sim_model *m)
-{
-    if (m->free_at == NULL) /* idle_wake off, or a hand-built model */
-        return;
-    MT_ASSERT(m->nfree < (size_t)m->p.cores);
-    m->free_at[m->nfree++] = m->eng.now_ns; /* times only grow: sorted */
-}
-
-/* A core is taken: the one free the longest when `oldest` (a wake-up that
- * paid idle_wake_cpu_us runs on the core that idled), else the one freed
- * last (a job that continues or follows another takes the warm core). */
-static void
-core_taken(struct sim_model *m, bool oldest)
-{
-    if (m->free_at == NULL)
-        return;
-    MT_ASSERT(m->nfree > 0);
-    m->nfree--;
-    if (oldest)
-        memmove(m->free_at, m->free_at + 1, m->nfree * sizeof(*m->free_at));
-}
-
-/* cpu_pick: e takes core `prefer` if free, else its last core if free,
- * else the lowest free one (kernel/sched/fair.c select_idle_sibling
- * tries the previous CPU first, then an idle one). */
-static void
-core_take(struct sim_model *m, struct sim__ent *x, int32_t prefer)
-{
-    int32_t c = -1;
-
-    if (prefer >= 0 && !m->core_busy[prefer])
-        c = prefer;
-    else if (x->last_core >= 0 && !m->core_busy[x->last_core])
-        c = x->last_core;
-    for (int32_t k = 0; c < 0 && k < (int32_t)m->p.cores; k++)
-        if (!m->core_busy[k])
-            c = k;
-    MT_ASSERT(c >= 0);
-    m->core_busy[c] = 1;
-    x->core = (int16_t)c;
-    x->last_core = (int16_t)c;
-}
-
-/* cpu_pick: the core held by the entity whose job just ended is free. */
-static void
-hold_core_free(struct sim_model *m)
-{
-    if (m->core_busy && m->hold_core >= 0)
-        m->core_busy[m->hold_core] = 0;
-    m->hold_core = -1;
-}
+/* ---- cores: FIFO, one job per thread ---- */
 
 static void
-cpu_start_on(struct sim_model *m, uint32_t e, int32_t prefer)
+cpu_start(struct sim_model *m, uint32_t t)
 {
-    struct sim__ent *x = &m->ent[e];
+    struct sim__thr *th = &m->th[t];
 
-    if (e < m->nth && x->what == W_PY_DONE && sim__gil_start_check(m, e))
-        return; /* forced to drop the GIL before running: blocked now */
-    x->on_core = x->shared && x->dur_ns > 0; /* zero CPU needs no core */
-    if (x->on_core) {
-        m->busy++;
-        core_taken(m, x->pick_oldest);
-        x->held_ns = m->eng.now_ns;
-        if (m->core_busy)
-            core_take(m, x, prefer);
-    }
-    x->state = ES_RUNNING;
-    x->end_ns = m->eng.now_ns + x->dur_ns;
-    sim__push(m, x->dur_ns, SIM_EV_CPU_DONE, e, x->gen);
-}
-
-static void
-cpu_start(struct sim_model *m, uint32_t e)
-{
-    cpu_start_on(m, e, -1);
-}
-
-/* cpu_pick 2: position in the run queue of the first job core k may run:
- * one queued on k or on no core, else the first that is no longer
- * cache-hot (its entity last ran >= sched_migration_cost_us ago: Linux's
- * task_hot() keeps a recently run task where it is queued, and
- * newidle_balance() does not pull when the CPU's average idle time is
- * below that cost); *cold_ns: the earliest time a hot one turns cold. */
-static size_t
-rq_pick(const struct sim_model *m, int32_t k, uint64_t *cold_ns)
-{
-    uint64_t hot = sim__us(m->p.sched_migration_cost_us), now = m->eng.now_ns;
-    size_t cold = SIZE_MAX;
-
-    for (size_t i = 0; i < m->rq_n; i++) {
-        const struct sim__ent *x = &m->ent[m->runq[(m->rq_head + i) % m->nent]];
-
-        if (x->rq_core < 0 || x->rq_core == k)
-            return i;
-        if (now - x->ran_ns >= hot || x->ran_ns == 0) {
-            if (cold == SIZE_MAX)
-                cold = i;
-        } else if (x->ran_ns + hot < *cold_ns) {
-            *cold_ns = x->ran_ns + hot;
-        }
-    }
-    return cold;
-}
-
-/* Removes position i of the run queue; returns its entity. */
-static uint32_t
-rq_remove(struct sim_model *m, size_t i)
-{
-    uint32_t e = m->runq[(m->rq_head + i) % m->nent];
-
-    for (; i + 1 < m->rq_n; i++)
-        m->runq[(m->rq_head + i) % m->nent] =
-            m->runq[(m->rq_head + i + 1) % m->nent];
-    m->rq_n--;
-    return e;
-}
-
-/* cpu_pick 2: per-core run queues.  Each free core runs what is queued on
- * it, else pulls a job that is no longer cache-hot from another core's
- * queue; when only hot jobs wait elsewhere it idles, and a SIM_EV_BALANCE
- * comes back when the first of them turns cold. */
-static void
-cpu_fill_percore(struct sim_model *m)
-{
-    uint64_t cold_ns = UINT64_MAX;
-
-    for (int32_t k = 0; k < (int32_t)m->p.cores; k++) {
-        while (!m->core_busy[k] && m->rq_n > 0 && m->busy < m->p.cores) {
-            size_t i = rq_pick(m, k, &cold_ns);
-
-            if (i == SIZE_MAX)
-                break;
-            cpu_start_on(m, rq_remove(m, i), k);
-        }
-    }
-    if (m->rq_n > 0 && m->busy < m->p.cores && cold_ns != UINT64_MAX &&
-        (m->balance_ns == 0 || cold_ns < m->balance_ns)) {
-        m->balance_ns = cold_ns;
-        sim__push(m, cold_ns - m->eng.now_ns, SIM_EV_BALANCE, 0, 0);
-    }
+    m->busy++;
+    th->job_state = JOB_RUNNING;
+    th->job_start_ns = m->eng.now_ns;
+    th->job_gen++;
+    sim__push(m, th->job_ns, SIM_EV_CPU_DONE, t, th->job_gen);
 }
 
 static void
 cpu_fill(struct sim_model *m)
 {
-    if (m->p.cpu_pick == 2) {
-        cpu_fill_percore(m);
-        return;
-    }
-    while (m->rq_n > 0 && m->busy < m->p.cores) {
-        uint32_t e = m->runq[m->rq_head];
-        m->rq_head = (m->rq_head + 1) % m->nent;
+    while (m->busy < m->p.cores && m->rq_n > 0) {
+        uint32_t t = m->rq[m->rq_head];
+
+        m->rq_head = (m->rq_head + 1) % m->nth;
         m->rq_n--;
-        cpu_start(m, e);
+        cpu_start(m, t);
     }
-}
-
-static void
-cpu_enqueue(struct sim_model *m, uint32_t e)
-{
-    struct sim__ent *x = &m->ent[e];
-
-    if (m->holding == (int32_t)e) { /* continues on the core it holds */
-        uint64_t since = x->held_ns;
-        int32_t c = m->hold_core;
-
-        m->holding = -1;
-        m->busy--;
-        core_freed(m);
-        hold_core_free(m);
-        if (m->rq_n == 0 || !x->shared || x->dur_ns == 0 ||
-            m->eng.now_ns - since < m->slice_ns) {
-            cpu_start_on(m, e, c);
-            if (x->on_core)
-                x->held_ns = since; /* the same stretch on the core */
-            return;
-        }
-        /* Its slice is used up and others wait: to the back of the queue. */
-        MT_ASSERT(m->rq_n < m->nent);
-        x->rq_core = (int16_t)c;
-        m->runq[(m->rq_head + m->rq_n) % m->nent] = e;
-        m->rq_n++;
-        x->state = ES_QUEUED;
-        m->res->slice_ends++;
-        cpu_fill(m);
-        return;
-    }
-    if (!x->shared || x->dur_ns == 0 || m->busy < m->p.cores) {
-        cpu_start(m, e);
-        return;
-    }
-    /* cpu_pick 2, no core idle: queued on its previous CPU (fair.c
-     * wake_affine_weight's WA_BIAS keeps a wakee on prev_cpu when the loads
-     * are about equal; select_idle_sibling finds nothing idle) */
-    x->rq_core = m->p.cpu_pick == 2 ? x->last_core : -1;
-    MT_ASSERT(m->rq_n < m->nent);
-    m->runq[(m->rq_head + m->rq_n) % m->nent] = e;
-    m->rq_n++;
-    x->state = ES_QUEUED;
 }
 
 void
-sim__cpu_submit(struct sim_model *m, uint32_t e, uint64_t dur_ns, uint32_t what,
-                uint64_t wake_ns)
+sim__cpu_submit(struct sim_model *m, uint32_t t, uint64_t dur_ns, uint8_t cont)
 {
-    struct sim__ent *x = &m->ent[e];
+    struct sim__thr *th = &m->th[t];
 
-    MT_ASSERT(x->state == ES_IDLE);
-    x->what = what;
-    x->dur_ns = dur_ns;
-    x->gen++;
-    x->pick_oldest = false;
-    if (wake_ns > 0) {
-        double ctx = m->p.ctx_cpu_us;
-
-        x->wake_from_ns = m->eng.now_ns;
-
-        /* cpu_pick 2: with no core idle the wakee is queued at once on a
-         * running CPU (no halted vCPU to bring back): the same-CPU
-         * hand-over's latency (at most) and CPU, as calibrate measures */
-        if (m->p.cpu_pick == 2 && m->busy >= m->p.cores) {
-            if (m->p.wake_busy_us > 0 && wake_ns > sim__us(m->p.wake_busy_us))
-                wake_ns = sim__us(m->p.wake_busy_us);
-            if (m->p.ctx_busy_cpu_us > 0)
-                ctx = m->p.ctx_busy_cpu_us;
-        }
-        x->dur_ns += sim__us(ctx);
-        x->state = ES_WAKING;
-        sim__push(m, wake_ns, SIM_EV_WAKE, e, x->gen);
+    MT_ASSERT(th->job_state == JOB_NONE);
+    th->job_ns = dur_ns;
+    th->cont = cont;
+    if (m->busy < m->p.cores && m->rq_n == 0) {
+        cpu_start(m, t);
         return;
     }
-    cpu_enqueue(m, e);
+    MT_ASSERT(m->rq_n < m->nth);
+    m->rq[(m->rq_head + m->rq_n) % m->nth] = t;
+    m->rq_n++;
+    th->job_state = JOB_QUEUED;
 }
 
 uint64_t
-sim__cpu_preempt(struct sim_model *m, uint32_t e)
+sim__cpu_cancel(struct sim_model *m, uint32_t t)
 {
-    struct sim__ent *x = &m->ent[e];
-    uint64_t rem;
+    struct sim__thr *th = &m->th[t];
+    uint64_t left = th->job_ns;
 
-    MT_ASSERT(x->state == ES_RUNNING);
-    rem = x->end_ns - m->eng.now_ns;
-    m->busy_ns += x->dur_ns - rem;
-    if (e < m->nth)
-        m->res->client_cpu_ns += x->dur_ns - rem;
-    x->gen++;
-    x->state = ES_IDLE;
-    if (x->on_core) {
+    if (th->job_state == JOB_RUNNING) {
+        uint64_t ran = m->eng.now_ns - th->job_start_ns;
+
+        left = th->job_ns > ran ? th->job_ns - ran : 0;
+        m->busy_ns += ran;
         m->busy--;
-        core_freed(m);
+        th->job_gen++; /* its CPU_DONE is stale now */
+        th->job_state = JOB_NONE;
+        cpu_fill(m);
+    } else if (th->job_state == JOB_QUEUED) {
+        size_t n = m->rq_n, k = 0;
+
+        for (size_t i = 0; i < n; i++) { /* drop t, keep the order */
+            uint32_t x = m->rq[(m->rq_head + i) % m->nth];
+            if (x != t)
+                m->rq[(m->rq_head + k++) % m->nth] = x;
+        }
+        m->rq_n = k;
+        th->job_state = JOB_NONE;
     }
-    if (x->on_core && m->core_busy && x->core >= 0)
-        m->core_busy[x->core] = 0;
-    if (x->on_core)
-        x->ran_ns = m->eng.now_ns;
-    x->core = -1;
-    x->on_core = false;
-    cpu_fill(m);
-    return rem;
-}
-
-/* Next burst of background source e, after a pause. */
-static void
-bg_schedule(struct sim_model *m, uint32_t e)
-{
-    sim__push(m, sim__us(mt_rng_exp(&m->rng_bg, m->bg_off_us)), SIM_EV_BG, e,
-              0);
+    return left;
 }
 
 static void
-bg_init(struct sim_model *m)
+on_cpu_done(struct sim_model *m, uint32_t t, uint64_t gen)
 {
-    double rho;
+    struct sim__thr *th = &m->th[t];
 
-    if (m->nbg == 0)
+    if (gen != th->job_gen || th->job_state != JOB_RUNNING)
         return;
-    rho = m->p.bg_load / (double)m->nbg; /* per source, < 1 */
-    m->bg_off_us = m->p.bg_job_us * (1.0 - rho) / rho;
-    for (size_t i = 0; i < m->nbg; i++)
-        bg_schedule(m, (uint32_t)(m->bg_base + i));
-}
-
-static void
-on_cpu_done(struct sim_model *m, uint32_t e)
-{
-    struct sim__ent *x = &m->ent[e];
-
-    x->state = ES_IDLE;
-    m->busy_ns += x->dur_ns;
-    if (e < m->nth)
-        m->res->client_cpu_ns += x->dur_ns;
-    m->holding =
-        x->on_core ? (int32_t)e : -1; /* set only when it holds a core */
-    m->hold_core = x->on_core ? x->core : -1;
-    if (x->on_core)
-        x->ran_ns = m->eng.now_ns;
-    x->core = -1;
-    x->on_core = false;
-    if (e < m->nth)
-        sim__client_job_done(m, e, x->what);
-    else if (m->nbg > 0 && e >= m->bg_base)
-        bg_schedule(m, e);
-    else
-        sim__net_job_done(m, e, x->what);
-    if (m->holding == (int32_t)e) {
-        m->holding = -1;
-        m->busy--;
-        core_freed(m);
-        hold_core_free(m);
-    }
-    cpu_fill(m);
-}
-
-/* Round 11: client thread e, woken, finds a core idle and runs there at
- * once (cpu_enqueue starts it): its first job pays idle_wake_cpu_us, the
- * measured extra CPU of a wake-up onto an idle CPU (on this VM a halted
- * vCPU; mtrace calibrate --idle-ab).  A wake-up that has to queue behind a
- * running job lands on a busy CPU and does not pay it. */
-static void
-cpu_idle_wake(struct sim_model *m, uint32_t e)
-{
-    struct sim__ent *x = &m->ent[e];
-
-    if (m->p.idle_wake_cpu_us <= 0 || e >= m->nth || !x->shared ||
-        m->busy >= m->p.cores || m->nfree == 0)
-        return; /* a job of zero CPU pays it too: it then takes the core */
-    /* idle_wake_min_us < 0: the core must have been free before the
-     * wake-up was issued (one freed since, by the waker's job, would in
-     * Linux run the wakee queued on it without idling) */
-    if (m->p.idle_wake_min_us < 0
-            ? m->free_at[0] >= x->wake_from_ns
-            : m->eng.now_ns - m->free_at[0] < sim__us(m->p.idle_wake_min_us))
-        return;
-    x->dur_ns += sim__us(m->p.idle_wake_cpu_us);
-    x->pick_oldest = true;
-    m->res->idle_wakes++;
-}
-
-/* cpu_pick 2 with wake_preempt: client thread e, woken while no core is
- * idle, preempts the job running on its previous core, as EEVDF's wake-up
- * preemption does for a task that slept (kernel/sched/fair.c
- * check_preempt_wakeup_fair: the wakee, eligible with an earlier virtual
- * deadline, is picked); the switched-out job keeps what it holds (a GIL
- * holder keeps the GIL), goes to the head of that core's queue with its
- * remaining CPU plus one switch (ctx_busy_cpu_us, else ctx_cpu_us) and
- * resumes when the core frees.  Returns false when it does not apply. */
-static bool
-cpu_wake_preempt(struct sim_model *m, uint32_t e)
-{
-    struct sim__ent *x = &m->ent[e], *y = NULL;
-    int32_t k = x->last_core;
-    uint64_t rem;
-    uint32_t r = 0;
-
-    if (m->p.cpu_pick != 2 || !m->p.wake_preempt || e >= m->nth || k < 0 ||
-        !x->shared || x->dur_ns == 0 || m->busy < m->p.cores)
-        return false;
-    for (r = 0; r < m->nent && !y; r++)
-        if (m->ent[r].on_core && m->ent[r].core == k &&
-            m->ent[r].state == ES_RUNNING)
-            y = &m->ent[r];
-    if (y == NULL || y == x)
-        return false;
-    r--;
-    rem = y->end_ns - m->eng.now_ns;
-    m->busy_ns += y->dur_ns - rem;
-    if (r < m->nth)
-        m->res->client_cpu_ns += y->dur_ns - rem;
-    y->gen++; /* cancels its CPU_DONE */
-    y->on_core = false;
-    y->core = -1;
-    y->ran_ns = m->eng.now_ns;
-    y->dur_ns = rem + sim__us(m->p.ctx_busy_cpu_us > 0 ? m->p.ctx_busy_cpu_us
-                                                       : m->p.ctx_cpu_us);
-    y->state = ES_QUEUED;
-    y->rq_core = (int16_t)k;
-    MT_ASSERT(m->rq_n < m->nent);
-    m->rq_head = (m->rq_head + m->nent - 1) % m->nent; /* the queue's head */
-    m->runq[m->rq_head] = r;
-    m->rq_n++;
+    m->busy_ns += th->job_ns;
     m->busy--;
-    core_freed(m);
-    m->core_busy[k] = 0;
-    m->res->wake_preempts++;
-    cpu_start_on(m, e, k);
-    cpu_fill(m); /* k again, if e was forced to drop the GIL instead */
-    return true;
+    th->job_state = JOB_NONE;
+    cpu_fill(m);
+    sim__continue(m, t, th->cont);
+}
+
+/* ---- the call's steps ---- */
+
+static void
+add_op(struct sim_model *m, uint8_t op, double us)
+{
+    MT_ASSERT(m->nops < SIM_OPS_MAX);
+    m->ops[m->nops].op = op;
+    m->ops[m->nops].us = us;
+    m->nops++;
 }
 
 static void
-model_dispatch(struct sim_model *m, const struct sim_ev *ev)
+add_sections(struct sim_model *m, int64_t n, bool get, bool put, double h)
 {
+    for (int64_t k = 0; k < n; k++) {
+        add_op(m, OP_LOCK_ACQ, 0);
+        if (get && k == 0)
+            add_op(m, OP_SESSION_GET, 0);
+        add_op(m, OP_PY, h);
+        if (put && k == n - 1)
+            add_op(m, OP_SESSION_PUT, 0);
+        add_op(m, OP_LOCK_REL, 0);
+    }
+}
+
+/*
+ * Steps of one call.  pymongo 3.11 checks a server session out and
+ * selects the server before the send (Topology._lock sections), sends
+ * (sock.sendall), receives at once (network.py receive_message: recv_into
+ * of the header, then of the body), and checks the session in after the
+ * reply.  The Python outside the lock sections is split evenly over the
+ * segment before the send and the segments after each receive (none
+ * between the send and the first receive, where pymongo runs almost
+ * nothing): with one thread a call takes py_call_us + releases * sys_us +
+ * ctx_cpu_us + wake_us + the server, which fit.c inverts.
+ */
+static void
+build_ops(struct sim_model *m)
+{
+    const struct sim_params *p = &m->p;
+    int64_t L = p->lock_sections, pre = (L + 1) / 2, post;
+    int64_t R = p->releases, nseg = R >= 2 ? R : 2;
+    double h = p->lock_hold_us, rest;
+
+    if (p->lock_before >= 0)
+        pre = p->lock_before < L ? p->lock_before : L;
+    post = L - pre;
+    if (L > 0 && h * (double)L > p->py_call_us)
+        h = p->py_call_us / (double)L;
+    rest = (p->py_call_us - h * (double)L) / (double)nseg;
+    m->nops = 0;
+    add_sections(m, pre, true, post == 0, h);
+    add_op(m, OP_PY, rest);
+    add_op(m, OP_CONN_GET, 0);
+    add_op(m, OP_SEND, 0);
+    add_op(m, OP_WAIT, R >= 2 ? p->sys_us : 0); /* R 1: the send's release */
+    for (int64_t r = 2; r < R; r++) {
+        add_op(m, OP_PY, rest);
+        add_op(m, OP_SYS, 0);
+    }
+    add_op(m, OP_CONN_PUT, 0);
+    add_op(m, OP_PY, rest);
+    add_sections(m, post, false, true, h);
+    add_op(m, OP_END, 0);
+}
+
+/* ---- server and proxy ---- */
+
+static double
+server_draw_us(struct sim_model *m)
+{
+    const struct sim_params *p = &m->p;
+
+    if (p->server_samples_n > 0)
+        return p
+            ->server_samples_us[mt_rng_below(&m->rng_srv, p->server_samples_n)];
+    if (p->server_cv > 0)
+        return mt_rng_lognormal(&m->rng_srv, p->server_us, p->server_cv);
+    return p->server_us;
+}
+
+/* When the reply to a request sent now on connection c reaches the
+ * client.  The server time (a trace sample: the round trip at delay 0)
+ * comes first; deadline: the delay adds to it (mtrace replay makes its
+ * reply at once and holds it until read + delay; the transits stay
+ * around it); serial: the same, one reply at a time per connection (the
+ * proxy's reader sleeps), so a reply also waits for the previous one. */
+static uint64_t
+reply_at_ns(struct sim_model *m, struct sim__conn *c)
+{
+    uint64_t now = m->eng.now_ns, s = sim__ns(server_draw_us(m));
+    uint64_t d = sim__ns(m->p.proxy_delay_ms * 1000.0), at;
+
+    switch (m->p.proxy) {
+    case SIM_PROXY_DEADLINE:
+        return now + s + d;
+    case SIM_PROXY_SERIAL:
+        at = now + s;
+        if (c->serial_free_ns > at)
+            at = c->serial_free_ns;
+        at += d;
+        c->serial_free_ns = at;
+        return at;
+    default:
+        return now + s + (m->p.proxy_delay_ms > 0 ? d : 0);
+    }
+}
+
+static void
+on_reply(struct sim_model *m, uint32_t ci)
+{
+    struct sim__conn *c = &m->conn[ci];
+
+    c->reply_ready = true;
+    if (c->owner >= 0 && m->th[c->owner].waiting_reply) {
+        m->th[c->owner].waiting_reply = false;
+        sim__wake(m, (uint32_t)c->owner, sim__lat(m, m->p.wake_us),
+                  C_REPLY_WOKEN);
+    }
+}
+
+/* ---- steps ---- */
+
+void
+sim__begin_call(struct sim_model *m, uint32_t t)
+{
+    struct sim__thr *th = &m->th[t];
+
+    th->op = 0;
+    th->t_start_ns = m->eng.now_ns;
+    th->factor =
+        m->p.py_cv > 0 ? mt_rng_lognormal(&m->rng_py, 1.0, m->p.py_cv) : 1.0;
+}
+
+static void
+end_call(struct sim_model *m, uint32_t t)
+{
+    struct sim__thr *th = &m->th[t];
+
+    if (th->call >= (uint64_t)m->p.exclude_first) {
+        MT_ASSERT(m->lat_n < m->lat_cap);
+        m->lat[m->lat_n++] = m->eng.now_ns - th->t_start_ns;
+    }
+    th->call++;
+    m->res->calls++;
+    if (th->call < (uint64_t)m->p.calls) {
+        sim__begin_call(m, t);
+        return;
+    }
+    th->done = true;
+    m->threads_done++;
+    sim__gil_drop(m, t);
+}
+
+/* The thread gives the GIL up for a syscall of sys_us, then takes it back
+ * and goes on (the op was advanced first). */
+static void
+release_for_cpu(struct sim_model *m, uint32_t t, double us, uint8_t cont)
+{
+    sim__gil_drop(m, t);
+    sim__cpu_submit(m, t, sim__ns(us), cont);
+}
+
+static void
+conn_get(struct sim_model *m, uint32_t t)
+{
+    struct sim__thr *th = &m->th[t];
+
+    if (m->idle_n > 0) {
+        th->conn = m->idle[--m->idle_n];
+    } else if (m->conn_open < m->nconn) {
+        /* a new connection: connect + handshake round trip, GIL released */
+        th->conn = (int32_t)m->conn_open++;
+        m->res->conns_opened++;
+        th->op++;
+        m->conn[th->conn].owner = (int32_t)t;
+        th->conn_since_ns = m->eng.now_ns;
+        sim__gil_drop(m, t);
+        sim__wake(m, t,
+                  sim__ns(server_draw_us(m) + m->p.sys_us) +
+                      sim__lat(m, m->p.wake_us),
+                  C_WOKEN);
+        return;
+    } else {
+        m->res->pool_waits++;
+        m->pool_wait[m->pool_wait_n++] = t;
+        th->op++;
+        sim__gil_drop(m, t);
+        return;
+    }
+    m->conn[th->conn].owner = (int32_t)t;
+    th->conn_since_ns = m->eng.now_ns;
+    th->op++;
+    sim__advance(m, t);
+}
+
+static void
+conn_put(struct sim_model *m, uint32_t t)
+{
+    struct sim__thr *th = &m->th[t];
+    int32_t c = th->conn;
+
+    MT_ASSERT(c >= 0);
+    m->conn_busy_ns += m->eng.now_ns - th->conn_since_ns;
+    th->conn = -1;
+    m->conn[c].owner = -1;
+    if (m->pool_wait_n > 0) { /* FIFO hand-over to the oldest waiter */
+        uint32_t w = m->pool_wait[0];
+
+        memmove(m->pool_wait, m->pool_wait + 1,
+                (m->pool_wait_n - 1) * sizeof(*m->pool_wait));
+        m->pool_wait_n--;
+        m->th[w].conn = c;
+        m->conn[c].owner = (int32_t)w;
+        m->th[w].conn_since_ns = m->eng.now_ns;
+        sim__wake(m, w, sim__lat(m, m->p.wake_us), C_WOKEN);
+    } else {
+        m->idle[m->idle_n++] = c;
+    }
+}
+
+void
+sim__advance(struct sim_model *m, uint32_t t)
+{
+    struct sim__thr *th = &m->th[t];
+
+    for (;;) {
+        const struct sim__op *o = &m->ops[th->op];
+        struct sim__conn *c;
+
+        switch (o->op) {
+        case OP_PY:
+            sim__run_python(m, t, sim__ns(o->us * th->factor));
+            return;
+        case OP_LOCK_ACQ:
+            if (!sim__lock_acquire(m, t))
+                return;
+            th->op++;
+            break;
+        case OP_LOCK_REL:
+            sim__lock_release(m, t);
+            th->op++;
+            break;
+        case OP_SESSION_GET:
+            th->op++;
+            if (m->sessions > 0) {
+                m->sessions--;
+                break;
+            }
+            /* ServerSession(): uuid4 -> os.urandom, GIL released, inside
+             * the lock section */
+            m->res->sessions_created++;
+            release_for_cpu(m, t, m->p.sys_us, C_REL_DONE);
+            return;
+        case OP_SESSION_PUT:
+            m->sessions++;
+            th->op++;
+            break;
+        case OP_CONN_GET:
+            conn_get(m, t);
+            return;
+        case OP_SEND:
+            th->op++;
+            release_for_cpu(m, t, m->p.sys_us, C_SENT);
+            return;
+        case OP_WAIT:
+            c = &m->conn[th->conn];
+            sim__gil_drop(m, t);
+            if (c->reply_ready) {
+                c->reply_ready = false;
+                th->op++;
+                sim__cpu_submit(m, t, sim__ns(o->us), C_REL_DONE);
+            } else {
+                th->waiting_reply = true;
+            }
+            return;
+        case OP_SYS:
+            th->op++;
+            release_for_cpu(m, t, m->p.sys_us, C_REL_DONE);
+            return;
+        case OP_CONN_PUT:
+            conn_put(m, t);
+            th->op++;
+            break;
+        case OP_END:
+            end_call(m, t);
+            if (th->done)
+                return;
+            break;
+        default:
+            MT_ASSERT(0);
+        }
+    }
+}
+
+void
+sim__continue(struct sim_model *m, uint32_t t, uint8_t cont)
+{
+    struct sim__thr *th = &m->th[t];
+    struct sim__conn *c;
+
+    switch (cont) {
+    case C_START:
+        sim__gil_take(m, t, AG_BEGIN);
+        break;
+    case C_PY_DONE:
+        th->py_job = false;
+        th->op++;
+        sim__advance(m, t);
+        break;
+    case C_SENT:
+        c = &m->conn[th->conn];
+        sim__push(m, reply_at_ns(m, c) - m->eng.now_ns, SIM_EV_REPLY,
+                  (uint32_t)th->conn, 0);
+        sim__gil_take(m, t, AG_ADVANCE);
+        break;
+    case C_REL_DONE:
+        sim__gil_take(m, t, AG_ADVANCE);
+        break;
+    case C_REPLY_WOKEN: /* back from the blocking recv: its CPU, the GIL */
+        c = &m->conn[th->conn];
+        c->reply_ready = false;
+        th->op++;
+        sim__cpu_submit(m, t, sim__ns(m->p.ctx_cpu_us + m->ops[th->op - 1].us),
+                        C_REL_DONE);
+        break;
+    case C_WOKEN: /* pool hand-over, new connection: the switch-in CPU */
+        sim__cpu_submit(m, t, sim__ns(m->p.ctx_cpu_us), C_REL_DONE);
+        break;
+    default:
+        sim__gil_continue(m, t, cont);
+        break;
+    }
+}
+
+static void
+dispatch(struct sim_model *m, const struct sim_ev *ev)
+{
+    struct sim__thr *th;
+
     switch (ev->kind) {
     case SIM_EV_CPU_DONE:
-        if (ev->gen == m->ent[ev->id].gen && m->ent[ev->id].state == ES_RUNNING)
-            on_cpu_done(m, ev->id);
+        on_cpu_done(m, ev->id, ev->gen);
         break;
     case SIM_EV_WAKE:
-        if (ev->gen == m->ent[ev->id].gen &&
-            m->ent[ev->id].state == ES_WAKING && !cpu_wake_preempt(m, ev->id)) {
-            cpu_idle_wake(m, ev->id);
-            cpu_enqueue(m, ev->id);
-        }
+        th = &m->th[ev->id];
+        if (ev->gen == th->wake_gen)
+            sim__continue(m, ev->id, th->wake_cont);
         break;
     case SIM_EV_GIL_TIMEOUT:
         sim__gil_timeout(m, ev->id, ev->gen);
         break;
-    case SIM_EV_THREAD_START:
-        sim__client_thread_start(m, ev->id);
-        break;
-    case SIM_EV_GIL_MUTEX:
-        sim__gil_mutex_free(m);
-        break;
-    case SIM_EV_BALANCE:
-        if (m->eng.now_ns >= m->balance_ns)
-            m->balance_ns = 0;
-        cpu_fill(m);
-        break;
-    case SIM_EV_BG:
-        sim__cpu_submit(m, ev->id,
-                        sim__us(mt_rng_exp(&m->rng_bg, m->p.bg_job_us)), W_BG,
-                        0);
+    case SIM_EV_REPLY:
+        on_reply(m, ev->id);
         break;
     default:
-        sim__net_event(m, ev);
-        break;
+        MT_ASSERT(0);
     }
 }
+
+/* ---- setup ---- */
 
 static int
 model_alloc(struct sim_model *m)
 {
-    m->nth = (size_t)m->p.threads;
-    m->nconn = m->nth < (size_t)m->p.pool_max ? m->nth : (size_t)m->p.pool_max;
-    if ((size_t)m->p.pool_initial > m->nconn)
-        m->nconn = (size_t)m->p.pool_initial;
-    m->bg_base = m->nth + 3 * m->nconn;
-    /* one source per core, each busy bg_load / cores of the time (< 1) */
-    m->nbg = 0;
-    if (m->p.bg_load > 0) {
-        m->nbg = (size_t)m->p.cores;
-        while ((double)m->nbg <= m->p.bg_load)
-            m->nbg++;
-    }
-    m->nent = m->bg_base + m->nbg;
-    m->ent = mt_calloc(m->nent, sizeof(*m->ent));
-    m->runq = mt_calloc(m->nent, sizeof(*m->runq));
-    if (m->ent == NULL || m->runq == NULL)
+    const struct sim_params *p = &m->p;
+    size_t nth = (size_t)p->threads;
+    size_t pool = (size_t)(p->pool_max < p->threads ? p->pool_max : p->threads);
+
+    if ((size_t)p->pool_initial > pool)
+        pool = (size_t)p->pool_initial;
+    if (pool > (size_t)p->pool_max)
+        pool = (size_t)p->pool_max;
+    m->nth = nth;
+    m->nconn = pool;
+    m->lat_cap = nth * (size_t)p->calls;
+    m->th = mt_calloc(nth, sizeof(*m->th));
+    m->rq = mt_calloc(nth, sizeof(*m->rq));
+    m->conn = mt_calloc(pool, sizeof(*m->conn));
+    m->idle = mt_calloc(pool, sizeof(*m->idle));
+    m->pool_wait = mt_calloc(nth, sizeof(*m->pool_wait));
+    m->lat = mt_calloc(m->lat_cap ? m->lat_cap : 1, sizeof(*m->lat));
+    if (!m->th || !m->rq || !m->conn || !m->idle || !m->pool_wait || !m->lat)
         return -ENOMEM;
-    for (size_t e = 0; e < m->nent; e++) {
-        m->ent[e].shared =
-            e < m->nth || e >= m->nth + m->nconn || m->p.server_shares_cores;
-        m->ent[e].core = m->ent[e].last_core = m->ent[e].rq_core = -1;
-    }
-    m->hold_core = -1;
-    /* Only idle_wake reads when cores freed: without it the bookkeeping
-     * (core_freed / core_taken on every job) is skipped. */
-    if (m->p.idle_wake_cpu_us > 0) {
-        m->free_at = mt_calloc((size_t)m->p.cores, sizeof(*m->free_at));
-        if (m->free_at == NULL)
-            return -ENOMEM;
-        m->nfree = (size_t)m->p.cores; /* all free since 0 */
-    }
-    if (m->p.cpu_pick) {
-        m->core_busy = mt_calloc((size_t)m->p.cores, 1);
-        if (m->core_busy == NULL)
-            return -ENOMEM;
-    }
-    m->lat_cap = m->nth * (size_t)m->p.calls;
-    m->lat = mt_malloc((m->lat_cap ? m->lat_cap : 1) * sizeof(*m->lat));
-    if (m->lat == NULL)
+    if (sim__gil_init(m) != 0)
         return -ENOMEM;
-    return 0;
+    for (size_t i = 0; i < pool; i++)
+        m->conn[i].owner = -1;
+    m->conn_open = (size_t)p->pool_initial;
+    if (m->conn_open > pool)
+        m->conn_open = pool;
+    for (size_t i = m->conn_open; i > 0; i--) /* LIFO: conn 0 on top */
+        m->idle[m->idle_n++] = (int32_t)(i - 1);
+    for (size_t i = 0; i < nth; i++)
+        m->th[i].conn = -1;
+    m->sessions = p->session_prefill;
+    return sim_engine_init(&m->eng, 4 * nth + 4 * pool + 64);
 }
 
 static void
 model_free(struct sim_model *m)
 {
     sim_engine_free(&m->eng);
-    mt_free(m->ent);
-    mt_free(m->runq);
+    sim__gil_free(m);
     mt_free(m->th);
+    mt_free(m->rq);
     mt_free(m->conn);
     mt_free(m->idle);
     mt_free(m->pool_wait);
-    mt_free(m->gil.q);
-    mt_free(m->gil.mq);
-    mt_free(m->core_busy);
-    mt_free(m->free_at);
-    mt_free(m->py_seen_ns);
-    mt_free(m->py_seen_own_ns);
-    mt_free(m->py_seen_at_ns);
-    mt_free(m->py_busy_ns);
-    mt_free(m->py_seen_busy_ns);
-    mt_free(m->py_home_ns);
     mt_free(m->lat);
-}
-
-static int
-model_loop(struct sim_model *m, struct mt_err *err)
-{
-    struct sim_ev ev;
-    uint64_t budget = 2000000000ull; /* events: a runaway guard */
-
-    while (m->rc == 0 && m->threads_done < m->nth &&
-           sim_engine_pop(&m->eng, &ev)) {
-        if (--budget == 0)
-            return mt_err_set(err, MT_ELIMIT, 0,
-                              "sim: event budget exhausted (model loop?)");
-        model_dispatch(m, &ev);
-    }
-    if (m->rc < 0)
-        return mt_err_set(err, m->rc, 0, "sim: %s", mt_strerror(m->rc));
-    if (m->threads_done < m->nth)
-        return mt_err_set(err, MT_ELIMIT, 0,
-                          "sim: deadlock: %zu of %zu threads never finished",
-                          m->nth - m->threads_done, m->nth);
-    return 0;
-}
-
-/* cpu_slice_us x (1 + ilog2(min(cores, 8))), as Linux scales its base slice
- * (SCHED_TUNABLESCALING_LOG); 0 turns slicing off. */
-static uint64_t
-slice_ns(const struct sim_params *p)
-{
-    int n = p->cores < 8 ? p->cores : 8, f = 1;
-
-    if (p->cpu_slice_us <= 0)
-        return UINT64_MAX;
-    while (n > 1) {
-        n >>= 1;
-        f++;
-    }
-    return sim__us(p->cpu_slice_us * f);
 }
 
 int
 sim_model_run(const struct sim_params *p, struct sim_result *res,
               struct mt_err *err)
 {
-    struct sim_model *m;
+    struct sim_model *m = mt_calloc(1, sizeof(*m));
+    struct sim_ev ev;
     int rc;
 
     memset(res, 0, sizeof(*res));
-    m = mt_calloc(1, sizeof(*m));
     if (m == NULL)
-        return mt_err_set(err, -ENOMEM, 0, "sim: out of memory");
+        return -ENOMEM;
     m->p = *p;
     m->res = res;
-    m->holding = -1;
-    m->slice_ns = slice_ns(p);
+    build_ops(m);
+    rc = model_alloc(m);
+    if (rc != 0)
+        goto out;
     mt_rng_split(&m->rng_py, (uint64_t)p->seed, 1);
-    mt_rng_split(&m->rng_wake, (uint64_t)p->seed, 2);
-    mt_rng_split(&m->rng_srv, (uint64_t)p->seed, 3);
-    mt_rng_split(&m->rng_bg, (uint64_t)p->seed, 4);
-    mt_rng_split(&m->rng_pre, (uint64_t)p->seed, 5);
-    mt_rng_split(&m->rng_mx, (uint64_t)p->seed, 6);
-    rc = sim_engine_init(&m->eng, 1u << 24);
-    if (rc == 0)
-        rc = model_alloc(m);
-    if (rc == 0)
-        rc = sim__gil_init(m);
-    if (rc == 0)
-        rc = sim__client_init(m);
-    if (rc == 0)
-        bg_init(m);
-    if (rc < 0) {
-        mt_err_set(err, rc, 0, "sim: out of memory");
+    mt_rng_split(&m->rng_srv, (uint64_t)p->seed, 2);
+    mt_rng_split(&m->rng_wake, (uint64_t)p->seed, 3);
+    for (size_t i = 0; i < m->nth; i++)
+        sim__wake(m, (uint32_t)i, 0, C_START);
+    while (m->rc == 0 && m->threads_done < m->nth &&
+           sim_engine_pop(&m->eng, &ev)) {
+        res->events++;
+        dispatch(m, &ev);
+    }
+    rc = m->rc;
+    if (rc == 0 && m->threads_done != m->nth)
+        rc = mt_err_set(err, MT_ELIMIT, 0,
+                        "the model stalled: %zu of %zu threads finished",
+                        m->threads_done, m->nth);
+    if (rc != 0) {
+        if (rc == MT_ELIMIT && err && !err->msg[0])
+            mt_err_set(err, rc, 0, "too many events queued");
         goto out;
     }
-    rc = model_loop(m, err);
-    if (rc < 0)
-        goto out;
+    res->end_ns = m->eng.now_ns;
     res->lat_ns = m->lat;
     res->n = m->lat_n;
     m->lat = NULL;
-    res->end_ns = m->eng.now_ns;
-    res->events = m->eng.popped;
-    res->cpu_util = res->end_ns ? (double)m->busy_ns /
-                                      ((double)m->p.cores * (double)res->end_ns)
-                                : 0;
+    if (res->end_ns > 0) {
+        double end = (double)res->end_ns;
+
+        res->util_cores = (double)m->busy_ns / ((double)p->cores * end);
+        res->util_gil = (double)m->gil.held_ns / end;
+        res->util_lock = (double)m->lock.held_ns / end;
+        res->util_pool = (double)m->conn_busy_ns / ((double)p->pool_max * end);
+    }
 out:
     model_free(m);
     mt_free(m);
@@ -654,6 +619,41 @@ sim_result_free(struct sim_result *res)
     mt_free(res->lat_ns);
     res->lat_ns = NULL;
     res->n = 0;
+}
+
+double
+sim_model_server_mean_us(const struct sim_params *p)
+{
+    double s = p->server_us, d = p->proxy_delay_ms * 1000.0;
+
+    if (p->server_samples_n > 0) {
+        s = 0;
+        for (size_t i = 0; i < p->server_samples_n; i++)
+            s += p->server_samples_us[i];
+        s /= (double)p->server_samples_n;
+    }
+    return s + d;
+}
+
+double
+sim_model_server_var_us2(const struct sim_params *p)
+{
+    double mean = p->server_us, var = 0;
+
+    if (p->server_samples_n > 0) {
+        mean = 0;
+        for (size_t i = 0; i < p->server_samples_n; i++)
+            mean += p->server_samples_us[i];
+        mean /= (double)p->server_samples_n;
+        for (size_t i = 0; i < p->server_samples_n; i++)
+            var += (p->server_samples_us[i] - mean) *
+                   (p->server_samples_us[i] - mean);
+        var = p->server_samples_n > 1 ? var / (double)(p->server_samples_n - 1)
+                                      : 0;
+    } else {
+        var = (p->server_cv * mean) * (p->server_cv * mean);
+    }
+    return var;
 }
 
 static int

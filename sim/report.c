@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -16,21 +17,29 @@ void
 sim_report_params(FILE *out, const struct sim_scenario *sc)
 {
     char v[128];
+    bool herd = sc->model == SIM_MODEL_HERD;
 
     fprintf(out, "# scenario '%s' (model %s)\n", sc->p.name,
-            sc->model == SIM_MODEL_HERD ? "herd" : "contention");
-    if (sc->model == SIM_MODEL_HERD) {
-        for (size_t i = 0; i < herd_params_count(); i++) {
-            herd_params_format(&sc->hp, i, v, sizeof(v));
-            fprintf(out, "#   herd.%-18s = %-12s [%s] %s\n", herd_params_key(i),
-                    v, sim_origin_name(sc->hp.origin[i]), sc->hp.note[i]);
-        }
-        return;
-    }
+            herd ? "herd" : "contention");
     for (size_t i = 0; i < sim_param_count; i++) {
+        int pc = sim_param_table[i].pclass;
+        bool hk = pc == SIM_PC_HERD_SETUP || pc == SIM_PC_HERD_MODEL;
+
+        if (hk != herd &&
+            !(herd && strcmp(sim_param_table[i].key, "seed") == 0))
+            continue;
         sim_params_format(&sc->p, i, v, sizeof(v));
         fprintf(out, "#   %-20s = %-12s [%s] %s\n", sim_param_table[i].key, v,
                 sim_origin_name(sc->p.origin[i]), sc->p.note[i]);
+    }
+    if (!herd && sc->ncal > 1) {
+        fprintf(out, "#   %zu calibrations: py_call_us", sc->ncal);
+        for (size_t k = 0; k < sc->ncal; k++)
+            fprintf(out, " %.1f", sc->cal_py_us[k]);
+        fprintf(out, "; py_cv");
+        for (size_t k = 0; k < sc->ncal; k++)
+            fprintf(out, " %.3f", sc->cal_py_cv[k]);
+        fputc('\n', out);
     }
     if (sc->trace[0])
         fprintf(out, "#   server service times: %zu samples from trace %s\n",
@@ -52,16 +61,17 @@ sim_report_header(FILE *out, int fmt, int model)
     }
     if (fmt == SIM_FMT_TABLE)
         fprintf(out,
-                "%-30s %-13s %-9s %6s %7s %5s %6s %8s %7s %8s %8s %8s %8s %9s "
-                "%9s %6s\n",
-                "scenario", "runtime", "proxy", "delay", "threads", "calls",
-                "n", "mean_ms", "stdev%", "p50_ms", "p90_ms", "p99_ms",
-                "max_ms", "meas_mean", "meas_sd%", "seed");
+                "%-24s %-4s %5s %4s %-19s %-15s %7s %7s %-6s %-14s %8s %6s\n",
+                "scenario", "rt", "delay", "thr", "mean_ms [range]",
+                "stdev% [range]", "p50_ms", "p99_ms", "binds",
+                "util gil/cpu/lk", "meas_ms", "meas%");
     else if (fmt == SIM_FMT_CSV)
-        fprintf(out, "scenario,runtime,proxy,proxy_delay_ms,threads,calls,n,"
-                     "mean_ms,stdev_pct,"
-                     "p50_ms,p90_ms,p99_ms,max_ms,measured_mean_ms,measured_"
-                     "stdev_pct,seed\n");
+        fprintf(out, "scenario,runtime,proxy,proxy_delay_ms,threads,calls,"
+                     "runs,mean_ms,mean_lo_ms,mean_hi_ms,stdev_pct,"
+                     "stdev_pct_lo,stdev_pct_hi,p50_ms,p50_lo_ms,p50_hi_ms,"
+                     "p99_ms,p99_lo_ms,p99_hi_ms,binding,util_gil,util_cores,"
+                     "util_lock,util_pool,bound_r_min_ms,measured_mean_ms,"
+                     "measured_stdev_pct,seed\n");
 }
 
 static void
@@ -93,9 +103,24 @@ json_num(FILE *out, const char *key, double v, int prec)
 }
 
 static void
+json_dist(FILE *out, const char *key, const char *unit,
+          const struct sim_dist *d, int prec)
+{
+    char k[64];
+
+    snprintf(k, sizeof(k), "%s%s", key, unit);
+    json_num(out, k, d->mid, prec);
+    snprintf(k, sizeof(k), "%s_lo%s", key, unit);
+    json_num(out, k, d->lo, prec);
+    snprintf(k, sizeof(k), "%s_hi%s", key, unit);
+    json_num(out, k, d->hi, prec);
+}
+
+static void
 row_herd(FILE *out, int fmt, const struct sim_row *r)
 {
-    const struct herd_params *h = &r->sc->hp;
+    const struct herd_params *h = &r->sc->p.herd;
+    long long seed = (long long)r->sc->p.seed;
 
     if (fmt == SIM_FMT_TABLE) {
         fprintf(out,
@@ -103,15 +128,13 @@ row_herd(FILE *out, int fmt, const struct sim_row *r)
                 r->sc->p.name, (long long)h->procs, (long long)h->lock,
                 (long long)h->requests, r->herd.total_s,
                 (unsigned long long)r->herd.wakeups,
-                (unsigned long long)r->herd.futile, r->sc->meas_total_s,
-                (long long)h->seed);
+                (unsigned long long)r->herd.futile, r->sc->meas_total_s, seed);
     } else if (fmt == SIM_FMT_CSV) {
         fprintf(out, "%s,%lld,%lld,%lld,%.4f,%llu,%llu,%.4f,%lld\n",
                 r->sc->p.name, (long long)h->procs, (long long)h->lock,
                 (long long)h->requests, r->herd.total_s,
                 (unsigned long long)r->herd.wakeups,
-                (unsigned long long)r->herd.futile, r->sc->meas_total_s,
-                (long long)h->seed);
+                (unsigned long long)r->herd.futile, r->sc->meas_total_s, seed);
     } else {
         fputs("{\"scenario\":", out);
         json_str(out, r->sc->p.name);
@@ -125,118 +148,99 @@ row_herd(FILE *out, int fmt, const struct sim_row *r)
                 (unsigned long long)r->herd.wakeups,
                 (unsigned long long)r->herd.futile);
         json_num(out, "measured_total_s", r->sc->meas_total_s, 4);
-        fprintf(out, ",\"seed\":%lld}\n", (long long)h->seed);
+        fprintf(out, ",\"seed\":%lld}\n", seed);
     }
+}
+
+static void
+row_json(FILE *out, const struct sim_row *r)
+{
+    const struct sim_params *p = &r->sc->p;
+    const struct sim_pred *pr = &r->pr;
+    const struct sim_bound *b = &pr->bound;
+
+    fputs("{\"scenario\":", out);
+    json_str(out, p->name);
+    fprintf(out,
+            ",\"model\":\"contention\",\"runtime\":\"%s\",\"proxy\":\"%s\"",
+            sim_runtime_name(p->runtime), sim_proxy_name(p->proxy));
+    json_num(out, "proxy_delay_ms", p->proxy_delay_ms, -1);
+    fprintf(out,
+            ",\"threads\":%lld,\"calls\":%lld,\"seeds\":%lld,"
+            "\"calibrations\":%zu,\"runs\":%zu,\"n\":%zu",
+            (long long)p->threads, (long long)p->calls, (long long)p->seeds,
+            r->sc->ncal ? r->sc->ncal : 1, pr->runs, pr->first.n);
+    json_dist(out, "mean", "_ms", &pr->mean_ms, 4);
+    json_dist(out, "stdev_pct", "", &pr->stdev_pct, 2);
+    json_dist(out, "p50", "_ms", &pr->p50_ms, 4);
+    json_dist(out, "p99", "_ms", &pr->p99_ms, 4);
+    fprintf(out, ",\"binding\":\"%s\",\"util\":{", sim_res_name(b->binding));
+    for (int k = 0; k < SIM_RES__N; k++)
+        fprintf(out, "%s\"%s\":%.4f", k ? "," : "", sim_res_name(k),
+                pr->util[k]);
+    fputs("},\"bound\":{\"demand_us\":{", out);
+    for (int k = 0; k < SIM_RES__N; k++)
+        fprintf(out, "%s\"%s\":%.3f", k ? "," : "", sim_res_name(k),
+                b->demand_us[k]);
+    fputs("},\"util\":{", out);
+    for (int k = 0; k < SIM_RES__N; k++)
+        fprintf(out, "%s\"%s\":%.4f", k ? "," : "", sim_res_name(k),
+                b->util[k]);
+    fprintf(out, "},\"r0_ms\":%.4f,\"r_min_ms\":%.4f,\"x_max_per_s\":%.1f}",
+            b->r0_us / 1000.0, b->r_min_us / 1000.0, b->x_max_per_s);
+    json_num(out, "lock_blocks_per_call", pr->lock_blocks_per_call, 3);
+    json_num(out, "gil_switches_per_call", pr->gil_switches_per_call, 3);
+    json_num(out, "py_call_us", p->py_call_us, 2);
+    json_num(out, "measured_mean_ms", r->sc->meas_mean_ms, 4);
+    json_num(out, "measured_stdev_pct", r->sc->meas_stdev_pct, 2);
+    fprintf(out, ",\"seed\":%lld}\n", (long long)p->seed);
 }
 
 void
 sim_report_row(FILE *out, int fmt, const struct sim_row *r)
 {
     const struct sim_params *p = &r->sc->p;
-    const struct sim_stats *s = &r->st;
+    const struct sim_pred *pr = &r->pr;
+    char mean[32], sd[32], util[32];
 
     if (r->sc->model == SIM_MODEL_HERD) {
         row_herd(out, fmt, r);
         return;
     }
-    if (fmt == SIM_FMT_TABLE) {
-        fprintf(out,
-                "%-30s %-13s %-9s %6.3g %7lld %5lld %6zu %8.3f %7.1f %8.3f "
-                "%8.3f %8.3f %8.3f %9.3f %9.1f %6lld\n",
-                p->name, sim_runtime_name(p->runtime), sim_proxy_name(p->proxy),
-                p->proxy_delay_ms, (long long)p->threads, (long long)p->calls,
-                s->n, s->mean_ms, s->stdev_pct, s->p50_ms, s->p90_ms, s->p99_ms,
-                s->max_ms, r->sc->meas_mean_ms, r->sc->meas_stdev_pct,
-                (long long)p->seed);
-    } else if (fmt == SIM_FMT_CSV) {
-        fprintf(out,
-                "%s,%s,%s,%g,%lld,%lld,%zu,%.4f,%.2f,%.4f,%.4f,%.4f,%.4f,%.4f,%"
-                ".2f,%lld\n",
-                p->name, sim_runtime_name(p->runtime), sim_proxy_name(p->proxy),
-                p->proxy_delay_ms, (long long)p->threads, (long long)p->calls,
-                s->n, s->mean_ms, s->stdev_pct, s->p50_ms, s->p90_ms, s->p99_ms,
-                s->max_ms, r->sc->meas_mean_ms, r->sc->meas_stdev_pct,
-                (long long)p->seed);
-    } else {
-        fputs("{\"scenario\":", out);
-        json_str(out, p->name);
-        fprintf(out,
-                ",\"model\":\"contention\",\"runtime\":\"%s\",\"proxy\":\"%s\"",
-                sim_runtime_name(p->runtime), sim_proxy_name(p->proxy));
-        json_num(out, "proxy_delay_ms", p->proxy_delay_ms, -1);
-        fprintf(out, ",\"threads\":%lld,\"calls\":%lld,\"n\":%zu",
-                (long long)p->threads, (long long)p->calls, s->n);
-        json_num(out, "mean_ms", s->mean_ms, 4);
-        json_num(out, "stdev_pct", s->stdev_pct, 2);
-        json_num(out, "p10_ms", s->p10_ms, 4);
-        json_num(out, "p50_ms", s->p50_ms, 4);
-        json_num(out, "p90_ms", s->p90_ms, 4);
-        json_num(out, "p99_ms", s->p99_ms, 4);
-        json_num(out, "max_ms", s->max_ms, 4);
-        json_num(out, "measured_mean_ms", r->sc->meas_mean_ms, 4);
-        json_num(out, "measured_stdev_pct", r->sc->meas_stdev_pct, 2);
-        fprintf(out,
-                ",\"gil_switches\":%llu,\"gil_drop_requests\":%llu,"
-                "\"gil_wakes\":%llu,\"gil_wake_takes\":%llu,"
-                "\"gil_futile\":%llu,\"client_blocks\":%llu",
-                (unsigned long long)r->res.gil_switches,
-                (unsigned long long)r->res.gil_drop_requests,
-                (unsigned long long)r->res.gil_wakes,
-                (unsigned long long)r->res.gil_wake_takes,
-                (unsigned long long)r->res.gil_futile,
-                (unsigned long long)r->res.client_blocks);
-        json_num(out, "blocks_per_call",
-                 (double)r->res.client_blocks /
-                     ((double)p->threads * (double)p->calls),
-                 3);
-        json_num(out, "send_preempts_per_call",
-                 (double)r->res.send_preempts /
-                     ((double)p->threads * (double)p->calls),
-                 3);
-        json_num(out, "idle_wakes_per_call",
-                 (double)r->res.idle_wakes /
-                     ((double)p->threads * (double)p->calls),
-                 3);
-        json_num(out, "wake_preempts_per_call",
-                 (double)r->res.wake_preempts /
-                     ((double)p->threads * (double)p->calls),
-                 3);
-        json_num(out, "gil_mutex_blocks_per_call",
-                 (double)r->res.gil_mutex_blocks /
-                     ((double)p->threads * (double)p->calls),
-                 3);
-        json_num(out, "gil_quiesce_per_call",
-                 (double)r->res.gil_quiesce /
-                     ((double)p->threads * (double)p->calls),
-                 3);
-        json_num(out, "send_affine_kept_per_call",
-                 (double)r->res.send_affine_kept /
-                     ((double)p->threads * (double)p->calls),
-                 3);
-        json_num(out, "gil_switches_per_call",
-                 (double)r->res.gil_switches /
-                     ((double)p->threads * (double)p->calls),
-                 3);
-        fputs(",\"handovers_per_release\":[", out);
-        for (int64_t k = 0; k < p->releases && k < SIM_HANDOVER_MAX; k++)
-            fprintf(out, "%s%.3f", k ? "," : "",
-                    (double)r->res.handover[k] /
-                        ((double)p->threads * (double)p->calls));
-        fputc(']', out);
-        json_num(out, "gil_xcore_per_call",
-                 (double)r->res.gil_xcore /
-                     ((double)p->threads * (double)p->calls),
-                 3);
-        json_num(out, "py_cold_per_call",
-                 (double)r->res.py_cold /
-                     ((double)p->threads * (double)p->calls),
-                 3);
-        json_num(out, "cpu_per_call_us",
-                 (double)r->res.client_cpu_ns / 1e3 /
-                     ((double)p->threads * (double)p->calls),
-                 1);
-        fprintf(out, ",\"seed\":%lld}\n", (long long)p->seed);
+    if (fmt == SIM_FMT_JSON) {
+        row_json(out, r);
+        return;
     }
+    if (fmt == SIM_FMT_CSV) {
+        fprintf(out,
+                "%s,%s,%s,%g,%lld,%lld,%zu,%.4f,%.4f,%.4f,%.2f,%.2f,%.2f,"
+                "%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%s,%.4f,%.4f,%.4f,%.4f,%.4f,"
+                "%.4f,%.2f,%lld\n",
+                p->name, sim_runtime_name(p->runtime), sim_proxy_name(p->proxy),
+                p->proxy_delay_ms, (long long)p->threads, (long long)p->calls,
+                pr->runs, pr->mean_ms.mid, pr->mean_ms.lo, pr->mean_ms.hi,
+                pr->stdev_pct.mid, pr->stdev_pct.lo, pr->stdev_pct.hi,
+                pr->p50_ms.mid, pr->p50_ms.lo, pr->p50_ms.hi, pr->p99_ms.mid,
+                pr->p99_ms.lo, pr->p99_ms.hi, sim_res_name(pr->bound.binding),
+                pr->util[SIM_RES_GIL], pr->util[SIM_RES_CORES],
+                pr->util[SIM_RES_LOCK], pr->util[SIM_RES_POOL],
+                pr->bound.r_min_us / 1000.0, r->sc->meas_mean_ms,
+                r->sc->meas_stdev_pct, (long long)p->seed);
+        return;
+    }
+    snprintf(mean, sizeof(mean), "%.3f [%.3f-%.3f]", pr->mean_ms.mid,
+             pr->mean_ms.lo, pr->mean_ms.hi);
+    snprintf(sd, sizeof(sd), "%.1f [%.1f-%.1f]", pr->stdev_pct.mid,
+             pr->stdev_pct.lo, pr->stdev_pct.hi);
+    snprintf(util, sizeof(util), "%.2f/%.2f/%.2f", pr->util[SIM_RES_GIL],
+             pr->util[SIM_RES_CORES], pr->util[SIM_RES_LOCK]);
+    fprintf(out,
+            "%-24s %-4s %5.3g %4lld %-19s %-15s %7.3f %7.3f %-6s %-14s "
+            "%8.3f %6.1f\n",
+            p->name, p->runtime == SIM_RT_FREE ? "ft" : "gil",
+            p->proxy_delay_ms, (long long)p->threads, mean, sd, pr->p50_ms.mid,
+            pr->p99_ms.mid, sim_res_name(pr->bound.binding), util,
+            r->sc->meas_mean_ms, r->sc->meas_stdev_pct);
 }
 
 static int
@@ -373,8 +377,9 @@ sim_report_plot(const struct sim_row *rows, size_t n, const char *measured_path,
             continue;
         snprintf(ser[nser].label, sizeof(ser[0].label), "%s",
                  rows[i].sc->p.name);
-        for (size_t k = 0; k < rows[i].res.n && rc == 0; k++)
-            rc = series_add(&ser[nser], (double)rows[i].res.lat_ns[k] / 1e6);
+        for (size_t k = 0; k < rows[i].pr.first.n && rc == 0; k++)
+            rc = series_add(&ser[nser],
+                            (double)rows[i].pr.first.lat_ns[k] / 1e6);
         nser++;
     }
     npred = nser;

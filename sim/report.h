@@ -10,7 +10,8 @@
 #include <stdio.h>
 
 #include "core/err.h"
-#include "model.h"
+#include "herd.h"
+#include "predict.h"
 #include "scenario.h"
 
 enum sim_fmt { SIM_FMT_TABLE = 0, SIM_FMT_CSV, SIM_FMT_JSON };
@@ -18,8 +19,7 @@ enum sim_fmt { SIM_FMT_TABLE = 0, SIM_FMT_CSV, SIM_FMT_JSON };
 /* One scenario's outcome. */
 struct sim_row {
     const struct sim_scenario *sc; /* borrowed */
-    struct sim_stats st;           /* contention model */
-    struct sim_result res;         /* owned lat_ns (for plots) */
+    struct sim_pred pr;            /* contention model (owned lat_ns) */
     struct herd_result herd;       /* herd model */
 };
 

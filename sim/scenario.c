@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "core/log.h"
 #include "core/mem.h"
 
 static void
@@ -18,11 +19,9 @@ scenario_defaults(struct sim_scenario *sc)
 {
     memset(sc, 0, sizeof(*sc));
     sim_params_default(&sc->p);
-    herd_params_default(&sc->hp);
-    sc->cal_mean_ms = NAN;
-    sc->cal_stdev_pct = NAN;
-    sc->cal_cpu_us = NAN;
-    sc->cal_cpu_cv = NAN;
+    for (size_t i = 0; i < SIM_CAL_MAX; i++)
+        sc->cal.mean_ms[i] = sc->cal.stdev_pct[i] = sc->cal.cpu_us[i] =
+            sc->cal.cpu_cv[i] = NAN;
     sc->meas_mean_ms = NAN;
     sc->meas_stdev_pct = NAN;
     sc->meas_total_s = NAN;
@@ -73,6 +72,45 @@ parse_double(const char *key, const char *v, double *out, struct mt_err *err)
     return 0;
 }
 
+/* "X[,X2..]": positive numbers, one per sequential repetition. */
+int
+sim_scenario_parse_list(struct sim_cal_in *cal, const char *key,
+                        const char *val, double *out, struct mt_err *err)
+{
+    const char *p = val;
+    size_t n = 0;
+
+    while (*p) {
+        char num[64];
+        size_t len = strcspn(p, ",");
+        double v;
+        int rc;
+
+        if (len == 0 || len >= sizeof(num) || n == SIM_CAL_MAX)
+            return mt_err_set(err, MT_EUSAGE, 0,
+                              "%s: '%s' is not a list of at most %d numbers",
+                              key, val, SIM_CAL_MAX);
+        memcpy(num, p, len);
+        num[len] = '\0';
+        if ((rc = parse_double(key, num, &v, err)) < 0)
+            return rc;
+        if (!(v >= 0))
+            return mt_err_set(err, MT_EUSAGE, 0, "%s: '%s' is negative", key,
+                              num);
+        out[n++] = v;
+        p += len + (p[len] == ',');
+    }
+    if (n == 0)
+        return mt_err_set(err, MT_EUSAGE, 0, "%s: no value", key);
+    for (size_t i = n; i < SIM_CAL_MAX; i++)
+        out[i] = NAN;
+    if (n > cal->n)
+        cal->n = n;
+    return 0;
+}
+
+#define parse_list sim_scenario_parse_list
+
 int
 sim_scenario_apply(struct sim_scenario *sc, const char *key, const char *val,
                    int origin, const char *note, struct mt_err *err)
@@ -88,13 +126,13 @@ sim_scenario_apply(struct sim_scenario *sc, const char *key, const char *val,
         return 0;
     }
     if (strcmp(key, "calibrate.seq_mean_ms") == 0)
-        return parse_double(key, val, &sc->cal_mean_ms, err);
+        return parse_list(&sc->cal, key, val, sc->cal.mean_ms, err);
     if (strcmp(key, "calibrate.seq_stdev_pct") == 0)
-        return parse_double(key, val, &sc->cal_stdev_pct, err);
+        return parse_list(&sc->cal, key, val, sc->cal.stdev_pct, err);
     if (strcmp(key, "calibrate.seq_cpu_us") == 0)
-        return parse_double(key, val, &sc->cal_cpu_us, err);
+        return parse_list(&sc->cal, key, val, sc->cal.cpu_us, err);
     if (strcmp(key, "calibrate.seq_cpu_cv") == 0)
-        return parse_double(key, val, &sc->cal_cpu_cv, err);
+        return parse_list(&sc->cal, key, val, sc->cal.cpu_cv, err);
     if (strcmp(key, "measured.mean_ms") == 0)
         return parse_double(key, val, &sc->meas_mean_ms, err);
     if (strcmp(key, "measured.stdev_pct") == 0)
@@ -111,13 +149,6 @@ sim_scenario_apply(struct sim_scenario *sc, const char *key, const char *val,
     }
     if (strcmp(key, "delay") == 0) /* sweep alias */
         key = "proxy_delay_ms";
-    if (strncmp(key, "herd.", 5) == 0)
-        return herd_params_set(&sc->hp, key + 5, val, origin, note, err);
-    if (strcmp(key, "seed") == 0) { /* shared by both models */
-        int rc = herd_params_set(&sc->hp, key, val, origin, note, err);
-        if (rc < 0)
-            return rc;
-    }
     return sim_params_set(&sc->p, key, val, origin, note, err);
 }
 
@@ -191,6 +222,12 @@ load_line(struct sim_scenario_set *s, struct sim_scenario **cur, char *line,
     key = trim(l);
     if ((rc = split_value(trim(eq + 1), &val, &origin, &note, err)) < 0)
         return rc;
+    if (host && sim_params_find(key) < 0) {
+        mt_warn("host facts: '%s' is not a parameter of this mtrace "
+                "sim (skipped)",
+                key);
+        return 0;
+    }
     return sim_scenario_apply(*cur ? *cur : &s->base, key, val, origin, note,
                               err);
 }

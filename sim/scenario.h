@@ -8,19 +8,24 @@
  *     [NAME]                  starts a scenario; settings before the first
  *                             [NAME] are common to all scenarios
  *
- * origin is one of constant, assumption, measured, trace, calibrated,
- * scenario (the default).  Besides the model parameters (params.h, herd.h)
- * a scenario may set:
+ * origin is one of source, assumption, measured, trace, calibrated,
+ * scenario (the default) or cli.  Besides the parameters (params.h) a
+ * scenario may set:
  *     model = contention | herd
- *     calibrate.seq_mean_ms = X     this is a sequential run measured at X:
- *     calibrate.seq_stdev_pct = Y   solve py_call_us (and py_cv) from it
- *     calibrate.seq_cpu_us = Z      and its client CPU per call: py_call_us
- *                                   from Z instead of from X (fit.h)
- *     calibrate_from = NAME         take py_call_us/py_cv from scenario NAME
- *     measured.mean_ms = X          the measured result, printed beside the
- *     measured.stdev_pct = Y        prediction (never used by the model)
- *     measured.total_s = X          (herd)
- *     trace = PATH                  server service times from a trace
+ *     calibrate.seq_mean_ms = X[,X2..]   sequential runs measured at these
+ *     calibrate.seq_stdev_pct = Y[,..]   means / stdev%: py_call_us and
+ *     calibrate.seq_cpu_us = Z[,..]      py_cv solved from them, or taken
+ *     calibrate.seq_cpu_cv = V[,..]      from their client CPU per call and
+ *                                        its cv (fit.h); one calibration
+ *                                        per position of the lists
+ *     calibrate_from = NAME              calibrations of scenario NAME
+ *     measured.mean_ms = X               the measured result, printed beside
+ *     measured.stdev_pct = Y             the prediction (never used by the
+ *     measured.total_s = X               model; total_s: herd)
+ *     trace = PATH                       server service times from a trace
+ *     delay = X                          alias of proxy_delay_ms
+ * A host facts file holds parameters only; a key that is not one is
+ * skipped with a warning (a newer or older mtrace calibrate).
  * Lines are at most 1023 bytes; at most SIM_SCN_MAX scenarios.
  */
 #ifndef MT_SIM_SCENARIO_H
@@ -30,7 +35,6 @@
 #include <stddef.h>
 
 #include "core/err.h"
-#include "herd.h"
 #include "params.h"
 
 #define SIM_SCN_MAX 256
@@ -38,19 +42,24 @@
 
 enum sim_model_kind { SIM_MODEL_CONTENTION = 0, SIM_MODEL_HERD = 1 };
 
+#define SIM_CAL_MAX 32
+
+/* The sequential runs a scenario is calibrated from (NaN: not given). */
+struct sim_cal_in {
+    size_t n; /* repetitions: the longest of the lists */
+    double mean_ms[SIM_CAL_MAX], stdev_pct[SIM_CAL_MAX];
+    double cpu_us[SIM_CAL_MAX], cpu_cv[SIM_CAL_MAX];
+};
+
 struct sim_scenario {
     int model; /* enum sim_model_kind */
     struct sim_params p;
-    struct sim_params cal_p; /* the measured run's setup, for calibration:
-                                p without setup changes made by --sweep */
-    struct herd_params hp;
-    double cal_mean_ms;   /* NaN unless a calibration source */
-    double cal_stdev_pct; /* NaN unless given */
-    double cal_cpu_us;    /* NaN unless given: client CPU per call */
-    double cal_cpu_cv;    /* NaN unless given: its coefficient of variation
-                             over the calls (py_cv from it, fit.h) */
-    char cal_from[64];    /* "" or a scenario name */
-    double meas_mean_ms;  /* NaN unless given */
+    struct sim_params cal_p; /* the sequential run's setup (threads 1) */
+    struct sim_cal_in cal;   /* its measurements */
+    size_t ncal;             /* calibrations solved (0: p as it is) */
+    double cal_py_us[SIM_CAL_MAX], cal_py_cv[SIM_CAL_MAX];
+    char cal_from[64];   /* "" or a scenario name */
+    double meas_mean_ms; /* NaN unless given */
     double meas_stdev_pct;
     double meas_total_s;
     char trace[SIM_PATH_MAX]; /* "" or a trace path */
@@ -81,6 +90,14 @@ int sim_scenario_load(struct sim_scenario_set *s, const char *path, bool host,
 int sim_scenario_apply(struct sim_scenario *sc, const char *key,
                        const char *val, int origin, const char *note,
                        struct mt_err *err);
+
+/*
+ * Parses "X[,X2..]" (non-negative numbers, at most SIM_CAL_MAX) into out,
+ * NaN after the last, and raises cal->n to the list's length.  0 or
+ * MT_EUSAGE (err names key).
+ */
+int sim_scenario_parse_list(struct sim_cal_in *cal, const char *key,
+                            const char *val, double *out, struct mt_err *err);
 
 /* Appends a copy of sc; MT_ELIMIT past SIM_SCN_MAX, -ENOMEM. */
 int sim_scenario_add(struct sim_scenario_set *s, const struct sim_scenario *sc);

@@ -16,63 +16,80 @@
 #include "core/mem.h"
 #include "fit.h"
 #include "model.h"
+#include "predict.h"
 #include "report.h"
 #include "scenario.h"
+#include "sim_grid.h"
 #include "tracelat.h"
 
-static bool is_setup_key(const char *kv);
-
-#define SWEEP_AXES_MAX 4
-#define SWEEP_VALS_MAX 32
 #define SETS_MAX 64
 
 static const char sim_usage[] =
     "usage: mtrace sim [options]\n"
-    "Predicts client latency (mean, stdev%, percentiles) by discrete-event\n"
-    "simulation: client threads under CPython's GIL or free-threaded, a\n"
-    "connection pool, shared CPU cores, a proxy and a server "
-    "(docs/sim-model.md).\n"
+    "Predicts client latency (mean, stdev%, p50, p99, each with its range\n"
+    "over seeds and calibrations), the operational-law bounds and the\n"
+    "resource that binds (gil, cores, lock, pool, delay), by discrete-event\n"
+    "simulation: client threads under CPython's GIL or free-threaded, the\n"
+    "driver's lock, connection and session pools, CPU cores, a proxy and a\n"
+    "server (docs/sim-model.md).\n"
     "\n"
+    "One what-if without a scenario file:\n"
+    "  mtrace sim --host host.txt --seq-mean-ms 0.25 --threads 20 "
+    "--delay-ms 2\n"
+    "\n"
+    "Setup:\n"
+    "  --threads N         client threads (default 1)\n"
+    "  --calls N           calls per thread (default 100)\n"
+    "  --delay-ms X        delay added to each reply (a deadline, as\n"
+    "                      `mtrace replay --delay-ms`, unless --proxy serial)\n"
+    "  --runtime RT        gil | free-threaded (default gil)\n"
+    "  --proxy MODE        none | deadline | serial\n"
+    "  --pool-max N, --pool-initial N, --session-prefill N\n"
+    "                      connection pool size, connections and server\n"
+    "                      sessions open at the start (100, 1, 1)\n"
+    "  --seeds N           runs per prediction (default 10)\n"
+    "  --seed N            the first seed (default 1)\n"
+    "Facts:\n"
+    "  --host FILE         host facts written by `mtrace calibrate` (origin "
+    "measured);\n"
+    "                      without it the host facts are placeholders\n"
+    "  --trace FILE        trace of the sequential run: the server's times\n"
+    "                      are its request->reply latencies (origin trace)\n"
+    "  --seq-mean-ms M[,M2..]   the sequential run's mean, one value per\n"
+    "                      repetition: py_call_us solved from each\n"
+    "  --seq-stdev-pct S[,..]   its stdev%: py_cv solved from it\n"
+    "  --seq-cpu-us C[,..] its client thread CPU per call (time.thread_time):\n"
+    "                      py_call_us from it instead of from the mean\n"
+    "  --seq-cpu-cv V[,..] the cv of that CPU over the calls: py_cv\n"
+    "  --seq-delay-ms X    the delay the sequential run had (default 0)\n"
+    "  --seq-runtime RT    its runtime (default: the row's)\n"
+    "  --lock-sections N   driver-lock sections per call (sequential run)\n"
+    "  --lock-hold-us H    CPU inside one section (sequential run)\n"
+    "  --lock-before N     of those, the sections before the send (default:\n"
+    "                      half, rounded up)\n"
+    "  --set KEY=VALUE     set a parameter (repeatable; --list-params)\n"
     "  --scenario FILE     run the scenarios of FILE (repeatable; format in\n"
-    "                      docs/sim-model.md); without it, one scenario from\n"
-    "                      the options below\n"
-    "  --host FILE         host facts written by `mtrace calibrate` (origin: "
-    "measured)\n"
-    "  --trace FILE        trace of the sequential run: the server's service\n"
-    "                      times are its request->reply latencies (origin: "
-    "trace)\n"
-    "  --seq-mean-ms X     measured mean of the sequential run: solve "
-    "py_call_us\n"
-    "                      from it (threads=1, --seq-calls calls, first "
-    "excluded)\n"
-    "  --seq-stdev-pct Y   measured stdev% of that run: solve py_cv from it\n"
-    "  --seq-calls N       calls of the sequential run (default 1000)\n"
-    "  --seq-cpu-us Z      with --seq-mean-ms: the calling thread's CPU per\n"
-    "                      call in that run (time.thread_time); py_call_us\n"
-    "                      comes from it, not from the mean\n"
-    "  --set KEY=VALUE     set a parameter for every scenario (repeatable;\n"
-    "                      --list-params shows them)\n"
-    "  --sweep KEY=V1,V2   what-if grid over KEY (repeatable, up to 4 axes; "
-    "words\n"
-    "                      after it of the form KEY=V1,.. are axes too); "
-    "'delay' is\n"
-    "                      proxy_delay_ms and selects proxy=deadline when "
-    "none\n"
+    "                      docs/sim-model.md)\n"
+    "Grid and output:\n"
+    "  --sweep KEY=V1,V2   what-if grid over KEY (repeatable, up to 4 axes;\n"
+    "                      words after it of the form KEY=V1,.. are axes "
+    "too);\n"
+    "                      'delay' is proxy_delay_ms; without a value list\n"
+    "                      (--sweep alone) threads=2,4,10,20 x "
+    "delay=0,0.5,1,2\n"
     "  --only TEXT         run only scenarios whose name contains TEXT\n"
-    "  --seed N            the one seed (default: the scenario's, 1)\n"
     "  --csv               CSV instead of a table\n"
     "  --json              one JSON object per scenario and line\n"
     "  --no-params         leave out the parameter/origin block\n"
-    "  --plot FILE.png     draw latency CDFs with gnuplot\n"
+    "  --plot FILE.png     draw latency CDFs (first run) with gnuplot\n"
     "  --measured FILE     measured latencies to draw too ('LABEL MS' lines)\n"
-    "  --list-params       list the parameters with unit and meaning, and "
-    "exit\n"
+    "  --list-params       the parameter table (unit, default, origin,\n"
+    "                      meaning, source), and exit\n"
     "  -h, --help          this help\n"
     "\n"
     "The parameter block (stdout for tables, stderr for --csv/--json) prints "
     "each\n"
-    "value with its origin: constant, assumption, measured, trace, "
-    "calibrated,\n"
+    "value with its origin: source, assumption, measured, trace, calibrated,\n"
     "scenario or cli.  The same inputs give byte-identical output.\n"
     "Exit status: 0 ok, 1 runtime failure, 2 bad usage.\n";
 
@@ -80,12 +97,12 @@ struct sim_opts {
     const char *scenario[8];
     size_t nscenario;
     const char *host, *trace, *plot, *measured, *only;
-    double seq_mean_ms, seq_stdev_pct, seq_cpu_us;
-    int64_t seq_calls;
+    struct sim_seq_in seq; /* --seq-*: the sequential run */
     const char *sets[SETS_MAX];
     size_t nsets;
     const char *sweeps[SWEEP_AXES_MAX];
     size_t nsweeps;
+    bool sweep_default;
     const char *seed;
     int fmt;
     bool no_params;
@@ -117,14 +134,14 @@ usage_err(const char *msg, const char *arg)
 static const char *const scn_keys[][3] = {
     {"model", "", "contention | herd"},
     {"calibrate.seq_mean_ms", "ms",
-     "this is a sequential run measured at this mean: py_call_us is solved "
-     "from it"},
-    {"calibrate.seq_stdev_pct", "", "its stdev%: py_cv is solved from it"},
+     "X[,X2..]: sequential runs measured at these means: py_call_us solved "
+     "from each (one calibration per value)"},
+    {"calibrate.seq_stdev_pct", "", "their stdev%: py_cv solved from it"},
     {"calibrate.seq_cpu_us", "us",
-     "its client CPU per call: py_call_us from it instead of the mean"},
+     "their client CPU per call: py_call_us from it instead of the mean"},
     {"calibrate.seq_cpu_cv", "",
      "the coefficient of variation of that CPU: py_cv from it"},
-    {"calibrate_from", "", "NAME: py_call_us and py_cv from scenario NAME"},
+    {"calibrate_from", "", "NAME: the calibrations of scenario NAME"},
     {"measured.mean_ms", "ms",
      "measured mean, printed beside the prediction (never used by the "
      "model)"},
@@ -135,23 +152,36 @@ static const char *const scn_keys[][3] = {
 };
 
 static void
+list_class(int pclass, const char *title)
+{
+    printf("%s\n", title);
+    for (size_t i = 0; i < sim_param_count; i++) {
+        const struct sim_param_desc *d = &sim_param_table[i];
+        if (d->pclass != pclass)
+            continue;
+        printf("  %-20s %-3s %-8s %-10s %s\n", d->key, d->unit,
+               d->def[0] ? d->def : "\"\"", sim_origin_name(d->def_origin),
+               d->help);
+        printf("  %-20s %-3s %-8s %-10s   set by: %s\n", "", "", "", "",
+               d->source);
+    }
+}
+
+static void
 list_params(void)
 {
-    printf("contention model (default values: mtrace sim --no-params is quiet; "
-           "see\n"
-           "the parameter block of any run for values and origins)\n");
-    for (size_t i = 0; i < sim_param_count; i++)
-        printf("  %-20s %-3s %s\n", sim_param_table[i].key,
-               sim_param_table[i].unit, sim_param_table[i].help);
-    printf("herd model (model = herd; keys take the prefix herd.)\n");
-    for (size_t i = 0; i < herd_params_count(); i++) {
-        const char *unit = "";
-        const char *help = herd_params_help(i, &unit);
-        char key[48];
+    char title[96];
 
-        snprintf(key, sizeof(key), "herd.%s", herd_params_key(i));
-        printf("  %-20s %-3s %s\n", key, unit, help);
-    }
+    printf("  %-20s %-3s %-8s %-10s %s\n", "name", "unit", "default", "origin",
+           "meaning / what sets it");
+    snprintf(title, sizeof(title), "contention model: %zu parameters",
+             sim_params_class_count(SIM_PC_MODEL));
+    list_class(SIM_PC_MODEL, title);
+    list_class(SIM_PC_SETUP, "setup (the experiment, not model parameters)");
+    snprintf(title, sizeof(title), "herd model (model = herd): %zu parameters",
+             sim_params_class_count(SIM_PC_HERD_MODEL));
+    list_class(SIM_PC_HERD_MODEL, title);
+    list_class(SIM_PC_HERD_SETUP, "herd setup");
     printf("scenario files only (docs/sim-model.md, \"Scenario files\")\n");
     for (size_t i = 0; i < sizeof(scn_keys) / sizeof(scn_keys[0]); i++)
         printf("  %-20s %-3s %s\n", scn_keys[i][0], scn_keys[i][1],
@@ -163,8 +193,10 @@ enum sim_opt {
     O_TRACE,
     O_SEQM,
     O_SEQS,
-    O_SEQC,
     O_SEQCPU,
+    O_SEQCV,
+    O_SEQD,
+    O_SEQRT,
     O_SET,
     O_SWEEP,
     O_ONLY,
@@ -175,16 +207,54 @@ enum sim_opt {
     O_PLOT,
     O_MEAS,
     O_LIST,
-    O_SCN
+    O_SCN,
+    O_KEY /* a setup shortcut: --KEY V is --set key=V (opt_keys) */
 };
+
+/* Shortcut options and the key each sets. */
+static const char *const opt_keys[][2] = {
+    {"threads", "threads"},
+    {"calls", "calls"},
+    {"delay-ms", "delay"},
+    {"runtime", "runtime"},
+    {"proxy", "proxy"},
+    {"pool-max", "pool_max"},
+    {"pool-initial", "pool_initial"},
+    {"session-prefill", "session_prefill"},
+    {"seeds", "seeds"},
+    {"lock-sections", "lock_sections"},
+    {"lock-hold-us", "lock_hold_us"},
+    {"lock-before", "lock_before"},
+};
+#define OPT_KEYS_N (sizeof(opt_keys) / sizeof(opt_keys[0]))
+static char key_sets[OPT_KEYS_N * 4][96];
+static size_t nkey_sets;
+
+static int
+add_set(struct sim_opts *o, const char *kv)
+{
+    if (o->nsets == SETS_MAX)
+        return usage_err("too many --set", NULL);
+    o->sets[o->nsets++] = kv;
+    return 0;
+}
 
 /* One option of `mtrace sim`.  Returns 0 to go on, 1 to exit 0 (help),
  * or 2 (bad usage, message printed). */
 static int
-handle_opt(int c, struct sim_opts *o, int argc, char **argv)
+handle_opt(int c, int idx, struct sim_opts *o, int argc, char **argv)
 {
+    struct mt_err e = {0};
     char *end;
 
+    if (c >= O_KEY && c < O_KEY + (int)OPT_KEYS_N) {
+        if (nkey_sets == sizeof(key_sets) / sizeof(key_sets[0]))
+            return usage_err("too many setup options", NULL);
+        snprintf(key_sets[nkey_sets], sizeof(key_sets[0]), "%s=%s",
+                 opt_keys[c - O_KEY][1], optarg);
+        return add_set(o, key_sets[nkey_sets++]);
+    }
+    (void)idx;
     switch (c) {
     case 'h':
         fputs(sim_usage, stdout);
@@ -205,27 +275,38 @@ handle_opt(int c, struct sim_opts *o, int argc, char **argv)
         break;
     case O_SEQM:
     case O_SEQS:
-    case O_SEQCPU: {
-        double v = strtod(optarg, &end);
-        if (*end || end == optarg || !(v > 0) || !isfinite(v))
-            return usage_err("expected a positive number", optarg);
-        *(c == O_SEQM   ? &o->seq_mean_ms
-          : c == O_SEQS ? &o->seq_stdev_pct
-                        : &o->seq_cpu_us) = v;
+    case O_SEQCPU:
+    case O_SEQCV:
+        if (sim_scenario_parse_list(&o->seq.cal, argv[optind - 1], optarg,
+                                    c == O_SEQM     ? o->seq.cal.mean_ms
+                                    : c == O_SEQS   ? o->seq.cal.stdev_pct
+                                    : c == O_SEQCPU ? o->seq.cal.cpu_us
+                                                    : o->seq.cal.cpu_cv,
+                                    &e) < 0)
+            return usage_err(e.msg, NULL);
         break;
-    }
-    case O_SEQC:
-        o->seq_calls = strtoll(optarg, &end, 10);
-        if (*end || o->seq_calls < 2 || o->seq_calls > 10000000)
-            return usage_err("--seq-calls wants an integer in [2, 10000000]",
+    case O_SEQD:
+        o->seq.delay_ms = strtod(optarg, &end);
+        if (*end || end == optarg || !(o->seq.delay_ms >= 0) ||
+            !isfinite(o->seq.delay_ms))
+            return usage_err("--seq-delay-ms wants a number >= 0", optarg);
+        break;
+    case O_SEQRT:
+        if (strcmp(optarg, "gil") != 0 && strcmp(optarg, "free-threaded") != 0)
+            return usage_err("--seq-runtime wants gil or free-threaded",
                              optarg);
+        o->seq.runtime = optarg;
         break;
     case O_SET:
-        if (o->nsets == SETS_MAX)
-            return usage_err("too many --set", NULL);
-        o->sets[o->nsets++] = optarg;
-        break;
+        return add_set(o, optarg);
     case O_SWEEP:
+        if (optarg == NULL && optind < argc && argv[optind][0] != '-' &&
+            strchr(argv[optind], '='))
+            optarg = argv[optind++]; /* --sweep KEY=V1,.. */
+        if (optarg == NULL) {
+            o->sweep_default = true;
+            break;
+        }
         if (o->nsweeps == SWEEP_AXES_MAX)
             return usage_err("too many --sweep axes (max 4)", NULL);
         o->sweeps[o->nsweeps++] = optarg;
@@ -289,10 +370,12 @@ parse_args(int argc, char **argv, struct sim_opts *o)
                                        {"trace", 1, 0, O_TRACE},
                                        {"seq-mean-ms", 1, 0, O_SEQM},
                                        {"seq-stdev-pct", 1, 0, O_SEQS},
-                                       {"seq-calls", 1, 0, O_SEQC},
                                        {"seq-cpu-us", 1, 0, O_SEQCPU},
+                                       {"seq-cpu-cv", 1, 0, O_SEQCV},
+                                       {"seq-delay-ms", 1, 0, O_SEQD},
+                                       {"seq-runtime", 1, 0, O_SEQRT},
                                        {"set", 1, 0, O_SET},
-                                       {"sweep", 1, 0, O_SWEEP},
+                                       {"sweep", 2, 0, O_SWEEP},
                                        {"only", 1, 0, O_ONLY},
                                        {"seed", 1, 0, O_SEED},
                                        {"csv", 0, 0, O_CSV},
@@ -301,47 +384,40 @@ parse_args(int argc, char **argv, struct sim_opts *o)
                                        {"plot", 1, 0, O_PLOT},
                                        {"measured", 1, 0, O_MEAS},
                                        {"list-params", 0, 0, O_LIST},
+                                       {"threads", 1, 0, O_KEY + 0},
+                                       {"calls", 1, 0, O_KEY + 1},
+                                       {"delay-ms", 1, 0, O_KEY + 2},
+                                       {"runtime", 1, 0, O_KEY + 3},
+                                       {"proxy", 1, 0, O_KEY + 4},
+                                       {"pool-max", 1, 0, O_KEY + 5},
+                                       {"pool-initial", 1, 0, O_KEY + 6},
+                                       {"session-prefill", 1, 0, O_KEY + 7},
+                                       {"seeds", 1, 0, O_KEY + 8},
+                                       {"lock-sections", 1, 0, O_KEY + 9},
+                                       {"lock-hold-us", 1, 0, O_KEY + 10},
+                                       {"lock-before", 1, 0, O_KEY + 11},
                                        {"help", 0, 0, 'h'},
                                        {0, 0, 0, 0}};
-    int c, rc;
+    int c, rc, idx = 0;
 
     memset(o, 0, sizeof(*o));
-    o->seq_mean_ms = NAN;
-    o->seq_stdev_pct = NAN;
-    o->seq_cpu_us = NAN;
-    o->seq_calls = 1000;
+    nkey_sets = 0;
+    for (size_t i = 0; i < SIM_CAL_MAX; i++)
+        o->seq.cal.mean_ms[i] = o->seq.cal.stdev_pct[i] = o->seq.cal.cpu_us[i] =
+            o->seq.cal.cpu_cv[i] = NAN;
     optind = 1;
     opterr = 0; /* one line of our own instead of getopt's */
-    while ((c = getopt_long(argc, argv, ":h", lo, NULL)) != -1) {
-        if ((rc = handle_opt(c, o, argc, argv)) != 0)
+    while ((c = getopt_long(argc, argv, ":h", lo, &idx)) != -1) {
+        if ((rc = handle_opt(c, idx, o, argc, argv)) != 0)
             return rc;
     }
     if (optind < argc)
         return usage_err("unexpected argument", argv[optind]);
-    return 0;
-}
-
-/* "key=value" -> applied with origin cli. */
-static int
-apply_kv(struct sim_scenario *sc, const char *kv, const char *note,
-         struct mt_err *err)
-{
-    char key[64];
-    const char *eq = strchr(kv, '=');
-
-    if (eq == NULL || eq == kv || (size_t)(eq - kv) >= sizeof(key))
-        return mt_err_set(err, MT_EUSAGE, 0, "expected KEY=VALUE, got '%s'",
-                          kv);
-    memcpy(key, kv, (size_t)(eq - kv));
-    key[eq - kv] = '\0';
-    if (strcmp(key, "delay") == 0 && sc->p.proxy == SIM_PROXY_NONE &&
-        strtod(eq + 1, NULL) > 0) {
-        int rc = sim_scenario_apply(sc, "proxy", "deadline", SIM_OR_CLI,
-                                    "delay sweep", err);
-        if (rc < 0)
-            return rc;
+    if (o->sweep_default && o->nsweeps == 0) {
+        o->sweeps[o->nsweeps++] = "threads=2,4,10,20";
+        o->sweeps[o->nsweeps++] = "delay=0,0.5,1,2";
     }
-    return sim_scenario_apply(sc, key, eq + 1, SIM_OR_CLI, note, err);
+    return 0;
 }
 
 #define TRACES_MAX 8
@@ -379,179 +455,6 @@ load_trace(struct sim_scenario *sc, struct sim_tracelat *tl, size_t *ntl,
     return 0;
 }
 
-/* from == NULL: the source is the scenario itself. */
-static void
-copy_calibration(struct sim_params *dst, const struct sim_params *src,
-                 const char *from)
-{
-    int ic = sim_params_find("py_call_us"), iv = sim_params_find("py_cv");
-    char nc[SIM_NOTE_MAX], nv[SIM_NOTE_MAX];
-
-    snprintf(nc, sizeof(nc), "%s", src->note[ic]);
-    snprintf(nv, sizeof(nv), "%s", src->note[iv]);
-    dst->py_call_us = src->py_call_us;
-    dst->py_cv = src->py_cv;
-    dst->origin[ic] = src->origin[ic];
-    dst->origin[iv] = src->origin[iv];
-    if (from == NULL) {
-        snprintf(dst->note[ic], SIM_NOTE_MAX, "%s", nc);
-        snprintf(dst->note[iv], SIM_NOTE_MAX, "%s", nv);
-        return;
-    }
-    snprintf(dst->note[ic], SIM_NOTE_MAX, "%.100s (sequential run '%.30s')", nc,
-             from);
-    snprintf(dst->note[iv], SIM_NOTE_MAX, "%.100s (sequential run '%.30s')", nv,
-             from);
-}
-
-/* Keys that describe the experiment rather than the host: a --sweep of one
- * of them does not change the setup a calibration was measured in. */
-static bool
-is_setup_key(const char *kv)
-{
-    static const char *const keys[] = {
-        "name",     "runtime",       "threads",
-        "calls",    "exclude_first", "pool_initial",
-        "pool_max", "proxy",         "proxy_delay_ms",
-        "delay",    "proxy_inline",  "think_us",
-        "seed"};
-    size_t n = strcspn(kv, "=");
-
-    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
-        if (strlen(keys[i]) == n && strncmp(kv, keys[i], n) == 0)
-            return true;
-    return false;
-}
-
-static int
-calibrate_all(struct sim_scenario_set *set, const struct sim_opts *o,
-              struct mt_err *err)
-{
-    int rc;
-
-    if (!isnan(o->seq_mean_ms)) { /* one sequential copy of each scenario */
-        for (size_t i = 0; i < set->n; i++) {
-            struct sim_scenario seq = set->v[i];
-            seq.p = seq.cal_p; /* the measured run's setup */
-            seq.p.threads = 1;
-            seq.p.calls = o->seq_calls;
-            seq.p.exclude_first = 1;
-            seq.p.pool_initial = 0;
-            rc = isnan(o->seq_cpu_us) ? sim_fit_seq(&seq.p, o->seq_mean_ms,
-                                                    o->seq_stdev_pct, err)
-                                      : sim_fit_seq_cpu(&seq.p, o->seq_cpu_us,
-                                                        o->seq_stdev_pct, err);
-            if (rc < 0)
-                return rc;
-            copy_calibration(&set->v[i].p, &seq.p, "--seq-mean-ms");
-        }
-    }
-    for (size_t i = 0; i < set->n; i++) {
-        struct sim_scenario *sc = &set->v[i];
-        struct sim_params cp = sc->cal_p; /* the measured run's setup */
-        if (isnan(sc->cal_mean_ms))
-            continue;
-        if (isnan(sc->cal_cpu_us))
-            rc = sim_fit_seq(&cp, sc->cal_mean_ms, sc->cal_stdev_pct, err);
-        else if (isnan(sc->cal_cpu_cv))
-            rc = sim_fit_seq_cpu(&cp, sc->cal_cpu_us, sc->cal_stdev_pct, err);
-        else if ((rc = sim_fit_seq_cpu(&cp, sc->cal_cpu_us, NAN, err)) == 0)
-            rc = sim_fit_cv_cpu(&cp, sc->cal_cpu_us, sc->cal_cpu_cv, err);
-        if (rc < 0) {
-            char msg[sizeof(err->msg)];
-            snprintf(msg, sizeof(msg), "%s", err->msg);
-            return mt_err_set(err, rc, 0, "scenario '%s': %s", sc->p.name, msg);
-        }
-        copy_calibration(&sc->p, &cp, NULL);
-    }
-    for (size_t i = 0; i < set->n; i++) {
-        struct sim_scenario *sc = &set->v[i];
-        size_t k;
-        if (sc->cal_from[0] == '\0')
-            continue;
-        for (k = 0; k < set->n && strcmp(set->v[k].p.name, sc->cal_from) != 0;
-             k++)
-            ;
-        if (k == set->n || isnan(set->v[k].cal_mean_ms))
-            return mt_err_set(err, MT_EUSAGE, 0,
-                              "scenario '%s': calibrate_from '%s' is not a "
-                              "calibrated scenario",
-                              sc->p.name, sc->cal_from);
-        copy_calibration(&sc->p, &set->v[k].p, sc->cal_from);
-    }
-    return 0;
-}
-
-/* Expands set by the sweep axes into out. */
-static int
-expand_sweeps(const struct sim_scenario_set *set, const struct sim_opts *o,
-              struct sim_scenario_set *out, struct mt_err *err)
-{
-    char vals[SWEEP_AXES_MAX][SWEEP_VALS_MAX][32], keys[SWEEP_AXES_MAX][32];
-    size_t nv[SWEEP_AXES_MAX], idx[SWEEP_AXES_MAX] = {0};
-    int rc;
-
-    for (size_t a = 0; a < o->nsweeps; a++) {
-        const char *eq = strchr(o->sweeps[a], '='), *p;
-        if (eq == NULL || eq == o->sweeps[a] || eq - o->sweeps[a] >= 32)
-            return mt_err_set(err, MT_EUSAGE, 0,
-                              "--sweep wants KEY=V1,V2,..: '%s'", o->sweeps[a]);
-        snprintf(keys[a], sizeof(keys[a]), "%.*s", (int)(eq - o->sweeps[a]),
-                 o->sweeps[a]);
-        nv[a] = 0;
-        for (p = eq + 1; *p;) {
-            size_t len = strcspn(p, ",");
-            if (len == 0 || len >= 32 || nv[a] == SWEEP_VALS_MAX)
-                return mt_err_set(err, MT_EUSAGE, 0,
-                                  "--sweep %s: bad value list", keys[a]);
-            snprintf(vals[a][nv[a]++], 32, "%.*s", (int)len, p);
-            p += len + (p[len] == ',');
-        }
-        if (nv[a] == 0)
-            return mt_err_set(err, MT_EUSAGE, 0, "--sweep %s: no values",
-                              keys[a]);
-    }
-    for (size_t i = 0; i < set->n; i++) {
-        for (;;) {
-            struct sim_scenario sc = set->v[i];
-            char name[64], kv[80];
-            size_t len = (size_t)snprintf(name, sizeof(name), "%s", sc.p.name);
-            for (size_t a = 0; a < o->nsweeps; a++) {
-                snprintf(kv, sizeof(kv), "%s=%s", keys[a], vals[a][idx[a]]);
-                if ((rc = apply_kv(&sc, kv, "sweep", err)) < 0)
-                    return rc;
-                if (!is_setup_key(kv)) { /* a host fact: calibrate with it */
-                    struct sim_scenario tmp = sc;
-                    tmp.p = sc.cal_p;
-                    if ((rc = apply_kv(&tmp, kv, "sweep", err)) < 0)
-                        return rc;
-                    sc.cal_p = tmp.p;
-                }
-                if (len < sizeof(name))
-                    len += (size_t)snprintf(name + len, sizeof(name) - len,
-                                            " %s", kv);
-            }
-            if (sc.cal_from[0] &&
-                len > strlen(sc.p.name)) { /* same grid point */
-                char from[64];
-                snprintf(from, sizeof(from), "%s%s", sc.cal_from,
-                         name + strlen(sc.p.name));
-                snprintf(sc.cal_from, sizeof(sc.cal_from), "%s", from);
-            }
-            snprintf(sc.p.name, sizeof(sc.p.name), "%s", name);
-            if ((rc = sim_scenario_add(out, &sc)) < 0)
-                return mt_err_set(err, rc, 0, "too many scenarios (max %d)",
-                                  SIM_SCN_MAX);
-            size_t a = 0; /* odometer */
-            while (a < o->nsweeps && ++idx[a] == nv[a])
-                idx[a++] = 0;
-            if (a == o->nsweeps)
-                break;
-        }
-    }
-    return 0;
-}
-
 static int
 build_set(const struct sim_opts *o, struct sim_scenario_set *set,
           struct sim_tracelat *tl, size_t *ntl, struct mt_err *err)
@@ -573,7 +476,7 @@ build_set(const struct sim_opts *o, struct sim_scenario_set *set,
     for (size_t i = 0; i < set->n; i++) {
         struct sim_scenario *sc = &set->v[i];
         for (size_t k = 0; k < o->nsets; k++)
-            if ((rc = apply_kv(sc, o->sets[k], "--set", err)) < 0)
+            if ((rc = sim_grid_apply_kv(sc, o->sets[k], "--set", err)) < 0)
                 return rc;
         if (o->seed && (rc = sim_scenario_apply(sc, "seed", o->seed, SIM_OR_CLI,
                                                 "--seed", err)) < 0)
@@ -594,6 +497,54 @@ params_differ(const struct sim_scenario *a, const struct sim_scenario *b)
            memcmp(&a->p, &b->p, offsetof(struct sim_params, origin)) != 0;
 }
 
+/* Host facts still at the table's placeholder default. */
+static size_t
+placeholders(const struct sim_scenario *sc, char *buf, size_t cap)
+{
+    static const char *const facts[] = {"cores",          "sys_us",
+                                        "wake_us",        "ctx_cpu_us",
+                                        "gil_handoff_us", "lock_wake_us"};
+    size_t n = 0, len = 0;
+
+    buf[0] = '\0';
+    for (size_t i = 0; i < sizeof(facts) / sizeof(facts[0]); i++) {
+        int k = sim_params_find(facts[i]);
+        if (sc->p.origin[k] == sim_param_table[k].def_origin &&
+            strcmp(sc->p.note[k], sim_param_table[k].source) == 0) {
+            len += (size_t)snprintf(buf + len, cap - len, "%s%s", n ? ", " : "",
+                                    facts[i]);
+            if (len >= cap)
+                len = cap - 1;
+            n++;
+        }
+    }
+    return n;
+}
+
+static int
+run_row(struct sim_row *r, struct mt_err *err)
+{
+    const struct sim_scenario *sc = r->sc;
+    struct sim_params ps[SIM_CAL_MAX];
+    const struct sim_params *pp[SIM_CAL_MAX];
+    size_t n = sc->ncal ? sc->ncal : 1;
+
+    if (sc->model == SIM_MODEL_HERD) {
+        struct herd_params h = sc->p.herd;
+        h.seed = sc->p.seed;
+        return herd_run(&h, &r->herd, err);
+    }
+    for (size_t k = 0; k < n; k++) {
+        ps[k] = sc->p;
+        if (sc->ncal) {
+            ps[k].py_call_us = sc->cal_py_us[k];
+            ps[k].py_cv = sc->cal_py_cv[k];
+        }
+        pp[k] = &ps[k];
+    }
+    return sim_predict(pp, n, &r->pr, err);
+}
+
 static int
 run_all(const struct sim_opts *o, struct sim_scenario_set *run,
         struct mt_err *err)
@@ -601,20 +552,14 @@ run_all(const struct sim_opts *o, struct sim_scenario_set *run,
     struct sim_row *rows = mt_calloc(run->n ? run->n : 1, sizeof(*rows));
     FILE *pout = o->fmt == SIM_FMT_TABLE ? stdout : stderr;
     int rc = 0, last_model = -1;
+    char ph[160];
 
     if (rows == NULL)
         return mt_err_set(err, -ENOMEM, 0, "out of memory");
     for (size_t i = 0; i < run->n && rc == 0; i++) {
         struct sim_row *r = &rows[i];
         r->sc = &run->v[i];
-        if (r->sc->model == SIM_MODEL_HERD) {
-            rc = herd_run(&r->sc->hp, &r->herd, err);
-        } else {
-            rc = sim_model_run(&r->sc->p, &r->res, err);
-            if (rc == 0 &&
-                sim_stats_compute(r->res.lat_ns, r->res.n, &r->st) < 0)
-                rc = mt_err_set(err, -ENOMEM, 0, "out of memory");
-        }
+        rc = run_row(r, err);
         if (rc < 0) {
             char msg[sizeof(err->msg)];
             snprintf(msg, sizeof(msg), "%s", err->msg);
@@ -626,6 +571,13 @@ run_all(const struct sim_opts *o, struct sim_scenario_set *run,
         if (i == 0 || params_differ(&run->v[i], &run->v[0]) ||
             run->v[i].model == SIM_MODEL_HERD)
             sim_report_params(pout, &run->v[i]);
+    if (rc == 0 && run->n > 0 && run->v[0].model == SIM_MODEL_CONTENTION &&
+        placeholders(&run->v[0], ph, sizeof(ph)) > 0)
+        fprintf(stderr,
+                "mtrace sim: note: %s%s: the host facts %s are placeholders, "
+                "not this machine's (mtrace calibrate -o host.txt measures "
+                "them)\n",
+                o->host ? "not in " : "no --host", o->host ? o->host : "", ph);
     for (size_t i = 0; i < run->n && rc == 0; i++) {
         if (rows[i].sc->model != last_model) {
             if (last_model >= 0 && o->fmt == SIM_FMT_TABLE)
@@ -635,10 +587,16 @@ run_all(const struct sim_opts *o, struct sim_scenario_set *run,
         }
         sim_report_row(stdout, o->fmt, &rows[i]);
     }
+    if (rc == 0 && o->fmt == SIM_FMT_TABLE &&
+        last_model == SIM_MODEL_CONTENTION)
+        printf("# mean/stdev%%: median [5th-95th percentile] of %lld seeds x "
+               "calibrations; binds: the resource of the operational-law "
+               "bound (delay: none saturates)\n",
+               (long long)run->v[0].p.seeds);
     if (rc == 0 && o->plot)
         rc = sim_report_plot(rows, run->n, o->measured, o->plot, err);
     for (size_t i = 0; i < run->n; i++)
-        sim_result_free(&rows[i].res);
+        sim_pred_free(&rows[i].pr);
     mt_free(rows);
     return rc;
 }
@@ -662,9 +620,9 @@ sim_cli_main(int argc, char **argv)
     sim_scenario_set_init(&sel);
     rc = build_set(&o, &set, tl, &ntl, &err);
     if (rc == 0)
-        rc = expand_sweeps(&set, &o, &run, &err);
+        rc = sim_grid_expand(&set, o.sweeps, o.nsweeps, &run, &err);
     if (rc == 0) /* after the sweep: each grid point is calibrated for itself */
-        rc = calibrate_all(&run, &o, &err);
+        rc = sim_grid_calibrate(&run, &o.seq, &err);
     for (size_t i = 0; rc == 0 && i < run.n; i++)
         if (o.only == NULL || strstr(run.v[i].p.name, o.only))
             rc = sim_scenario_add(&sel, &run.v[i]);

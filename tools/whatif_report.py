@@ -16,8 +16,7 @@ RT_NAME = {"gil": "GIL", "ft": "free-threaded"}
 SCHEMA = 1
 # the client's parameters calibrated from the sequential runs (or their
 # defaults), listed with their origin under "Calibration"
-CAL_PARAMS = ("py_call_us", "py_cv", "gil_xcore_cpu_us", "py_cold_cpu_us", "py_cold_lo_us",
-              "py_cold_hi_us")
+CAL_PARAMS = ("py_call_us", "py_cv")
 PARAM_RE = re.compile(r"^#\s+(\S+)\s+=\s+(\S+)\s+\[(\w+)\]\s*(.*)$")
 
 

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # test_sim_cli.sh -- mtrace sim / mtrace calibrate end to end: help covers
-# every option, byte-identical output for the same seed, sweeps, formats,
-# scenario files with calibration, a real trace as service times, host facts
-# from mtrace calibrate, herd model, plots, and clear errors.
+# every option, the parameter table, byte-identical output for the same
+# seed, the one-line what-if and its sweep, intervals, bounds and the
+# binding resource, scenario files with calibration, a real trace as
+# service times, host facts from mtrace calibrate, herd model, plots, and
+# clear errors.
 . "$(dirname "$0")/lib.sh"
 S="$MTRACE sim"
 
@@ -24,9 +26,10 @@ for o in $(opts "$TOP/sim/calibrate.c"); do
     grep -q -- "--$o\b" "$TMP/chelp" || fail "calibrate --help does not document --$o"
     n=$((n + 1))
 done
-[ "$n" -ge 4 ] || fail "read only $n options from sim/calibrate.c"
-# --list-params gives every parameter a run prints (both models) a meaning,
-# and the run prints each with an origin
+[ "$n" -ge 3 ] || fail "read only $n options from sim/calibrate.c"
+# --list-params: the one table (unit, default, origin, meaning, source); it
+# gives every parameter a run prints (both models) a meaning, and the run
+# prints each with an origin; the contention model has at most 15
 $S --list-params >"$TMP/list" || fail "--list-params exit $?"
 $S --set calls=2 >"$TMP/pc" || fail "contention defaults"
 $S --set model=herd --set herd.requests=50 >"$TMP/ph" || fail "herd defaults"
@@ -36,10 +39,14 @@ for k in $(sed -n 's/^#   \([a-z_.]*\) *= .*/\1/p' "$TMP/pc" "$TMP/ph"); do
         fail "--list-params gives $k no meaning"
     n=$((n + 1))
 done
-[ "$n" -ge 70 ] || fail "only $n parameters in the parameter blocks"
+[ "$n" -ge 35 ] || fail "only $n parameters in the parameter blocks"
 bad=$(grep '^#   ' "$TMP/pc" "$TMP/ph" |
-    grep -Ev '= +[^ ]+ +\[(constant|assumption|measured|trace|calibrated|scenario|cli)\]') &&
+    grep -Ev '= +[^ ]+ +\[(source|assumption|measured|trace|calibrated|scenario|cli)\]') &&
     fail "parameters without an origin: $bad"
+np=$(sed -n 's/^contention model: \([0-9]*\) parameters$/\1/p' "$TMP/list")
+[ -n "$np" ] && [ "$np" -le 15 ] || fail "contention model: '$np' parameters (at most 15)"
+[ "$(sed -n '/^contention model:/,/^setup/p' "$TMP/list" | grep -c 'set by: ')" = "$np" ] ||
+    fail "--list-params: a model parameter without its source"
 for k in model calibrate.seq_mean_ms calibrate.seq_cpu_us calibrate_from measured.mean_ms trace; do
     grep -q "^  $k " "$TMP/list" || fail "--list-params lacks the scenario key $k"
 done
@@ -58,38 +65,55 @@ for k in scenario runtime proxy_delay_ms threads calls mean_ms stdev_pct p50_ms 
     grep -q "\"$k\":" "$TMP/a.json" || fail "JSON lacks $k"
 done
 grep -q 'py_call_us.*\[calibrated\] solved so the sequential mean is 0.2970 ms' "$TMP/a.params" ||
-    fail "calibrated origin not printed"
+    fail "sequential origin not printed"
 grep -q 'cores .*\[assumption\]' "$TMP/a.params" || fail "assumption origin not printed"
-# predicted direction: GIL threaded far slower than free-threaded threaded
-gil=$(grep '"gil-direct-threaded"' "$TMP/a.json" | jq .mean_ms)
-ft=$(grep '"ft-direct-threaded"' "$TMP/a.json" | jq .mean_ms)
-awk -v g="$gil" -v f="$ft" 'BEGIN { exit !(g > 1.5 * f) }' || fail "GIL $gil not slower than FT $ft"
+for k in mean_lo_ms mean_hi_ms stdev_pct_lo stdev_pct_hi p99_lo_ms p99_hi_ms binding util bound runs; do
+    grep -q "\"$k\":" "$TMP/a.json" || fail "JSON lacks $k"
+done
+# the mechanism's direction, facts fixed: with cores to spare, 10 threads
+# under the GIL are far slower than free-threaded ones (the GIL binds)
+for rt in gil free-threaded; do
+    $S --seq-mean-ms 0.3 --threads 10 --runtime $rt --set cores=16 --seeds 3 --json \
+        --no-params 2>/dev/null >"$TMP/dir-$rt.json" || fail "direction $rt"
+done
+gil=$(jq .mean_ms "$TMP/dir-gil.json")
+ft=$(jq .mean_ms "$TMP/dir-free-threaded.json")
+awk -v g="$gil" -v f="$ft" 'BEGIN { exit !(g > 3 * f) }' || fail "GIL $gil not slower than FT $ft"
+[ "$(jq -r .binding "$TMP/dir-gil.json")" = gil ] || fail "GIL row: binding not gil"
+
+# the one-line what-if: no scenario file; without --host it says the host
+# facts are placeholders; intervals around the median; several sequential
+# repetitions are several calibrations
+$S --seq-mean-ms 0.25 --threads 20 --delay-ms 2 --runtime free-threaded >"$TMP/one.out" 2>"$TMP/one.err" ||
+    fail "one-liner exit $?: $(cat "$TMP/one.err")"
+grep -q 'placeholders' "$TMP/one.err" || fail "one-liner without --host: no placeholder note"
+grep -Eq '^sim +ft +2 +20 +[0-9.]+ \[[0-9.]+-[0-9.]+\]' "$TMP/one.out" ||
+    fail "one-liner row: $(cat "$TMP/one.out")"
+$S --seq-mean-ms 0.25,0.27,0.26 --seq-stdev-pct 30,35,32 --threads 4 --seeds 4 --json \
+    --no-params >"$TMP/cal3.json" 2>/dev/null || fail "three calibrations"
+[ "$(jq .calibrations "$TMP/cal3.json")" = 3 ] || fail "not 3 calibrations"
+[ "$(jq .runs "$TMP/cal3.json")" = 12 ] || fail "not 12 runs"
+jq -e '.mean_lo_ms <= .mean_ms and .mean_ms <= .mean_hi_ms and .mean_lo_ms < .mean_hi_ms' \
+    "$TMP/cal3.json" >/dev/null || fail "interval does not hold the median: $(cat "$TMP/cal3.json")"
+$S --seq-mean-ms 0.25 --sweep --seeds 2 --csv --no-params >"$TMP/dsweep.csv" 2>/dev/null ||
+    fail "--sweep without values"
+[ "$(wc -l <"$TMP/dsweep.csv")" = 17 ] || fail "--sweep: expected header + 16 rows"
+grep -q '^sim threads=20 delay=2,gil,deadline,2,20,' "$TMP/dsweep.csv" || fail "default sweep row"
+# the session pool: prefilled, the driver lock stops blocking
+for sp in 1 20; do
+    $S --seq-mean-ms 0.25 --threads 20 --lock-sections 4 --lock-hold-us 5 --session-prefill $sp \
+        --seeds 2 --json --no-params 2>/dev/null >"$TMP/sp$sp.json" || fail "session-prefill $sp"
+done
+jq -e '.lock_blocks_per_call > 1' "$TMP/sp1.json" >/dev/null || fail "no convoy without prefill"
+jq -e '.lock_blocks_per_call < 0.1' "$TMP/sp20.json" >/dev/null || fail "convoy with prefill"
 
 # sweep and CSV; host facts from mtrace calibrate; a real trace
 "$MTRACE" calibrate -o "$TMP/host.txt" || fail "calibrate exit $?"
 grep -q '^gil_handoff_us = .* \[measured\]' "$TMP/host.txt" || fail "no GIL hand-off in host facts"
-grep -q '^gil_mutex_signal_us = [0-9.]* \[measured\]' "$TMP/host.txt" ||
-    fail "no gil_mutex_signal_us in host facts"
-grep -q '^wake_busy_us = [0-9.]* \[measured\]' "$TMP/host.txt" ||
-    fail "no wake_busy_us in host facts"
-# without --idle-ab (it holds a global PM QoS request) the idle
-# period's cost is not measured, and it is never a host fact (option, off)
-grep -q '^# idle_wake_cpu_us not measured (no --idle-ab)' "$TMP/host.txt" ||
-    fail "no idle_wake_cpu_us comment in host facts"
-! grep -q '^idle_wake_cpu_us' "$TMP/host.txt" || fail "idle_wake_cpu_us applied"
-if [ "$(nproc)" -ge 2 ]; then # the cross-core loop needs two cores
-    grep -q '^gil_xcore_cpu_us = [0-9.]* \[measured\]' "$TMP/host.txt" ||
-        fail "no gil_xcore_cpu_us in host facts"
-    grep -q '^gil_wake_idle_us = [0-9.]* \[measured\]' "$TMP/host.txt" ||
-        fail "no gil_wake_idle_us in host facts"
-fi
-# cpu_pick 2 (per-core run queues) uses them; same inputs, same output
-$S --host "$TMP/host.txt" --seq-mean-ms 2 --set threads=10 --set cpu_pick=2 --json \
-    >"$TMP/pick2a.json" 2>/dev/null || fail "cpu_pick=2 exit $?"
-$S --host "$TMP/host.txt" --seq-mean-ms 2 --set threads=10 --set cpu_pick=2 --json \
-    >"$TMP/pick2b.json" 2>/dev/null || fail "cpu_pick=2 rerun exit $?"
-cmp -s "$TMP/pick2a.json" "$TMP/pick2b.json" || fail "cpu_pick=2: reruns differ"
-grep -q '"threads":10' "$TMP/pick2a.json" || fail "cpu_pick=2: no 10-thread row"
+$S --host "$TMP/host.txt" --seq-mean-ms 2 --threads 4 --no-params >/dev/null 2>"$TMP/h.err" ||
+    fail "--host exit $?"
+! grep -Eq 'facts .*\b(cores|sys_us|wake_us|gil_handoff_us)\b.* placeholders' "$TMP/h.err" ||
+    fail "--host: measured facts called placeholders: $(cat "$TMP/h.err")"
 $S --host "$TMP/host.txt" --seq-mean-ms 2 --sweep threads=1,2,4,10,20 delay=0,1 --csv >"$TMP/sweep.csv" 2>"$TMP/sweep.params" ||
     fail "sweep exit $?: $(cat "$TMP/sweep.params")"
 [ "$(wc -l <"$TMP/sweep.csv")" = 11 ] || fail "sweep: expected header + 10 rows"
@@ -145,7 +169,7 @@ grep -q "bad.scn:2: cores" "$TMP/e2" || fail "bad scenario error lacks file:line
 $S --trace "$TMP/nonexistent.zst" 2>"$TMP/e3"; [ $? = 1 ] || fail "missing trace not exit 1"
 grep -q "nonexistent.zst" "$TMP/e3" || fail "missing trace message"
 $S --seq-mean-ms 0.001 2>"$TMP/e4"; [ $? = 2 ] || fail "impossible calibration not exit 2"
-grep -q "without any Python CPU" "$TMP/e4" || fail "calibration error message"
+grep -q "is not more than the host facts" "$TMP/e4" || fail "calibration error message"
 # bad input, each one line that names what
 one_line() { # one_line WANT_EXIT WANT_TEXT ARGS...: exit, text, one stderr line
     local want=$1 text=$2 st
@@ -162,6 +186,13 @@ one_line 2 "empty.scn: no scenario" sim --scenario "$TMP/empty.scn"
 printf '# just a comment\n\n   # another\n' >"$TMP/comments.scn"
 one_line 2 "comments.scn: no scenario" sim --scenario "$TMP/comments.scn"
 one_line 2 "empty.scn: no host facts" sim --host "$TMP/empty.scn" --set calls=2
+one_line 2 "'x' is not a number" sim --seq-mean-ms 0.2,x
+printf '[%s]\nthreads = 2\n' "$(printf 'n%.0s' $(seq 70))" >"$TMP/long.scn"
+one_line 2 "long.scn:1: name: .* is longer than 63 bytes" sim --scenario "$TMP/long.scn"
+one_line 2 "calibration 2 has neither" sim --seq-mean-ms 0.2 --seq-stdev-pct 3,4
+printf 'cores = 2\nbogus_fact = 3 [measured] a newer calibrate\n' >"$TMP/newer.txt"
+$S --host "$TMP/newer.txt" --set calls=2 --no-params >/dev/null 2>"$TMP/e6" || fail "unknown host fact: exit $?"
+grep -q "bogus_fact' is not a parameter" "$TMP/e6" || fail "unknown host fact: no warning"
 one_line 2 "--seed: expected an integer from 0" sim --seed -5
 one_line 2 "--seed: expected an integer from 0" sim --seed x
 one_line 2 "unknown option '--bogus'" sim --bogus

@@ -8,6 +8,8 @@
 #include <cmocka.h>
 
 #include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/err.h"
@@ -147,6 +149,62 @@ test_mt_rng_distributions_have_their_mean(void **state)
     assert_true(mt_rng_lognormal(&r, 7.0, 0.0) == 7.0);
 }
 
+/* M/D/1 on the engine: Poisson arrivals (rate lambda), one server of fixed
+ * service D, FIFO.  Mean wait in queue = rho * D / (2 (1 - rho)) (the
+ * Pollaczek-Khinchine formula); rho = 0.5, D = 1000 ns -> 500 ns. */
+static void
+test_sim_engine_md1_mean_wait(void **state)
+{
+    enum { ARRIVE = 1, DONE = 2 };
+    struct sim_engine e;
+    struct sim_ev ev;
+    struct mt_rng r;
+    const double d_ns = 1000, mean_gap_ns = 2000;
+    uint64_t *q, qh = 0, qn = 0, served = 0, n = 200000;
+    double wait_sum = 0;
+    bool busy = false;
+
+    (void)state;
+    q = calloc(n, sizeof(*q));
+    assert_non_null(q);
+    mt_rng_seed(&r, 7);
+    assert_int_equal(sim_engine_init(&e, 16), 0);
+    assert_int_equal(sim_engine_after(&e, 0, ARRIVE, 0, 0), 0);
+    uint64_t arrivals = 0;
+    while (served < n && sim_engine_pop(&e, &ev)) {
+        if (ev.kind == ARRIVE) {
+            if (++arrivals < n)
+                assert_int_equal(
+                    sim_engine_after(
+                        &e, (uint64_t)llround(mt_rng_exp(&r, mean_gap_ns)),
+                        ARRIVE, 0, 0),
+                    0);
+            if (!busy) {
+                busy = true;
+                assert_int_equal(
+                    sim_engine_after(&e, (uint64_t)d_ns, DONE, 0, 0), 0);
+            } else {
+                q[(qh + qn++) % n] = e.now_ns;
+            }
+        } else {
+            served++;
+            if (qn > 0) {
+                wait_sum += (double)(e.now_ns - q[qh]);
+                qh = (qh + 1) % n;
+                qn--;
+                assert_int_equal(
+                    sim_engine_after(&e, (uint64_t)d_ns, DONE, 0, 0), 0);
+            } else {
+                busy = false;
+            }
+        }
+    }
+    /* waits of the customers who found the server idle are 0 */
+    assert_true(fabs(wait_sum / (double)served - 500.0) < 25.0);
+    sim_engine_free(&e);
+    free(q);
+}
+
 int
 main(void)
 {
@@ -158,6 +216,7 @@ main(void)
         cmocka_unit_test(test_mt_rng_same_seed_same_stream),
         cmocka_unit_test(test_mt_rng_splitmix_reference),
         cmocka_unit_test(test_mt_rng_distributions_have_their_mean),
+        cmocka_unit_test(test_sim_engine_md1_mean_wait),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
