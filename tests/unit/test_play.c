@@ -1,6 +1,7 @@
 /*
  * test_play.c -- play/: the latency histogram, reply shapes, the
- * remapping of recorded requests (cursors, sessions, cluster time, $db)
+ * remapping of recorded requests (cursors, legacy OP_GET_MORE and
+ * OP_KILL_CURSORS ids, sessions, cluster time, $db)
  * and the SCRAM client against the RFC 7677 and MongoDB auth spec example
  * conversations (client nonce injected).
  */
@@ -143,6 +144,75 @@ test_play_remap_cursors(void **state)
     assert_int_equal(remap_doc(rm, 0, kc, &in, &out, &doc), REMAP_NOCURSOR);
     bson_destroy(gm);
     bson_destroy(kc);
+    mt_buf_free(&in);
+    mt_buf_free(&out);
+    remap_free(rm);
+}
+
+/* A legacy message: header (requestID 5) and body bytes. */
+static void
+legacy(struct mt_buf *b, int32_t op, const uint8_t *body, size_t n,
+       struct wire_msg *m)
+{
+    uint8_t h[16];
+    int32_t len = (int32_t)(16 + n), rid = 5, to = 0;
+    size_t used;
+    struct mt_err err;
+
+    memcpy(h, &len, 4);
+    memcpy(h + 4, &rid, 4);
+    memcpy(h + 8, &to, 4);
+    memcpy(h + 12, &op, 4);
+    mt_buf_reset(b);
+    assert_int_equal(mt_buf_append(b, h, 16), 0);
+    assert_int_equal(mt_buf_append(b, body, n), 0);
+    assert_int_equal(wire_msg_parse(b->data, b->len, m, &used, &err), MT_OK);
+}
+
+static void
+test_play_remap_legacy_cursor_ids(void **state)
+{
+    /* OP_GET_MORE: int32 0, "d.c", int32 numberToReturn 2, int64 cursor */
+    static const uint8_t gm[] = {0, 0, 0,    0,    'd', '.', 'c', 0, 2, 0,
+                                 0, 0, 0x2b, 0x02, 0,   0,   0,   0, 0, 0};
+    /* OP_KILL_CURSORS: int32 0, int32 2 ids, 555 and 777 */
+    static const uint8_t kc[] = {0,    0,    0, 0, 2, 0, 0, 0,
+                                 0x2b, 0x02, 0, 0, 0, 0, 0, 0,
+                                 0x09, 0x03, 0, 0, 0, 0, 0, 0};
+    struct remap *rm = remap_new(NULL, NULL, 0);
+    struct mt_buf in, out;
+    struct wire_msg m;
+    enum remap_result res;
+    int64_t cur, v;
+    int32_t rid;
+
+    (void)state;
+    mt_buf_init(&in, 1 << 16);
+    mt_buf_init(&out, 1 << 16);
+    legacy(&in, WIRE_OP_GET_MORE, gm, sizeof(gm), &m);
+    assert_int_equal(remap_msg(rm, 0, &m, 9, &out, &res, &cur), 0);
+    assert_int_equal(res, REMAP_NOCURSOR);
+    assert_int_equal(out.len, 0);
+    assert_int_equal(remap_cursor_open(rm, 0, 555), 0);
+    remap_cursor_set(rm, 0, 555, 123456789);
+    assert_int_equal(remap_msg(rm, 0, &m, 9, &out, &res, &cur), 0);
+    assert_int_equal(res, REMAP_OK);
+    assert_int_equal(cur, 555);
+    assert_int_equal(out.len, in.len);
+    memcpy(&rid, out.data + 4, 4);
+    assert_int_equal(rid, 9);
+    memcpy(&v, out.data + out.len - 8, 8);
+    assert_int_equal(v, 123456789);
+    /* the live one of the two ids is patched and killed */
+    mt_buf_reset(&out);
+    legacy(&in, WIRE_OP_KILL_CURSORS, kc, sizeof(kc), &m);
+    assert_int_equal(remap_msg(rm, 0, &m, 10, &out, &res, &cur), 0);
+    assert_int_equal(res, REMAP_OK);
+    memcpy(&v, out.data + 24, 8);
+    assert_int_equal(v, 123456789);
+    mt_buf_reset(&out);
+    assert_int_equal(remap_msg(rm, 0, &m, 11, &out, &res, &cur), 0);
+    assert_int_equal(res, REMAP_NOCURSOR);
     mt_buf_free(&in);
     mt_buf_free(&out);
     remap_free(rm);
@@ -387,6 +457,7 @@ main(void)
         cmocka_unit_test(test_play_shape_of_cursor_and_error),
         cmocka_unit_test(test_play_remap_cursors),
         cmocka_unit_test(test_play_remap_sessions_and_cluster_time),
+        cmocka_unit_test(test_play_remap_legacy_cursor_ids),
         cmocka_unit_test(test_play_auth_rfc7677),
         cmocka_unit_test(test_play_auth_spec_sha1),
         cmocka_unit_test(test_play_auth_bad_server_signature),
