@@ -36,7 +36,6 @@
 #include "core/sched.h"
 #include "core/trace.h"
 #include "core/wire.h"
-#include "pconn.h"
 #include "proxy.h"
 #include "recdir.h"
 #include "sniff.h"
@@ -321,7 +320,7 @@ cli_parse_addr(const char *arg, struct sockaddr_storage *ss, socklen_t *len,
 {
     if (mt_addr_resolve(arg, ss, len) < 0)
         return false;
-    pconn_format_addr((const struct sockaddr *)ss, desc, desc_len);
+    mt_addr_format((const struct sockaddr *)ss, desc, desc_len);
     return true;
 }
 
