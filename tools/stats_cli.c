@@ -20,6 +20,7 @@
 
 #include "core/trace.h"
 #include "core/wire.h"
+#include "tools/compare.h"
 #include "tools/msginfo.h"
 #include "tools/stats.h"
 
@@ -28,6 +29,7 @@ usage(FILE *f)
 {
     fprintf(f,
             "usage: mtrace stats [--json] [--top N] TRACE.zst\n"
+            "       mtrace stats --compare A.zst B.zst [--json]\n"
             "\n"
             "Summarise a trace: connections, messages by opcode and by\n"
             "command, request->reply latency per command in ms (count, mean,\n"
@@ -41,6 +43,9 @@ usage(FILE *f)
             "recorded in the trace.\n"
             "\n"
             "  --json     one JSON object instead of text\n"
+            "  --compare A B  per command, A against B: requests,\n"
+            "             replies, mean/p50/p99 ms, errors by code,\n"
+            "             replies differing in shape (docs/play.md)\n"
             "  --top N    also list the N slowest exchanges (1..1000): time,\n"
             "             connection and requestID, to find them with dump\n"
             "  -h, --help this text\n"
@@ -451,6 +456,8 @@ stats_cli_main(int argc, char **argv)
     char err_msg[sizeof(err.msg)] = "";
     int status;
 
+    if (compare_requested(argc, argv))
+        return compare_cli_main(argc, argv);
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             usage(stdout);
