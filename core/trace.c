@@ -725,6 +725,8 @@ trace_source_name(uint8_t source)
         return "synthetic";
     case TRACE_SRC_RECORDING:
         return "recording";
+    case TRACE_SRC_PLAY:
+        return "play";
     case TRACE_SRC_UNKNOWN:
     default:
         return "unknown";

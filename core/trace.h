@@ -79,6 +79,7 @@ enum trace_source {
     TRACE_SRC_LIVE = 3,
     TRACE_SRC_SYNTH = 4,     /* written by a tool or test, not captured */
     TRACE_SRC_RECORDING = 5, /* mongod's traffic recorder (docs/recording.md) */
+    TRACE_SRC_PLAY = 6,      /* mtrace play: what a live server answered */
 };
 
 /*

@@ -22,6 +22,7 @@
 #include "core/cli.h"
 #include "core/trace.h"
 #include "core/wire.h"
+#include "tools/compare.h"
 #include "tools/msginfo.h"
 #include "tools/stats.h"
 
@@ -30,6 +31,7 @@ usage(FILE *f)
 {
     fprintf(f,
             "usage: mtrace stats [--json] [--top N] TRACE.zst\n"
+            "       mtrace stats --compare A.zst B.zst [--json]\n"
             "\n"
             "Summarise a trace: connections, messages by opcode and by\n"
             "command, request->reply latency per command in ms (count, mean,\n"
@@ -43,6 +45,9 @@ usage(FILE *f)
             "recorded in the trace.\n"
             "\n"
             "  --json     one JSON object instead of text\n"
+            "  --compare A B  per command, A against B: requests,\n"
+            "             replies, mean/p50/p99 ms, errors by code,\n"
+            "             replies differing in shape (docs/play.md)\n"
             "  --top N    also list the N slowest exchanges (1..1000): time,\n"
             "             connection and requestID, to find them with dump\n"
             "  -h, --help this text\n"
@@ -487,18 +492,9 @@ stats_parse_args(int argc, char **argv, bool *json, size_t *top,
             return false;
         }
     }
-    if (optind == argc) {
-        fprintf(stderr, "mtrace stats: no trace given; usage: mtrace stats "
-                        "[--json] [--top N] TRACE.zst\n");
-        return false;
-    }
-    if (argc - optind > 1) {
-        cli_usage_error("stats", "one trace at a time ('%s' and '%s')",
-                        argv[optind], argv[optind + 1]);
-        return false;
-    }
-    *path = argv[optind];
-    return true;
+    *status = cli_take_trace(
+        "stats", "mtrace stats [--json] [--top N] TRACE.zst", argc, argv, path);
+    return *status == 0;
 }
 
 int
@@ -513,6 +509,8 @@ stats_cli_main(int argc, char **argv)
     char err_msg[sizeof(err.msg)] = "";
     int status;
 
+    if (compare_requested(argc, argv))
+        return compare_cli_main(argc, argv);
     if (!stats_parse_args(argc, argv, &json, &top, &path, &status))
         return status;
     r = strcmp(path, "-") == 0 ? trace_reader_open_fp(stdin, &err)
