@@ -138,12 +138,12 @@ static void
 conn_hello_reply(struct play_conn *c, const struct wire_msg *m)
 {
     struct player *pl = c->pl;
-    struct report_shape sh;
+    struct runcmp_shape sh;
     bson_t b;
     bson_iter_t it;
     bool mongo = false;
 
-    report_shape_of(m, &sh);
+    runcmp_shape_of(m, &sh);
     if (m->h.op_code != WIRE_OP_MSG || m->h.response_to != c->hs_rid ||
         !sh.valid || m->body == NULL ||
         !bson_init_static(&b, m->body, m->body_len)) {

@@ -214,7 +214,7 @@ attach_reply(struct player *pl, struct play_conn *c, const struct wire_msg *m,
         return 0;
     r->rec_done = r->rec_replied = true;
     r->rec_lat_ns = t_ns > r->rec_t_ns ? t_ns - r->rec_t_ns : 0;
-    report_shape_of(m, &r->rec_sh);
+    runcmp_shape_of(m, &r->rec_sh);
     if (r->rec_sh.cursor && !r->rec_sh.error && r->rec_sh.cursor_id != 0 &&
         strcmp(r->cmd, "getMore") != 0) {
         int rc = remap_cursor_open(pl->rm, c->copy, r->rec_sh.cursor_id);
@@ -547,7 +547,7 @@ summary_text(FILE *out, struct player *pl, double secs)
             "cursor; %" PRIu64 " cursors and %" PRIu64 " sessions remapped\n",
             pl->hello_skipped, pl->auth_skipped, pl->filtered, pl->nocursor,
             rs.cursors, rs.sessions);
-    report_print_text(out, &pl->rep);
+    runcmp_print_text(out, &pl->rep);
 }
 
 static void
@@ -568,7 +568,7 @@ summary_json(FILE *out, struct player *pl, double secs)
             secs, pl->conns_opened, pl->hello_skipped, pl->auth_skipped,
             pl->filtered, pl->nocursor, rs.cursors, rs.sessions,
             pl->failed ? "true" : "false");
-    report_print_json(out, &pl->rep);
+    runcmp_print_json(out, &pl->rep);
     fputs("}\n", out);
 }
 
@@ -594,7 +594,7 @@ player_init(struct run *run, const struct play_opts *o)
     pl->loop = loop_new(NULL, 65536, &err);
     pl->rm = remap_new(o->db_from, o->db_to, o->ndb);
     if (pl->loop == NULL || pl->rm == NULL ||
-        report_init(&pl->rep, "recorded", "played") < 0) {
+        runcmp_init(&pl->rep, "recorded", "played") < 0) {
         fprintf(stderr, "mtrace play: out of memory\n");
         return -1;
     }
@@ -644,7 +644,7 @@ player_free(struct run *run)
     trace_reader_free(run->f.rd);
     remap_free(pl->rm);
     tls_ctx_free(pl->tls);
-    report_free(&pl->rep);
+    runcmp_free(&pl->rep);
     loop_free(pl->loop);
     mt_buf_free(&pl->scratch);
     mt_buf_free(&pl->tmp);

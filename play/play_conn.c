@@ -390,21 +390,21 @@ play_conn_rec_closed(struct play_conn *c)
 static void
 req_report(struct player *pl, struct play_req *r)
 {
-    struct report_cmd *cmd = report_cmd_get(&pl->rep, r->cmd);
+    struct runcmp_cmd *cmd = runcmp_cmd_get(&pl->rep, r->cmd);
     int rc;
 
-    rc = report_side_add(cmd, 0, r->rec_replied, r->rec_lat_ns, &r->rec_sh);
+    rc = runcmp_side_add(cmd, 0, r->rec_replied, r->rec_lat_ns, &r->rec_sh);
     if (rc == 0 && r->sent)
-        rc = report_side_add(cmd, 1, r->live_replied, r->live_lat_ns,
+        rc = runcmp_side_add(cmd, 1, r->live_replied, r->live_lat_ns,
                              &r->live_sh);
     if (rc == 0 && r->sent)
-        rc = report_hist_add(&pl->rep.late, r->sent_ns > r->deadline_ns
+        rc = runcmp_hist_add(&pl->rep.late, r->sent_ns > r->deadline_ns
                                                 ? r->sent_ns - r->deadline_ns
                                                 : 0);
     if (rc < 0)
         play__fail(pl, "out of memory");
     if (r->rec_replied && r->live_replied)
-        report_pair(&pl->rep, cmd, &r->rec_sh, &r->live_sh);
+        runcmp_pair(&pl->rep, cmd, &r->rec_sh, &r->live_sh);
     if (r->sent && r->expects_reply && !r->live_replied)
         pl->unanswered++;
     if (!r->sent && !r->nocursor)
@@ -479,7 +479,7 @@ conn_reply(struct play_conn *c, const struct wire_msg *m)
     if (!r->live_replied) {
         r->live_replied = true;
         r->live_lat_ns = now - r->sent_ns;
-        report_shape_of(m, &r->live_sh);
+        runcmp_shape_of(m, &r->live_sh);
         if (r->rec_cursor != 0 && r->rec_done)
             remap_cursor_set(pl->rm, c->copy, r->rec_cursor,
                              r->live_sh.error ? 0 : r->live_sh.cursor_id);

@@ -25,7 +25,7 @@
 #include "core/trace.h"
 #include "play.h"
 #include "remap.h"
-#include "report.h"
+#include "core/runcmp.h"
 
 struct play_req {
     struct play_req *next; /* owned by the connection's queue */
@@ -43,13 +43,13 @@ struct play_req {
     bool rec_done; /* nothing more to learn from the trace */
     bool rec_replied;
     uint64_t rec_lat_ns;
-    struct report_shape rec_sh;
+    struct runcmp_shape rec_sh;
     int64_t rec_cursor; /* the recorded cursor its reply opened, or 0 */
     int64_t gm_cursor;  /* the recorded cursor a getMore reads, or 0 */
     /* the live side */
     bool sent, live_done, live_replied, nocursor;
     uint64_t deadline_ns, sent_ns, live_lat_ns;
-    struct report_shape live_sh;
+    struct runcmp_shape live_sh;
 };
 
 enum play_conn_state {

@@ -22,7 +22,7 @@
 
 #include "core/mem.h"
 #include "core/trace.h"
-#include "play/report.h"
+#include "core/runcmp.h"
 #include "tools/msginfo.h"
 
 #define CMP_OPEN_MAX 256 /* requests awaiting a reply per connection */
@@ -31,7 +31,7 @@
 struct cmp_req {
     uint16_t cmd; /* index in the report */
     bool replied;
-    struct report_shape sh;
+    struct runcmp_shape sh;
 };
 
 struct cmp_conn {
@@ -86,7 +86,7 @@ on_request(struct report *r, struct cmp_trace *t, int side,
            const struct trace_msg *m, const struct msginfo *mi)
 {
     struct cmp_conn *c;
-    struct report_cmd *rc;
+    struct runcmp_cmd *rc;
 
     if (!mi->parsed || mi->cmd.is_hello || mi->auth)
         return 0;
@@ -102,12 +102,12 @@ on_request(struct report *r, struct cmp_trace *t, int side,
     }
     if (c->n == 0)
         c->first_ns = m->t_ns;
-    rc = report_cmd_get(r, mi->cmd.name);
+    rc = runcmp_cmd_get(r, mi->cmd.name);
     memset(&c->req[c->n], 0, sizeof(c->req[0]));
     c->req[c->n].cmd = (uint16_t)(rc - r->cmds);
     if (!mi->more_to_come) {
         if (c->nopen == CMP_OPEN_MAX) { /* the oldest: never answered */
-            report_side_add(&r->cmds[c->req[c->open[0].idx].cmd], side, false,
+            runcmp_side_add(&r->cmds[c->req[c->open[0].idx].cmd], side, false,
                             0, NULL);
             memmove(&c->open[0], &c->open[1],
                     (CMP_OPEN_MAX - 1) * sizeof(c->open[0]));
@@ -117,7 +117,7 @@ on_request(struct report *r, struct cmp_trace *t, int side,
         c->open[c->nopen].t_ns = m->t_ns;
         c->open[c->nopen++].idx = c->n;
     } else {
-        report_side_add(rc, side, false, 0, NULL);
+        runcmp_side_add(rc, side, false, 0, NULL);
     }
     c->n++;
     return 0;
@@ -138,8 +138,8 @@ on_reply(struct report *r, struct cmp_trace *t, int side,
         q = &c->req[c->open[i].idx];
         q->replied = true;
         if (mi->parsed)
-            report_shape_of(&mi->msg, &q->sh);
-        int rc = report_side_add(
+            runcmp_shape_of(&mi->msg, &q->sh);
+        int rc = runcmp_side_add(
             &r->cmds[q->cmd], side, true,
             m->t_ns > c->open[i].t_ns ? m->t_ns - c->open[i].t_ns : 0, &q->sh);
         memmove(&c->open[i], &c->open[i + 1],
@@ -193,7 +193,7 @@ read_trace(struct report *r, struct cmp_trace *t, int side, const char *path)
     /* requests still awaiting a reply */
     for (size_t i = 0; i < t->n; i++)
         for (size_t k = 0; k < t->c[i].nopen; k++)
-            report_side_add(&r->cmds[t->c[i].req[t->c[i].open[k].idx].cmd],
+            runcmp_side_add(&r->cmds[t->c[i].req[t->c[i].open[k].idx].cmd],
                             side, false, 0, NULL);
     trace_reader_free(rd);
     return status;
@@ -213,7 +213,7 @@ pair_conns(struct report *r, const struct cmp_conn *a, const struct cmp_conn *b)
     for (size_t k = 0; k < a->n && k < b->n; k++)
         if (a->req[k].cmd == b->req[k].cmd && a->req[k].replied &&
             b->req[k].replied)
-            report_pair(r, &r->cmds[a->req[k].cmd], &a->req[k].sh,
+            runcmp_pair(r, &r->cmds[a->req[k].cmd], &a->req[k].sh,
                         &b->req[k].sh);
 }
 
@@ -288,7 +288,7 @@ compare_cli_main(int argc, char **argv)
                         "stats --compare A.zst B.zst [--json]\n");
         return 2;
     }
-    if (report_init(&r, path[0], path[1]) < 0) {
+    if (runcmp_init(&r, path[0], path[1]) < 0) {
         fprintf(stderr, "mtrace stats: out of memory\n");
         return 1;
     }
@@ -299,13 +299,13 @@ compare_cli_main(int argc, char **argv)
     }
     pair_all(&r, &t[0], &t[1]);
     if (json) {
-        report_print_json(stdout, &r);
+        runcmp_print_json(stdout, &r);
         fputc('\n', stdout);
     } else {
         printf("a: %s\nb: %s\n", path[0], path[1]);
         r.label[0] = "a";
         r.label[1] = "b";
-        report_print_text(stdout, &r);
+        runcmp_print_text(stdout, &r);
     }
     fflush(stdout);
     if (ferror(stdout)) {
@@ -314,6 +314,6 @@ compare_cli_main(int argc, char **argv)
     }
     trace_free(&t[0]);
     trace_free(&t[1]);
-    report_free(&r);
+    runcmp_free(&r);
     return status;
 }

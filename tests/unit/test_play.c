@@ -17,29 +17,29 @@
 #include "core/wire.h"
 #include "play/auth.h"
 #include "play/remap.h"
-#include "play/report.h"
+#include "core/runcmp.h"
 
 static void
 test_play_hist_percentiles(void **state)
 {
-    struct report_hist h = {0};
+    struct runcmp_hist h = {0};
 
     (void)state;
-    assert_int_equal(report_hist_pct(&h, 50), 0);
+    assert_int_equal(runcmp_hist_pct(&h, 50), 0);
     for (uint64_t i = 1; i <= 1000; i++)
-        assert_int_equal(report_hist_add(&h, i * 1000), 0);
+        assert_int_equal(runcmp_hist_add(&h, i * 1000), 0);
     /* nearest rank 500 -> 500 us, within one bucket (1/64) above */
-    uint64_t p50 = report_hist_pct(&h, 50);
+    uint64_t p50 = runcmp_hist_pct(&h, 50);
     assert_true(p50 >= 500000 && p50 <= 500000 + 500000 / 64 + 1);
-    uint64_t p99 = report_hist_pct(&h, 99);
+    uint64_t p99 = runcmp_hist_pct(&h, 99);
     assert_true(p99 >= 990000 && p99 <= 990000 + 990000 / 64 + 1);
-    assert_int_equal(report_hist_pct(&h, 100), 1000000); /* clamped to max */
+    assert_int_equal(runcmp_hist_pct(&h, 100), 1000000); /* clamped to max */
     assert_int_equal(h.count, 1000);
-    report_hist_free(&h);
+    runcmp_hist_free(&h);
     /* small values are exact */
-    assert_int_equal(report_hist_add(&h, 7), 0);
-    assert_int_equal(report_hist_pct(&h, 50), 7);
-    report_hist_free(&h);
+    assert_int_equal(runcmp_hist_add(&h, 7), 0);
+    assert_int_equal(runcmp_hist_pct(&h, 50), 7);
+    runcmp_hist_free(&h);
 }
 
 /* Encodes body as an OP_MSG (reply when response_to != 0) and parses it. */
@@ -59,7 +59,7 @@ test_play_shape_of_cursor_and_error(void **state)
 {
     struct mt_buf b;
     struct wire_msg m;
-    struct report_shape a, e;
+    struct runcmp_shape a, e;
     bson_t *r;
 
     (void)state;
@@ -68,17 +68,17 @@ test_play_shape_of_cursor_and_error(void **state)
                  "[", "{", "}", "{", "}", "{", "}", "]", "}", "ok",
                  BCON_DOUBLE(1));
     msg_of(r, 1, &b, &m);
-    report_shape_of(&m, &a);
+    runcmp_shape_of(&m, &a);
     assert_true(a.valid && a.cursor && a.exhausted && !a.error);
     assert_int_equal(a.ndocs, 3);
     bson_destroy(r);
     r = BCON_NEW("ok", BCON_DOUBLE(0), "errmsg", "x", "code", BCON_INT32(2));
     msg_of(r, 1, &b, &m);
-    report_shape_of(&m, &e);
+    runcmp_shape_of(&m, &e);
     assert_true(e.valid && e.error && !e.cursor);
     assert_int_equal(e.code, 2);
-    assert_true(report_shape_differs(&a, &e));
-    assert_false(report_shape_differs(&a, &a));
+    assert_true(runcmp_shape_differs(&a, &e));
+    assert_false(runcmp_shape_differs(&a, &a));
     bson_destroy(r);
     mt_buf_free(&b);
 }

@@ -1,7 +1,7 @@
 /*
- * report.c -- recorded vs played comparison by command (see report.h).
+ * runcmp.c -- the comparison of two runs by command (see runcmp.h).
  */
-#include "report.h"
+#include "runcmp.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -14,40 +14,40 @@ hist_index(uint64_t ns)
 {
     unsigned msb;
 
-    if (ns < REPORT_HIST_SUB)
+    if (ns < RUNCMP_HIST_SUB)
         return (size_t)ns;
     msb = 63u - (unsigned)__builtin_clzll(ns);
-    /* ns in [2^msb, 2^(msb+1)): keep its top REPORT_HIST_SUB_BITS bits
+    /* ns in [2^msb, 2^(msb+1)): keep its top RUNCMP_HIST_SUB_BITS bits
      * below the leading one. */
-    return (size_t)(msb - REPORT_HIST_SUB_BITS + 1) * REPORT_HIST_SUB +
-           (size_t)((ns >> (msb - REPORT_HIST_SUB_BITS)) &
-                    (REPORT_HIST_SUB - 1));
+    return (size_t)(msb - RUNCMP_HIST_SUB_BITS + 1) * RUNCMP_HIST_SUB +
+           (size_t)((ns >> (msb - RUNCMP_HIST_SUB_BITS)) &
+                    (RUNCMP_HIST_SUB - 1));
 }
 
 /* The largest value of bucket i. */
 static uint64_t
 hist_upper(size_t i)
 {
-    size_t e = i / REPORT_HIST_SUB, s = i % REPORT_HIST_SUB;
+    size_t e = i / RUNCMP_HIST_SUB, s = i % RUNCMP_HIST_SUB;
     unsigned shift;
 
     if (e == 0)
         return (uint64_t)s;
     shift = (unsigned)(e - 1);
-    return (((uint64_t)(REPORT_HIST_SUB + s) + 1) << shift) - 1;
+    return (((uint64_t)(RUNCMP_HIST_SUB + s) + 1) << shift) - 1;
 }
 
 int
-report_hist_add(struct report_hist *h, uint64_t ns)
+runcmp_hist_add(struct runcmp_hist *h, uint64_t ns)
 {
     size_t i = hist_index(ns);
 
     if (h->b == NULL) {
-        h->b = mt_calloc(REPORT_HIST_BUCKETS, sizeof(*h->b));
+        h->b = mt_calloc(RUNCMP_HIST_BUCKETS, sizeof(*h->b));
         if (h->b == NULL)
             return -ENOMEM;
     }
-    MT_ASSERT(i < REPORT_HIST_BUCKETS);
+    MT_ASSERT(i < RUNCMP_HIST_BUCKETS);
     h->b[i]++;
     h->count++;
     h->sum_ns += ns;
@@ -57,7 +57,7 @@ report_hist_add(struct report_hist *h, uint64_t ns)
 }
 
 uint64_t
-report_hist_pct(const struct report_hist *h, double p)
+runcmp_hist_pct(const struct runcmp_hist *h, double p)
 {
     uint64_t rank, seen = 0;
 
@@ -68,7 +68,7 @@ report_hist_pct(const struct report_hist *h, double p)
         rank = 1;
     if (rank > h->count)
         rank = h->count;
-    for (size_t i = 0; i < REPORT_HIST_BUCKETS; i++) {
+    for (size_t i = 0; i < RUNCMP_HIST_BUCKETS; i++) {
         seen += h->b[i];
         if (seen >= rank) {
             uint64_t v = hist_upper(i);
@@ -79,7 +79,7 @@ report_hist_pct(const struct report_hist *h, double p)
 }
 
 void
-report_hist_free(struct report_hist *h)
+runcmp_hist_free(struct runcmp_hist *h)
 {
     mt_free(h->b);
     memset(h, 0, sizeof(*h));
@@ -87,7 +87,7 @@ report_hist_free(struct report_hist *h)
 
 /* ok, $err, code and the cursor of a reply document. */
 static void
-shape_doc(const uint8_t *doc, size_t len, struct report_shape *sh)
+shape_doc(const uint8_t *doc, size_t len, struct runcmp_shape *sh)
 {
     bson_t b;
     bson_iter_t it, cur, batch;
@@ -105,8 +105,7 @@ shape_doc(const uint8_t *doc, size_t len, struct report_shape *sh)
             sh->error = true;
         } else if (strcmp(k, "code") == 0 && BSON_ITER_HOLDS_NUMBER(&it)) {
             sh->code = (int32_t)bson_iter_as_int64(&it);
-        } else if (strcmp(k, "cursor") == 0 &&
-                   BSON_ITER_HOLDS_DOCUMENT(&it) &&
+        } else if (strcmp(k, "cursor") == 0 && BSON_ITER_HOLDS_DOCUMENT(&it) &&
                    bson_iter_recurse(&it, &cur)) {
             sh->cursor = true;
             while (bson_iter_next(&cur)) {
@@ -129,7 +128,7 @@ shape_doc(const uint8_t *doc, size_t len, struct report_shape *sh)
 }
 
 void
-report_shape_of(const struct wire_msg *m, struct report_shape *sh)
+runcmp_shape_of(const struct wire_msg *m, struct runcmp_shape *sh)
 {
     memset(sh, 0, sizeof(*sh));
     switch (m->h.op_code) {
@@ -142,10 +141,9 @@ report_shape_of(const struct wire_msg *m, struct report_shape *sh)
         /* QueryFailure (2) / CursorNotFound (1) */
         if (m->response_flags & 3)
             sh->error = true;
-        if (m->body != NULL && m->number_returned == 1 &&
-            m->cursor_id == 0) {
+        if (m->body != NULL && m->number_returned == 1 && m->cursor_id == 0) {
             /* a command reply, or one document */
-            struct report_shape d = {0};
+            struct runcmp_shape d = {0};
             shape_doc(m->body, m->body_len, &d);
             if (d.cursor || d.error) {
                 d.error = d.error || sh->error;
@@ -164,18 +162,17 @@ report_shape_of(const struct wire_msg *m, struct report_shape *sh)
 }
 
 bool
-report_shape_differs(const struct report_shape *a,
-                     const struct report_shape *b)
+runcmp_shape_differs(const struct runcmp_shape *a, const struct runcmp_shape *b)
 {
     return a->error != b->error || a->ndocs != b->ndocs ||
            a->cursor != b->cursor || a->exhausted != b->exhausted;
 }
 
 int
-report_init(struct report *r, const char *label_a, const char *label_b)
+runcmp_init(struct report *r, const char *label_a, const char *label_b)
 {
     memset(r, 0, sizeof(*r));
-    r->cmds = mt_calloc(REPORT_CMD_MAX, sizeof(*r->cmds));
+    r->cmds = mt_calloc(RUNCMP_CMD_MAX, sizeof(*r->cmds));
     if (r->cmds == NULL)
         return -ENOMEM;
     r->label[0] = label_a;
@@ -184,43 +181,43 @@ report_init(struct report *r, const char *label_a, const char *label_b)
 }
 
 void
-report_free(struct report *r)
+runcmp_free(struct report *r)
 {
     if (r->cmds != NULL)
         for (size_t i = 0; i < r->ncmds; i++)
             for (int s = 0; s < 2; s++)
-                report_hist_free(&r->cmds[i].side[s].lat);
+                runcmp_hist_free(&r->cmds[i].side[s].lat);
     mt_free(r->cmds);
-    report_hist_free(&r->late);
+    runcmp_hist_free(&r->late);
     memset(r, 0, sizeof(*r));
 }
 
-struct report_cmd *
-report_cmd_get(struct report *r, const char *name)
+struct runcmp_cmd *
+runcmp_cmd_get(struct report *r, const char *name)
 {
-    struct report_cmd *c;
+    struct runcmp_cmd *c;
 
     for (size_t i = 0; i < r->ncmds; i++)
         if (strcmp(r->cmds[i].name, name) == 0)
             return &r->cmds[i];
-    if (r->ncmds == REPORT_CMD_MAX - 1)
+    if (r->ncmds == RUNCMP_CMD_MAX - 1)
         name = "(other)";
-    if (r->ncmds == REPORT_CMD_MAX)
-        return &r->cmds[REPORT_CMD_MAX - 1];
+    if (r->ncmds == RUNCMP_CMD_MAX)
+        return &r->cmds[RUNCMP_CMD_MAX - 1];
     c = &r->cmds[r->ncmds++];
     snprintf(c->name, sizeof(c->name), "%s", name);
     return c;
 }
 
 static void
-side_err(struct report_side *s, int32_t code)
+side_err(struct runcmp_side *s, int32_t code)
 {
     for (size_t i = 0; i < s->nerrs; i++)
         if (s->errs[i].code == code) {
             s->errs[i].n++;
             return;
         }
-    if (s->nerrs == REPORT_ERR_MAX) {
+    if (s->nerrs == RUNCMP_ERR_MAX) {
         s->errs_other++;
         return;
     }
@@ -229,10 +226,10 @@ side_err(struct report_side *s, int32_t code)
 }
 
 int
-report_side_add(struct report_cmd *c, int side, bool replied, uint64_t lat_ns,
-                const struct report_shape *sh)
+runcmp_side_add(struct runcmp_cmd *c, int side, bool replied, uint64_t lat_ns,
+                const struct runcmp_shape *sh)
 {
-    struct report_side *s = &c->side[side];
+    struct runcmp_side *s = &c->side[side];
 
     MT_ASSERT(side == 0 || side == 1);
     s->requests++;
@@ -243,17 +240,17 @@ report_side_add(struct report_cmd *c, int side, bool replied, uint64_t lat_ns,
         s->errors++;
         side_err(s, sh->code);
     }
-    return report_hist_add(&s->lat, lat_ns);
+    return runcmp_hist_add(&s->lat, lat_ns);
 }
 
 void
-report_pair(struct report *r, struct report_cmd *c,
-            const struct report_shape *a, const struct report_shape *b)
+runcmp_pair(struct report *r, struct runcmp_cmd *c,
+            const struct runcmp_shape *a, const struct runcmp_shape *b)
 {
     if (!a->valid || !b->valid)
         return;
     r->pairs++;
-    if (!report_shape_differs(a, b))
+    if (!runcmp_shape_differs(a, b))
         return;
     c->shape_diff++;
     if (a->error != b->error)
@@ -271,13 +268,13 @@ ms(uint64_t ns)
 }
 
 static double
-mean_ms(const struct report_hist *h)
+mean_ms(const struct runcmp_hist *h)
 {
     return h->count ? (double)h->sum_ns / (double)h->count / 1e6 : 0.0;
 }
 
 static void
-text_errs(FILE *out, const struct report_side *s)
+text_errs(FILE *out, const struct runcmp_side *s)
 {
     if (s->nerrs == 0 && s->errs_other == 0) {
         fputs("-", out);
@@ -291,26 +288,25 @@ text_errs(FILE *out, const struct report_side *s)
 }
 
 void
-report_print_text(FILE *out, const struct report *r)
+runcmp_print_text(FILE *out, const struct report *r)
 {
     fprintf(out, "%-18s %-9s %8s %8s %9s %9s %9s  %-14s %s\n", "command",
             "side", "requests", "replies", "mean ms", "p50 ms", "p99 ms",
             "errors code*n", "shape diffs (ok/docs/cursor)");
     for (size_t i = 0; i < r->ncmds; i++) {
-        const struct report_cmd *c = &r->cmds[i];
+        const struct runcmp_cmd *c = &r->cmds[i];
         for (int s = 0; s < 2; s++) {
-            const struct report_side *d = &c->side[s];
+            const struct runcmp_side *d = &c->side[s];
             fprintf(out,
                     "%-18s %-9.9s %8" PRIu64 " %8" PRIu64
                     " %9.3f %9.3f %9.3f  ",
-                    s == 0 ? c->name : "", r->label[s], d->requests,
-                    d->replies, mean_ms(&d->lat),
-                    ms(report_hist_pct(&d->lat, 50)),
-                    ms(report_hist_pct(&d->lat, 99)));
+                    s == 0 ? c->name : "", r->label[s], d->requests, d->replies,
+                    mean_ms(&d->lat), ms(runcmp_hist_pct(&d->lat, 50)),
+                    ms(runcmp_hist_pct(&d->lat, 99)));
             text_errs(out, d);
             if (s == 1)
-                fprintf(out, "  %" PRIu64 " (%" PRIu64 "/%" PRIu64 "/%" PRIu64
-                             ")",
+                fprintf(out,
+                        "  %" PRIu64 " (%" PRIu64 "/%" PRIu64 "/%" PRIu64 ")",
                         c->shape_diff, c->diff_ok, c->diff_ndocs,
                         c->diff_exhausted);
             fputc('\n', out);
@@ -321,21 +317,22 @@ report_print_text(FILE *out, const struct report *r)
         fprintf(out,
                 "send lateness against the schedule: p50 %.3f ms, p99 %.3f "
                 "ms, max %.3f ms (%" PRIu64 " requests)\n",
-                ms(report_hist_pct(&r->late, 50)),
-                ms(report_hist_pct(&r->late, 99)), ms(r->late.max_ns),
+                ms(runcmp_hist_pct(&r->late, 50)),
+                ms(runcmp_hist_pct(&r->late, 99)), ms(r->late.max_ns),
                 r->late.count);
 }
 
 static void
-json_side(FILE *out, const struct report_side *d)
+json_side(FILE *out, const struct runcmp_side *d)
 {
-    fprintf(out,
-            "{\"requests\":%" PRIu64 ",\"replies\":%" PRIu64
-            ",\"mean_ms\":%.6f,\"p50_ms\":%.6f,\"p99_ms\":%.6f,\"errors\":%" PRIu64
-            ",\"errors_by_code\":{",
-            d->requests, d->replies, mean_ms(&d->lat),
-            ms(report_hist_pct(&d->lat, 50)), ms(report_hist_pct(&d->lat, 99)),
-            d->errors);
+    fprintf(
+        out,
+        "{\"requests\":%" PRIu64 ",\"replies\":%" PRIu64
+        ",\"mean_ms\":%.6f,\"p50_ms\":%.6f,\"p99_ms\":%.6f,\"errors\":%" PRIu64
+        ",\"errors_by_code\":{",
+        d->requests, d->replies, mean_ms(&d->lat),
+        ms(runcmp_hist_pct(&d->lat, 50)), ms(runcmp_hist_pct(&d->lat, 99)),
+        d->errors);
     for (size_t i = 0; i < d->nerrs; i++)
         fprintf(out, "%s\"%" PRId32 "\":%" PRIu64, i ? "," : "",
                 d->errs[i].code, d->errs[i].n);
@@ -363,7 +360,7 @@ json_str(FILE *out, const char *s)
 }
 
 void
-report_print_json(FILE *out, const struct report *r)
+runcmp_print_json(FILE *out, const struct report *r)
 {
     fputs("{\"sides\":[", out);
     json_str(out, r->label[0]);
@@ -371,7 +368,7 @@ report_print_json(FILE *out, const struct report *r)
     json_str(out, r->label[1]);
     fputs("],\"commands\":{", out);
     for (size_t i = 0; i < r->ncmds; i++) {
-        const struct report_cmd *c = &r->cmds[i];
+        const struct runcmp_cmd *c = &r->cmds[i];
         fputs(i ? "," : "", out);
         json_str(out, c->name);
         fputs(":{\"a\":", out);
@@ -388,7 +385,7 @@ report_print_json(FILE *out, const struct report *r)
         fprintf(out,
                 ",\"lateness_ms\":{\"count\":%" PRIu64
                 ",\"p50\":%.6f,\"p99\":%.6f,\"max\":%.6f}",
-                r->late.count, ms(report_hist_pct(&r->late, 50)),
-                ms(report_hist_pct(&r->late, 99)), ms(r->late.max_ns));
+                r->late.count, ms(runcmp_hist_pct(&r->late, 50)),
+                ms(runcmp_hist_pct(&r->late, 99)), ms(r->late.max_ns));
     fputc('}', out);
 }
