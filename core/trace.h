@@ -364,6 +364,14 @@ void trace_reader_set_frame_max(struct trace_reader *r, size_t len_max);
  * opened it. */
 void trace_reader_free(struct trace_reader *r);
 
+/*
+ * The plain bytes of m: the recorded decompressed form if present, else
+ * the wire form (a message that was not OP_COMPRESSED, or one whose
+ * decompression was not recorded).  *len gets their length.  Borrowed:
+ * valid as long as m's bytes are.
+ */
+const uint8_t *trace_msg_plain(const struct trace_msg *m, uint32_t *len);
+
 /* Human names: "c2s"/"s2c", "proxy"/"pcap"/..., "normal"/"client-reset"/...,
  * "client"/"target" (TLS legs; "unknown" for others). */
 const char *trace_dir_name(uint8_t dir);

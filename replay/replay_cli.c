@@ -22,12 +22,12 @@
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/addr.h"
+#include "core/cli.h"
 #include "core/pmqos.h"
 #include "core/sched.h"
 #include "core/wire.h"
@@ -127,21 +127,8 @@ usage(FILE *out)
         "See docs/replay.md.\n");
 }
 
-static int bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-/* Prints a usage error; returns exit status 2. */
-static int
-bad(const char *fmt, ...)
-{
-    va_list ap;
-
-    fprintf(stderr, "mtrace replay: ");
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "; run 'mtrace replay --help'\n");
-    return 2;
-}
+/* Prints a usage error (core/cli.h's one line); returns exit status 2. */
+#define bad(...) cli_usage_error("replay", __VA_ARGS__)
 
 static int
 parse_double(const char *s, double lo, double hi, double *out)

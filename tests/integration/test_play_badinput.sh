@@ -71,18 +71,20 @@ echo "ok: odd synthetic trace: $(head -1 "$TMP/o" | cut -d: -f2-)"
 
 # ---- 2. bad targets ----
 NOTM=$(free_port)
-"$PYTHON" - "$NOTM" <<'PY' &
+"$PYTHON" - "$NOTM" >"$TMP/notm.log" <<'PY' &
 import socket, sys
 s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(8)
+print("listening on 127.0.0.1:%s" % sys.argv[1], flush=True)
 while True:
     c, _ = s.accept()
     c.recv(4096)
     c.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
     c.close()
 PY
-track_pid $!
-wait_port "$NOTM"
+NOTM_PID=$!
+track_pid $NOTM_PID
+wait_listening "$TMP/notm.log" $NOTM_PID "the HTTP server"
 "$MTRACE" play "$TMP/A.zst" --target 127.0.0.1:"$NOTM" >"$TMP/o" 2>"$TMP/e"
 one_line_fail "$TMP/o" "$TMP/e" $? "is not a MongoDB server"
 
