@@ -54,7 +54,7 @@ endif
 ALL_CFLAGS := $(CFLAGS_BASE) $(SANFLAGS) $(CFLAGS)
 LDLIBS_ALL := $(PKG_LIBS) -lpthread -lm
 
-LIB_SRC := $(sort $(wildcard core/*.c capture/*.c replay/*.c sim/*.c tools/*.c))
+LIB_SRC := $(sort $(wildcard core/*.c capture/*.c replay/*.c play/*.c sim/*.c tools/*.c))
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 LIB := $(BUILD)/libmtrace.a
 

@@ -1,6 +1,7 @@
 /*
  * mtrace.c -- argv dispatch only.  Each subcommand's CLI lives beside its
- * module (capture/capture_cli.c, replay/replay_cli.c, sim/sim_cli.c,
+ * module (capture/capture_cli.c, replay/replay_cli.c, play/play_cli.c,
+ * sim/sim_cli.c,
  * tools/dump_cli.c, tools/stats_cli.c).
  *
  * Exit status: 0 success, 1 runtime failure, 2 bad usage.
@@ -9,6 +10,7 @@
 #include <string.h>
 
 #include "capture/capture_cli.h"
+#include "play/play_cli.h"
 #include "replay/replay_cli.h"
 #include "sim/sim_cli.h"
 #include "tools/dump_cli.h"
@@ -26,6 +28,9 @@ static const struct subcommand subcommands[] = {
      "interface"},
     {"replay", replay_cli_main,
      "a server that answers real drivers from a trace, with added delay"},
+    {"play", play_cli_main,
+     "send a trace's requests to a live server, on the recorded schedule "
+     "or faster"},
     {"sim", sim_cli_main,
      "discrete-event simulator of client contention (GIL, threads, proxy)"},
     {"calibrate", sim_calibrate_cli_main,

@@ -9,13 +9,13 @@
 set -u
 TOP=${TOP:-$(cd "$(dirname "$0")/.." && pwd)}
 MTRACE=${MTRACE:-$TOP/mtrace}
-. "$TOP/tests/integration/lib.sh" # TMP, PYTHON, start_mock, free_port, wait_port, cleanup trap
+. "$TOP/tests/integration/lib.sh" # TMP, PYTHON, start_mock, free_port, wait_listening, cleanup trap
 start_mock MOCK
 CAP=$(free_port)
-"$MTRACE" capture --listen 127.0.0.1:$CAP --target 127.0.0.1:$MOCK -o "$TMP/seed.zst" 2>/dev/null &
+"$MTRACE" capture --listen 127.0.0.1:$CAP --target 127.0.0.1:$MOCK -o "$TMP/seed.zst" 2>"$TMP/cap.log" &
 CP=$!
 track_pid $CP
-wait_port $CAP
+wait_listening "$TMP/cap.log" $CP capture
 "$PYTHON" "$TOP/bench/seed000_bench.py" "mongodb://127.0.0.1:$CAP/" capture >/dev/null ||
     fail "recording run failed"
 kill $CP
@@ -23,10 +23,10 @@ wait $CP
 for r in $(seq "${ROUNDS:-7}"); do
     for d in 0 1; do
         P=$(free_port)
-        "$MTRACE" replay --listen 127.0.0.1:$P --delay-ms $d "$TMP/seed.zst" 2>/dev/null &
+        "$MTRACE" replay --listen 127.0.0.1:$P --delay-ms $d "$TMP/seed.zst" 2>"$TMP/replay.log" &
         RP=$!
         track_pid $RP
-        wait_port $P
+        wait_listening "$TMP/replay.log" $RP
         "$PYTHON" "$TOP/bench/seed000_bench.py" "mongodb://127.0.0.1:$P/" "d$d" |
             sed "s/^{/{\"round\": $r, /" >>"$TMP/rows"
         kill $RP

@@ -10,7 +10,7 @@ set -u
 TOP=${TOP:-$(cd "$(dirname "$0")/.." && pwd)}
 BUILD=${BUILD:-build/release}
 MTRACE=${MTRACE:-$TOP/mtrace}
-. "$TOP/tests/integration/lib.sh" # TMP, free_port, wait_port, cleanup trap
+. "$TOP/tests/integration/lib.sh" # TMP, free_port, wait_listening, cleanup trap
 LOAD=$BUILD/bench/replay_load
 [ -x "$LOAD" ] || fail "$LOAD missing (make $LOAD)"
 for rep in $(seq "${REPS:-5}"); do
@@ -22,9 +22,9 @@ for rep in $(seq "${REPS:-5}"); do
                     pmarg=()
                     [ "$pm" = off ] || pmarg=(--cpu-dma-latency "$pm")
                     "$MTRACE" replay --listen 127.0.0.1:"$port" --delay-ms "$d" --rt-prio $rt \
-                        "${pmarg[@]}" --summary-json "$TMP/s.json" "$TOP/traces/sample.zst" 2>/dev/null &
+                        "${pmarg[@]}" --summary-json "$TMP/s.json" "$TOP/traces/sample.zst" 2>"$TMP/replay.log" &
                     pid=$!
-                    wait_port "$port"
+                    wait_listening "$TMP/replay.log" $pid
                     "$LOAD" "$port" "$conns" 3 1 >"$TMP/load.txt" 2>&1
                     kill -INT $pid
                     wait $pid

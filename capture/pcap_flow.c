@@ -18,6 +18,7 @@
 #include "capture/linkdec.h"
 #include "capture/pcap_msg.h"
 #include "capture/tcp_reasm.h"
+#include "core/addr.h"
 #include "core/log.h"
 #include "core/mem.h"
 
@@ -196,17 +197,26 @@ lru_append(struct pflow_table *t, struct pflow *f)
     t->lru_tail = f;
 }
 
+/* One end of a flow as text (core/addr.h's form). */
 static void
 endpoint_str(char *out, size_t cap, uint8_t family, const uint8_t *addr,
              uint16_t port)
 {
-    char ip[INET6_ADDRSTRLEN] = "?";
+    struct sockaddr_storage ss;
 
-    inet_ntop(family == 4 ? AF_INET : AF_INET6, addr, ip, sizeof(ip));
-    if (family == 4)
-        snprintf(out, cap, "%s:%u", ip, port);
-    else
-        snprintf(out, cap, "[%s]:%u", ip, port);
+    memset(&ss, 0, sizeof(ss));
+    if (family == 4) {
+        struct sockaddr_in *in = (struct sockaddr_in *)&ss;
+        in->sin_family = AF_INET;
+        in->sin_port = htons(port);
+        memcpy(&in->sin_addr, addr, 4);
+    } else {
+        struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
+        in6->sin6_family = AF_INET6;
+        in6->sin6_port = htons(port);
+        memcpy(&in6->sin6_addr, addr, 16);
+    }
+    mt_addr_format((const struct sockaddr *)&ss, out, cap);
 }
 
 static void

@@ -1,17 +1,11 @@
 /*
- * pconn.c -- a proxied connection (see pconn.h).
+ * pconn.c -- a proxied connection: its sockets (see pconn.h).
  *
  * Per direction (d = TRACE_DIR_C2S: client -> server, TRACE_DIR_S2C:
- * server -> client) the stream has three offsets, in bytes since the
- * connection opened: in_off (read from the source), out_off (written to the
- * destination) and rel_off (bytes the destination may have: UINT64_MAX,
- * except for replies under --delay-ms).  Bytes in [out_off, in_off) wait in
- * the direction's out buffer.
- *
- * --delay-ms (pdelay.c): when a reply's last byte arrives, a hold moves
- * rel_off to its end once the delay is over.  Bytes of an incomplete reply
- * at the tail wait with it.  Recording (framing the copy, open and close
- * records) is in precord.c.
+ * server -> client) what is read, forwarded, framed and held is a struct
+ * pstream (pstream.h: no sockets there); this file reads the source, sends
+ * what the stream says may go, and follows the sockets' ends and resets.
+ * --delay-ms's timer is pdelay.c; recording's records are precord.c.
  */
 #include "pconn.h"
 
@@ -24,9 +18,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "core/addr.h"
 #include "core/log.h"
 #include "core/mem.h"
 #include "core/rd.h"
+#include "core/srv.h"
 #include "core/tls.h"
 #include "core/wire.h"
 #include "pdelay.h"
@@ -185,19 +181,14 @@ pconn__flush(struct pconn *c, int d)
 
     if ((d == TRACE_DIR_C2S && c->connecting) || pconn_dst_gone(c, d))
         return; /* the destination reset: what waits counts as unsent */
-    if (d == TRACE_DIR_S2C && c->h_done < c->h_rel)
+    if (pstream_releasing(&pd->s))
         t_send = mt_now_ns();
-    while (pbuf_len(&pd->out) > 0 && !c->dead) {
-        size_t n = pbuf_len(&pd->out);
+    while (pbuf_len(&pd->s.out) > 0 && !c->dead) {
+        size_t n = pstream_sendable(&pd->s);
         ssize_t w;
-        if (pd->rel_off != UINT64_MAX)
-            n = pd->rel_off <= pd->out_off
-                    ? 0
-                    : (pd->rel_off - pd->out_off < n ? pd->rel_off - pd->out_off
-                                                     : n);
         if (n == 0)
             break;
-        w = pconn_send(c, d, pd->out.data + pd->out.head, n);
+        w = pconn_send(c, d, pd->s.out.data + pd->s.out.head, n);
         if (w < 0 && errno == EINTR)
             continue;
         if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
@@ -208,16 +199,15 @@ pconn__flush(struct pconn *c, int d)
             pconn_send_failed(c, d, errno);
             break;
         }
-        pd->out_off += (uint64_t)w;
+        pstream_sent(&pd->s, (size_t)w, true);
         c->pl->st.fwd_bytes[d] += (uint64_t)w;
         c->last_io_ns = loop_now_ns(c->pl->l);
-        pbuf_consume(&pd->out, (size_t)w);
         /* a short write: the next send says EAGAIN, which arms the
          * EPOLLOUT edge (or sends more) */
     }
     if (t_send != 0)
-        pdelay_written(c, t_send);
-    if (pbuf_len(&pd->out) == 0 && pd->eof && !pd->shut && !c->dead) {
+        pstream_written(&pd->s, t_send, &c->pl->hist);
+    if (pbuf_len(&pd->s.out) == 0 && pd->eof && !pd->shut && !c->dead) {
         pd->shut = true;
         if (pd->rst) {
             prst_wait(c, d); /* all delivered: reset dst in turn */
@@ -229,18 +219,6 @@ pconn__flush(struct pconn *c, int d)
     }
 }
 
-/* Bytes waiting that count against PCONN_OUT_HWM (not an incomplete held
- * reply: it must be able to complete). */
-static size_t
-pconn_backlog(const struct pconn *c, int d)
-{
-    const struct pdir *pd = &c->d[d];
-    size_t n = pbuf_len(&pd->out);
-    if (pdelay_on(c, d) && pd->in_off - pd->msg_end_off <= n)
-        n -= (size_t)(pd->in_off - pd->msg_end_off);
-    return n;
-}
-
 static bool
 pconn_want_read(const struct pconn *c, int d)
 {
@@ -248,11 +226,11 @@ pconn_want_read(const struct pconn *c, int d)
     if (pd->eof || c->paused || c->dead || c->connecting ||
         pconn_dst_gone(c, d))
         return false;
-    if (pconn_backlog(c, d) >= PCONN_OUT_HWM)
+    if (pstream_backlog(&pd->s) >= PCONN_OUT_HWM)
         return false;
     if (pdelay_on(c, d) &&
-        c->h_end - c->h_done >
-            PCONN_HOLDS_MAX - PCONN_READ_LEN / WIRE_HEADER_LEN)
+        pd->s.h_end - pd->s.h_done >
+            PSTREAM_HOLDS_MAX - PCONN_READ_LEN / WIRE_HEADER_LEN)
         return false;
     return true;
 }
@@ -293,19 +271,19 @@ pconn_forward_direct(struct pconn *c, int d, const uint8_t *p, size_t n)
         w = 0;
         pd->wblocked = true; /* EAGAIN: an EPOLLOUT edge will come */
     }
-    pd->out_off += (uint64_t)w;
+    pstream_sent(&pd->s, (size_t)w, false);
     c->pl->st.fwd_bytes[d] += (uint64_t)w;
     if ((size_t)w == n)
         return;
-    if (pbuf_reserve(&pd->out, n - (size_t)w, PCONN_OUT_MAX) < 0) {
+    if (pbuf_reserve(&pd->s.out, n - (size_t)w, PCONN_OUT_MAX) < 0) {
         mt_error("capture: conn %llu: out of memory buffering %zu bytes; "
                  "closing the connection",
                  (unsigned long long)c->id, n - (size_t)w);
         pconn__die(c, TRACE_CLOSE_ERROR);
         return;
     }
-    memcpy(pd->out.data + pd->out.tail, p + w, n - (size_t)w);
-    pd->out.tail += n - (size_t)w;
+    memcpy(pd->s.out.data + pd->s.out.tail, p + w, n - (size_t)w);
+    pd->s.out.tail += n - (size_t)w;
     if (w > 0)
         pconn__flush(c, d); /* a short write: send until EAGAIN */
 }
@@ -316,9 +294,8 @@ pconn_on_eof(struct pconn *c, int d)
     struct pdir *pd = &c->d[d];
 
     pd->eof = true;
-    loop_update_time(c->pl->l);
-    if (pdelay_on(c, d) && pd->in_off > pd->msg_end_off)
-        pdelay_hold_add(c, 0, pd->in_off); /* the incomplete tail follows */
+    if (pdelay_on(c, d)) /* the incomplete tail follows */
+        pdelay_eof(c, loop_update_time(c->pl->l));
     pconn__flush(c, d);
 }
 
@@ -365,25 +342,25 @@ pconn_read(struct pconn *c, int d, bool force)
     bool direct, more = false;
     uint8_t *p;
     ssize_t n;
-    uint64_t t, base;
+    uint64_t t;
 
     if (!force && recq_over(c->pl->p->q)) {
         c->paused = true;
         c->pl->paused_any = true;
         return;
     }
-    direct = pbuf_len(&pd->out) == 0 && pd->rel_off == UINT64_MAX;
+    direct = pstream_direct(&pd->s);
     if (direct) {
         p = c->pl->scratch;
     } else {
-        if (pbuf_reserve(&pd->out, PCONN_READ_LEN, PCONN_OUT_MAX) < 0) {
+        if (pbuf_reserve(&pd->s.out, PCONN_READ_LEN, PCONN_OUT_MAX) < 0) {
             mt_error("capture: conn %llu: out of memory for the %s stream; "
                      "closing the connection",
                      (unsigned long long)c->id, pconn__side(d));
             pconn__die(c, TRACE_CLOSE_ERROR);
             return;
         }
-        p = pd->out.data + pd->out.tail;
+        p = pd->s.out.data + pd->s.out.tail;
     }
     if (__builtin_expect(c->tls[d] != NULL, 0))
         n = tls_recv(c->tls[d], p, PCONN_READ_LEN, &more);
@@ -422,15 +399,14 @@ pconn_read(struct pconn *c, int d, bool force)
     }
     t = loop_update_time(c->pl->l);
     c->last_io_ns = t;
-    base = pd->in_off;
-    pd->in_off += (uint64_t)n;
     c->pl->st.read_bytes[d] += (uint64_t)n;
+    pstream_read(&pd->s, (size_t)n);
     if (direct) {
         pconn_forward_direct(c, d, p, (size_t)n);
-        precord_frame(c, d, p, (size_t)n, base, t);
+        precord_frame(c, d, p, (size_t)n, t);
     } else {
-        pd->out.tail += (size_t)n;
-        precord_frame(c, d, p, (size_t)n, base, t);
+        pd->s.out.tail += (size_t)n;
+        precord_frame(c, d, p, (size_t)n, t);
         pconn__flush(c, d);
     }
 }
@@ -569,25 +545,6 @@ pconn__after(struct pconn *c)
 
 /* ---- life cycle ---- */
 
-/* Formats sa as "1.2.3.4:5" or "[::1]:5" into out. */
-void
-pconn_format_addr(const struct sockaddr *sa, char *out, size_t len)
-{
-    char ip[INET6_ADDRSTRLEN] = "?";
-
-    if (sa->sa_family == AF_INET) {
-        const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
-        inet_ntop(AF_INET, &in->sin_addr, ip, sizeof(ip));
-        snprintf(out, len, "%s:%u", ip, ntohs(in->sin_port));
-    } else if (sa->sa_family == AF_INET6) {
-        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
-        inet_ntop(AF_INET6, &in6->sin6_addr, ip, sizeof(ip));
-        snprintf(out, len, "[%s]:%u", ip, ntohs(in6->sin6_port));
-    } else {
-        snprintf(out, len, "?");
-    }
-}
-
 static int
 pconn_connect(struct pconn *c)
 {
@@ -627,6 +584,7 @@ pconn_accept(struct ploop *pl, int cfd, const struct sockaddr *peer,
                     "connections until some close",
                     p->max_conns);
         close(cfd);
+        srv_conn_done(p->srv, pl->idx);
         return;
     }
     c = mt_calloc(1, sizeof(*c));
@@ -634,22 +592,23 @@ pconn_accept(struct ploop *pl, int cfd, const struct sockaddr *peer,
         mt_error("capture: out of memory accepting a connection");
         atomic_fetch_sub(&p->nconns, 1);
         close(cfd);
+        srv_conn_done(p->srv, pl->idx);
         return;
     }
     c->pl = pl;
     c->id = atomic_fetch_add(&p->next_id, 1);
     c->cfd = cfd;
     c->sfd = -1;
-    c->d[TRACE_DIR_C2S].rel_off = UINT64_MAX;
+    pstream_init(&c->d[TRACE_DIR_C2S].s, c->id, TRACE_DIR_C2S, 0, p->msg_max,
+                 &pl->batch, precord_emit, c);
+    pstream_init(&c->d[TRACE_DIR_S2C].s, c->id, TRACE_DIR_S2C, p->delay_ns, 0,
+                 &pl->batch, precord_emit, c);
     c->d[TRACE_DIR_C2S].rpend = true; /* unknown until its first EAGAIN */
     c->d[TRACE_DIR_S2C].rpend = true;
-    c->d[TRACE_DIR_S2C].rel_off = p->delay_ns > 0 ? 0 : UINT64_MAX;
-    c->d[TRACE_DIR_C2S].fr.pool = &pl->batch;
-    c->d[TRACE_DIR_S2C].fr.pool = &pl->batch;
     loop_timer_init(&c->hold_timer);
     loop_timer_init(&c->rst_timer);
     c->last_io_ns = c->open_ns = loop_update_time(pl->l);
-    pconn_format_addr(peer, c->client, sizeof(c->client));
+    mt_addr_format(peer, c->client, sizeof(c->client));
     (void)peer_len;
     pconn_sock_opts(cfd);
     c->next = pl->conns;
@@ -657,7 +616,6 @@ pconn_accept(struct ploop *pl, int cfd, const struct sockaddr *peer,
         pl->conns->prev = c;
     pl->conns = c;
     pl->nconns++;
-    atomic_fetch_add(&pl->load, 1);
     pl->st.accepted++;
     precord_open(c);
 
@@ -702,8 +660,12 @@ pconn_close(struct pconn *c, uint8_t reason)
     precord_close(c, reason);
     ppend_del(&pl->pend, &c->pend);
     for (int d = 0; d < 2; d++) {
-        pl->st.unsent[d] += c->d[d].in_off - c->d[d].out_off;
-        pbuf_free(&c->d[d].out);
+        const struct pstream *s = &c->d[d].s;
+        pl->st.unsent[d] += s->in_off - s->out_off;
+        pl->st.msgs[d] += s->msgs;
+        pl->st.rec_bytes[d] += s->rec_bytes;
+        pl->st.unframed[d] += s->unframed;
+        pstream_free(&c->d[d].s);
         if (c->d[d].rst && !c->d[1 - d].rst)
             prst_linger0(pconn_dst_fd(c, d)); /* as its source did */
     }
@@ -724,7 +686,7 @@ pconn_close(struct pconn *c, uint8_t reason)
     if (c->next != NULL)
         c->next->prev = c->prev;
     pl->nconns--;
-    atomic_fetch_sub(&pl->load, 1);
+    srv_conn_done(pl->p->srv, pl->idx);
     atomic_fetch_sub(&pl->p->nconns, 1);
     mt_free(c);
 }
@@ -733,17 +695,15 @@ pconn_close(struct pconn *c, uint8_t reason)
 bool
 pconn_quiet(const struct pconn *c)
 {
-    for (int d = 0; d < 2; d++) {
-        const struct pdir *pd = &c->d[d];
-        if (pbuf_len(&pd->out) > 0 || !pframe_idle(&pd->fr))
+    for (int d = 0; d < 2; d++)
+        if (!pstream_idle(&c->d[d].s))
             return false;
-    }
     /* on the pending list: its socket still holds bytes (edge-triggered:
      * no event will say so again) */
-    if (c->h_rel < c->h_end || c->connecting || c->pend.on || c->rst_wait)
+    if (c->connecting || c->pend.on || c->rst_wait)
         return false;
     /* a request still waits for its reply */
-    return c->nmsgs[TRACE_DIR_C2S] <= c->nmsgs[TRACE_DIR_S2C];
+    return c->d[TRACE_DIR_C2S].s.msgs <= c->d[TRACE_DIR_S2C].s.msgs;
 }
 
 /* See pconn.h. */
@@ -783,23 +743,23 @@ pconn_sweep(struct pconn *c, uint64_t now_ns)
     const struct proxy *p = c->pl->p;
     uint8_t reason = TRACE_CLOSE_ERROR;
     /* replies wait for a client that does not read them */
-    bool stuck = (pbuf_len(&c->d[TRACE_DIR_S2C].out) > 0 &&
+    struct pstream *cs = &c->d[TRACE_DIR_C2S].s;
+    bool stuck = (pbuf_len(&c->d[TRACE_DIR_S2C].s.out) > 0 &&
                   c->d[TRACE_DIR_S2C].wblocked) ||
                  c->rst_wait;
 
-    if (c->msg_start_ns != 0 && !pconn_want_read(c, TRACE_DIR_C2S))
-        c->msg_start_ns = now_ns; /* not read by us: not the client's fault */
+    if (cs->msg_start_ns != 0 && !pconn_want_read(c, TRACE_DIR_C2S))
+        cs->msg_start_ns = now_ns; /* not read by us: not the client's fault */
     if (c->tls_hs && ptls_expired(c, now_ns)) {
         /* logged */
-    } else if (p->msg_timeout_ns && c->msg_start_ns != 0 &&
-               now_ns - c->msg_start_ns >= p->msg_timeout_ns) {
+    } else if (p->msg_timeout_ns && cs->msg_start_ns != 0 &&
+               now_ns - cs->msg_start_ns >= p->msg_timeout_ns) {
         mt_warn("capture: conn %llu from %s: incomplete client message "
                 "(%llu bytes in, message not complete after %.1f s, "
                 "--msg-timeout-s); closing the connection",
                 (unsigned long long)c->id, c->client,
-                (unsigned long long)(c->d[TRACE_DIR_C2S].in_off -
-                                     c->d[TRACE_DIR_C2S].msg_end_off),
-                (double)(now_ns - c->msg_start_ns) / 1e9);
+                (unsigned long long)(cs->in_off - cs->msg_end_off),
+                (double)(now_ns - cs->msg_start_ns) / 1e9);
     } else if (p->idle_ns && now_ns - c->last_io_ns >= p->idle_ns &&
                (pconn_quiet(c) || stuck)) {
         mt_warn("capture: conn %llu from %s: idle for %.1f s "

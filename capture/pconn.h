@@ -2,7 +2,8 @@
  * pconn.h -- one proxied connection: forwarding both ways, framing a copy
  * of each stream for the recorder, holding replies for --delay-ms.
  *
- * A connection belongs to one event loop (struct ploop) and is touched only
+ * A connection belongs to one event loop (struct ploop, ploop.h) and is
+ * touched only
  * from that loop's thread.  Bytes read from one side are written to the
  * other at once (forwarding never waits for a message to be complete);
  * what the peer does not accept yet stays in the direction's out buffer.
@@ -13,132 +14,33 @@
 #ifndef MT_CAPTURE_PCONN_H
 #define MT_CAPTURE_PCONN_H
 
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
 
 #include "core/loop.h"
-#include "pbuf.h"
-#include "pframe.h"
-#include "phist.h"
+#include "ploop.h"
 #include "ppend.h"
+#include "pstream.h"
 #include "recq.h"
 
-/* One read() at most. */
-#define PCONN_READ_LEN (256u * 1024)
 /* A direction stops reading while this much waits for its peer. */
 #define PCONN_OUT_HWM (4u * 1024 * 1024)
 /* Reads of one direction per event or pending turn (then the loop serves
  * others and comes back: the sockets are edge-triggered). */
 #define PCONN_READ_BUDGET 4
-/* Replies held per connection (--delay-ms). */
-#define PCONN_HOLDS_MAX 65536
 
-struct proxy;
-struct tls_ctx;
 struct tls_conn;
-
-/* Counters of one loop; summed by the proxy at the end. */
-struct pstats {
-    uint64_t accepted, refused, upstream_fail, garbage, resets;
-    uint64_t msgs[2];      /* complete messages recorded, per direction */
-    uint64_t rec_bytes[2]; /* their bytes */
-    uint64_t partial[2];   /* partial messages recorded at close */
-    uint64_t partial_bytes[2];
-    uint64_t read_bytes[2]; /* bytes read from the source side */
-    uint64_t fwd_bytes[2];  /* bytes written to the destination side */
-    uint64_t unframed[2];   /* bytes after a framing error (not recorded) */
-    uint64_t unsent[2];     /* read but never delivered (peer gone) */
-    uint64_t lost_items;    /* records not queued: out of memory */
-    uint64_t timeouts;      /* closed by --idle/--msg-timeout-s */
-    uint64_t too_big;       /* closed by --max-msg-bytes */
-    uint64_t handed;        /* accepted here, handed to another loop */
-    uint64_t tls_fail;      /* client TLS handshakes that failed */
-};
-
-/* An accepted connection handed to another loop (balancing, proxy.c). */
-struct phand {
-    int fd; /* owned by the receiving loop once queued */
-    socklen_t peer_len;
-    struct sockaddr_storage peer;
-};
-
-#define PLOOP_HAND_MAX 64 /* hand-offs queued to one loop at once */
-
-/* One event loop and everything it owns. */
-struct ploop {
-    struct loop *l;  /* owned */
-    struct proxy *p; /* borrowed: shared settings and queue */
-    int idx;
-    int lfd;             /* owned listening socket, -1 once closed */
-    uint8_t *scratch;    /* owned: PCONN_READ_LEN read buffer */
-    struct pconn *conns; /* owned list */
-    size_t nconns;
-    struct ppend pend; /* conns with a readable socket to serve */
-    bool paused_any;   /* some connection waits for queue room */
-    atomic_bool resume_pending;
-    bool draining;
-    struct loop_timer drain_timer;
-    struct loop_timer accept_timer; /* re-enables accepts after EMFILE */
-    struct loop_timer sweep_timer;  /* idle / incomplete-message timeouts */
-    uint64_t sweep_ns;              /* its period; 0: no timeouts */
-    struct pstats st;
-    struct phist hist;
-    struct recq_batch batch; /* records of this tick; pushed before sleep */
-    size_t held;             /* replies held in its connections (pdelay.c) */
-    uint64_t spin_cur_ns;    /* the loop's spin window (pdelay_bound_spin) */
-    atomic_uint load;        /* connections open in this loop */
-    atomic_uint handing;     /* connections queued to it by other loops */
-    struct mt_err rt_err;    /* --rt-prio refused in this loop's thread */
-    pthread_mutex_t hand_mu;
-    struct phand hand[PLOOP_HAND_MAX]; /* under hand_mu */
-    size_t hand_n;                     /* under hand_mu */
-};
-
-/* Shared by every loop; set up by proxy.c, read-only while running except
- * the atomics. */
-struct proxy {
-    struct sockaddr_storage target;
-    socklen_t target_len;
-    char target_desc[64];
-    uint64_t delay_ns; /* 0: no delay */
-    uint64_t spin_ns;  /* loop timer spin when delaying */
-    bool spin_auto;    /* spin_ns is the bound of an adaptive window */
-    unsigned max_conns;
-    uint64_t idle_ns, msg_timeout_ns; /* 0: never */
-    uint32_t msg_max;                 /* largest client message */
-    int rt_prio;                      /* loop threads' SCHED_FIFO prio, 0 */
-    bool pin_loops;                   /* --pin-loops */
-    bool batch_loops;                 /* --batch-loops: SCHED_BATCH */
-    struct tls_ctx *tls_accept;       /* owned: --tls-cert; NULL: plain */
-    struct tls_ctx *tls_connect;      /* owned: --target-tls; NULL: plain */
-    char tls_host[256]; /* --target's host: SNI and name checked, or "" */
-    struct recq *q;     /* owned */
-    atomic_uint_fast64_t next_id;
-    atomic_uint nconns;
-    atomic_bool stopping;
-    atomic_bool warned_rs; /* the replica-set warning was logged */
-    struct ploop *loops;   /* owned array */
-    int nloops;
-};
 
 /* ---- internals of pconn.c, precord.c and pdelay.c ---- */
 
-/* A held reply (pdelay.c). */
-struct phold {
-    uint64_t ready_ns, end_off, arrival_ns;
-};
-
-/* One direction of a connection (see pconn.c for the offsets). */
+/* One direction of a connection: its bytes (pstream.h), and the state of
+ * its two sockets. */
 struct pdir {
-    struct pbuf out;
-    uint64_t in_off, out_off, rel_off;
-    uint64_t msg_end_off; /* end of the last complete message */
-    bool eof;             /* source said EOF */
-    bool shut;            /* destination shut down for writing */
+    struct pstream s; /* forwarding, framing, recording, holds */
+    bool eof;         /* source said EOF */
+    bool shut;        /* destination shut down for writing */
     bool wblocked;
     /* Edge-triggered source: it may still hold bytes or an EOF (no EAGAIN
      * or EOF seen since its last event); and a FIN, error or TCP urgent
@@ -152,7 +54,6 @@ struct pdir {
      * it reset.  Reads still find the bytes it sent before, then an EOF
      * or the error, either of which then counts as its reset. */
     bool tx_rst;
-    struct pframer fr;
 };
 
 /* A proxied connection: pconn.c forwards, precord.c records, pdelay.c
@@ -179,17 +80,14 @@ struct pconn {
     bool dead;
     uint8_t reason; /* when dead */
     struct pdir d[2];
-    struct phold *holds;                    /* owned ring */
-    size_t holds_cap, h_done, h_rel, h_end; /* monotonic indices */
-    struct loop_timer hold_timer;
+    struct loop_timer hold_timer; /* the next hold of d[S2C] (pdelay.c) */
+    size_t held; /* d[S2C]'s waiting holds, as counted in pl->held */
     /* A source reset, its data delivered: polls until the destination's
      * send queue is empty (SIOCOUTQ), then resets it (prst.c). */
     struct loop_timer rst_timer;
     bool rst_wait;
-    int rst_outq;          /* bytes in that send queue at the last poll */
-    uint64_t nmsgs[2];     /* complete messages per direction */
-    uint64_t last_io_ns;   /* last read or send progress, either side */
-    uint64_t msg_start_ns; /* a client message is incomplete since; or 0 */
+    int rst_outq;        /* bytes in that send queue at the last poll */
+    uint64_t last_io_ns; /* last read or send progress, either side */
     char client[64];
 };
 
@@ -207,7 +105,8 @@ const char *pconn__side(int d);
 /* ---- the connection API used by proxy.c ---- */
 
 /* Accepted client fd cfd (non-blocking) from peer: starts the upstream
- * connection.  Always consumes cfd (closed on failure). */
+ * connection.  Always consumes cfd (closed on failure); calls
+ * srv_conn_done() once when the connection ends or is refused. */
 void pconn_accept(struct ploop *pl, int cfd, const struct sockaddr *peer,
                   socklen_t peer_len);
 
@@ -225,9 +124,6 @@ void pconn_resume(struct pconn *c);
  * the loop sleeps; may close connections).  True when some still wait
  * with a readable socket (the loop must not block). */
 bool pconn_serve_pending(struct ploop *pl);
-
-/* Formats sa as "1.2.3.4:5" or "[::1]:5" into out. */
-void pconn_format_addr(const struct sockaddr *sa, char *out, size_t len);
 
 /* Closes c (logging why) when --idle-timeout-s or --msg-timeout-s has
  * expired at now_ns; true if it did (c is freed). */

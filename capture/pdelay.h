@@ -1,14 +1,12 @@
 /*
- * pdelay.h -- holding server replies for `mtrace capture --delay-ms`
- * (DESIGN.md rule 3: a deadline on the loop's timer heap, not a sleep).
- *
- * When a reply's last byte arrives at t, a hold {ready = t + delay, end =
- * stream offset after the reply} is queued on its connection; the
- * connection's timer fires at the earliest ready and moves the
- * direction's release offset to that end, so pipelined replies do not
- * queue behind each other's delays.  Each hold also measures the achieved
- * delay: from arrival to the start of the send() that handed its last byte
- * to the client socket.
+ * pdelay.h -- the timer that releases server replies for `mtrace capture
+ * --delay-ms` (DESIGN.md rule 3: a deadline on the loop's timer heap, not
+ * a sleep).  The holds are kept by the server->client stream (pstream.h:
+ * ready = arrival + delay, end = stream offset after the reply); the
+ * connection's timer fires at the earliest ready and releases what is
+ * due, so pipelined replies do not queue behind each other's delays.
+ * The achieved delay runs from arrival to the start of the send() that
+ * handed the reply's last byte to the client socket.
  */
 #ifndef MT_CAPTURE_PDELAY_H
 #define MT_CAPTURE_PDELAY_H
@@ -21,18 +19,18 @@
 /* True when direction d of c is held (server->client under --delay-ms). */
 bool pdelay_on(const struct pconn *c, int d);
 
-/*
- * Holds the reply bytes up to end_off until arrival_ns + delay; arrival_ns
- * 0: not a whole reply (the tail at EOF), held from now, not measured.
- * Arms c's timer.  More than PCONN_HOLDS_MAX holds, or no memory: c dies.
- */
-void pdelay_hold_add(struct pconn *c, uint64_t arrival_ns, uint64_t end_off);
+/* After holds were added or released in c's server->client stream:
+ * counts them in c's loop and arms c's timer for the earliest. */
+void pdelay_arm(struct pconn *c);
 
-/* After a send() that began at t_send: records the achieved delay of each
- * released hold whose bytes are now all written. */
-void pdelay_written(struct pconn *c, uint64_t t_send);
+/* The server ended at now_ns: its incomplete tail is held too. */
+void pdelay_eof(struct pconn *c, uint64_t now_ns);
 
-/* At close: stops c's timer, frees its holds, un-counts them. */
+/* More than PSTREAM_HOLDS_MAX replies held (or no memory for more): c
+ * dies, logged. */
+void pdelay_full(struct pconn *c);
+
+/* At close: stops c's timer and un-counts its holds. */
 void pdelay_close(struct pconn *c);
 
 /*

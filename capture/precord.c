@@ -3,12 +3,12 @@
  * copy of each stream into records, connection open and close records,
  * TLS handshake records (ptls.c fills them).
  *
- * The framer (pframe.c) copies each message into a record item as its
- * bytes arrive; when the last byte is in, the record is stamped with the
- * time of that read, added to the loop's batch (recq.h) and, for a reply
- * under --delay-ms, held (pdelay.c).  A framing error (bytes that are not
- * MongoDB wire protocol) closes the connection; what follows is counted
- * as unframed, never recorded.
+ * Each direction's stream (pstream.c) frames its copy into record items,
+ * stamped with the time of the read that completed them; here they join
+ * the loop's batch (recq.h), and what the stream reports (bytes that are
+ * not MongoDB wire protocol, a client message over --max-msg-bytes, no
+ * memory, too many replies held) is logged, counted and closes the
+ * connection; what follows a framing error is never recorded.
  */
 #include "precord.h"
 
@@ -24,12 +24,6 @@
 #include "core/wire.h"
 #include "pdelay.h"
 
-struct precord_fctx {
-    struct pconn *c;
-    int d;
-    uint64_t t_ns;
-};
-
 static void
 precord_too_big(struct pconn *c, uint32_t len)
 {
@@ -39,7 +33,7 @@ precord_too_big(struct pconn *c, uint32_t len)
             "%u bytes, over --max-msg-bytes %u, at stream offset %llu; "
             "closing the connection",
             (unsigned long long)c->id, c->client, len, c->pl->p->msg_max,
-            (unsigned long long)c->d[TRACE_DIR_C2S].msg_end_off);
+            (unsigned long long)c->d[TRACE_DIR_C2S].s.msg_end_off);
     c->pl->st.too_big++;
     pconn__die(c, TRACE_CLOSE_ERROR);
 }
@@ -83,45 +77,24 @@ precord_check_replset(struct pconn *c, const struct recq_item *m)
             set ? " (setName \"" : "", set ? set : "", set ? "\")" : "");
 }
 
-/* A whole message was framed: stamp, queue, maybe hold. */
-static void
-precord_msg_done(void *arg, struct recq_item *it, uint64_t end_off)
+/* See precord.h: the first reply is checked for a replica set. */
+void
+precord_emit(void *arg, struct recq_item *it)
 {
-    struct precord_fctx *x = arg;
-    struct pconn *c = x->c;
-    int d = x->d;
+    struct pconn *c = arg;
 
-    it->u.msg.conn_id = c->id;
-    it->u.msg.t_ns = x->t_ns;
-    it->u.msg.dir = (uint8_t)d;
-    c->pl->st.msgs[d]++;
-    c->nmsgs[d]++;
-    c->pl->st.rec_bytes[d] += it->u.msg.wire_len;
-    c->d[d].msg_end_off = end_off;
-    if (d == TRACE_DIR_C2S && it->u.msg.wire_len > c->pl->p->msg_max)
-        precord_too_big(c, it->u.msg.wire_len);
-    if (d == TRACE_DIR_S2C && c->nmsgs[d] == 1 &&
+    if (it->u.msg.dir == TRACE_DIR_S2C && c->d[TRACE_DIR_S2C].s.msgs == 1 &&
         !atomic_load_explicit(&c->pl->p->warned_rs, memory_order_relaxed))
         precord_check_replset(c, it);
     pconn__push(c, it);
-    if (pdelay_on(c, d))
-        pdelay_hold_add(c, x->t_ns, end_off);
 }
 
 static void
 precord_frame_error(struct pconn *c, int d, const struct mt_err *err)
 {
-    struct rd r = rd_init(c->d[d].fr.hdr, WIRE_HEADER_LEN);
+    struct rd r = rd_init(c->d[d].s.fr.hdr, WIRE_HEADER_LEN);
     int32_t len = 0, op = 0;
 
-    if (err->code == -ENOMEM) {
-        mt_error("capture: conn %llu: out of memory framing a message; "
-                 "closing the connection",
-                 (unsigned long long)c->id);
-        c->pl->st.lost_items++;
-        pconn__die(c, TRACE_CLOSE_ERROR);
-        return;
-    }
     rd_le32s(&r, &len);
     rd_skip(&r, 8);
     rd_le32s(&r, &op);
@@ -129,56 +102,37 @@ precord_frame_error(struct pconn *c, int d, const struct mt_err *err)
             "protocol at stream offset %llu (messageLength %d, opCode %d: %s);"
             " closing the connection",
             (unsigned long long)c->id, pconn__side(d),
-            (unsigned long long)(c->d[d].msg_end_off), len, op,
+            (unsigned long long)(c->d[d].s.msg_end_off), len, op,
             err->msg[0] ? err->msg : mt_strerror(err->code));
     c->pl->st.garbage++;
     pconn__die(c, TRACE_CLOSE_ERROR);
 }
 
-/* After framing client bytes: when did the incomplete message start, and
- * does the length it announces fit --max-msg-bytes? */
-static void
-precord_frame_check(struct pconn *c, uint64_t msgs_before, uint64_t t_ns)
-{
-    const struct pframer *fr = &c->d[TRACE_DIR_C2S].fr;
-    struct rd r = rd_init(fr->hdr, fr->hdr_len);
-    uint32_t len;
-
-    if (pframe_idle(fr)) {
-        c->msg_start_ns = 0;
-        return;
-    }
-    if (c->nmsgs[TRACE_DIR_C2S] != msgs_before || c->msg_start_ns == 0)
-        c->msg_start_ns = t_ns;
-    if (rd_le32(&r, &len) && len > c->pl->p->msg_max)
-        precord_too_big(c, len);
-}
-
 /* See precord.h. */
 void
-precord_frame(struct pconn *c, int d, const uint8_t *p, size_t n, uint64_t base,
-              uint64_t t_ns)
+precord_frame(struct pconn *c, int d, const uint8_t *p, size_t n, uint64_t t_ns)
 {
-    struct precord_fctx x = {c, d, t_ns};
+    struct pstream *s = &c->d[d].s;
     struct mt_err err = {0};
-    size_t left = 0;
-    bool was_broken = c->d[d].fr.broken;
-    uint64_t before = c->nmsgs[d];
-    int rc =
-        pframe_feed(&c->d[d].fr, p, n, base, precord_msg_done, &x, &left, &err);
+    unsigned st = pstream_frame(s, p, n, t_ns, &err);
 
-    if (rc == 0) {
-        if (d == TRACE_DIR_C2S)
-            precord_frame_check(c, before, t_ns);
+    if (pdelay_on(c, d))
+        pdelay_arm(c); /* holds of the replies just completed */
+    if (st == PSTREAM_OK)
         return;
-    }
-    c->pl->st.unframed[d] += left;
-    if (!was_broken) {
-        /* what the broken framer holds is never recorded either */
-        const struct pframer *fr = &c->d[d].fr;
-        c->pl->st.unframed[d] += fr->cur != NULL ? fr->cur_len : fr->hdr_len;
+    if (st & PSTREAM_TOO_BIG)
+        precord_too_big(c, s->too_big_len);
+    if (st & PSTREAM_GARBAGE)
         precord_frame_error(c, d, &err);
+    if (st & PSTREAM_NOMEM) {
+        mt_error("capture: conn %llu: out of memory framing or holding a "
+                 "message; closing the connection",
+                 (unsigned long long)c->id);
+        c->pl->st.lost_items++;
+        pconn__die(c, TRACE_CLOSE_ERROR);
     }
+    if (st & PSTREAM_HOLDS_FULL)
+        pdelay_full(c);
 }
 
 /* At close: a message cut short is recorded with what arrived. */
@@ -186,7 +140,7 @@ static uint32_t
 precord_flush_partial(struct pconn *c, int d, uint64_t t_ns)
 {
     uint32_t len;
-    struct recq_item *it = pframe_take_partial(&c->d[d].fr, &len);
+    struct recq_item *it = pframe_take_partial(&c->d[d].s.fr, &len);
 
     if (len == 0)
         return 0;

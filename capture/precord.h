@@ -13,14 +13,18 @@
 #include "pconn.h"
 
 /*
- * Frames n bytes just read from direction d of c (stream offset base),
- * copying them into records queued on c's loop; t_ns is when the read
- * returned.  Holds complete replies under --delay-ms.  Bytes that are not
- * MongoDB wire protocol, or a client message over --max-msg-bytes, mark c
- * dead (logged and counted).
+ * Frames the n bytes p just read from direction d of c (pstream_read
+ * counted them), copying them into records queued on c's loop; t_ns is
+ * when the read returned.  Holds complete replies under --delay-ms.  Bytes
+ * that are not MongoDB wire protocol, or a client message over
+ * --max-msg-bytes, mark c dead (logged and counted).
  */
 void precord_frame(struct pconn *c, int d, const uint8_t *p, size_t n,
-                   uint64_t base, uint64_t t_ns);
+                   uint64_t t_ns);
+
+/* pstream_emit_fn of c's streams: a complete message joins c's loop's
+ * batch (the first reply is checked for a replica set). */
+void precord_emit(void *arg, struct recq_item *it);
 
 /* Records c's opening (both endpoints), stamped with c->open_ns (the
  * accept). */

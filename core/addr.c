@@ -3,6 +3,7 @@
  */
 #include "addr.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
 #include <stdio.h>
@@ -66,4 +67,23 @@ mt_addr_resolve(const char *spec, struct sockaddr_storage *ss, socklen_t *len)
     *len = res->ai_addrlen;
     freeaddrinfo(res);
     return 0;
+}
+
+/* See addr.h. */
+void
+mt_addr_format(const struct sockaddr *sa, char *out, size_t n)
+{
+    char ip[INET6_ADDRSTRLEN] = "?";
+
+    if (sa->sa_family == AF_INET) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
+        inet_ntop(AF_INET, &in->sin_addr, ip, sizeof(ip));
+        snprintf(out, n, "%s:%u", ip, ntohs(in->sin_port));
+    } else if (sa->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
+        inet_ntop(AF_INET6, &in6->sin6_addr, ip, sizeof(ip));
+        snprintf(out, n, "[%s]:%u", ip, ntohs(in6->sin6_port));
+    } else {
+        snprintf(out, n, "?");
+    }
 }

@@ -1,6 +1,7 @@
 /*
- * addr.h -- "HOST:PORT" and "[V6]:PORT" command-line addresses, parsed in
- * one place for every CLI and test helper.
+ * addr.h -- "HOST:PORT" and "[V6]:PORT" addresses, parsed and formatted in
+ * one place for every CLI, server (core/srv.h) and test helper.  HOST is a
+ * numeric IPv4 or IPv6 address or a name (`localhost`, a DNS name).
  */
 #ifndef MT_ADDR_H
 #define MT_ADDR_H
@@ -25,5 +26,11 @@ int mt_addr_split(const char *spec, char *host, size_t host_len,
  */
 int mt_addr_resolve(const char *spec, struct sockaddr_storage *ss,
                     socklen_t *len);
+
+/*
+ * Formats sa (AF_INET or AF_INET6) as "1.2.3.4:5" or "[::1]:5" into out
+ * (n bytes, always NUL-terminated); "?" for another family.
+ */
+void mt_addr_format(const struct sockaddr *sa, char *out, size_t n);
 
 #endif

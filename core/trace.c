@@ -704,6 +704,13 @@ trace_dir_name(uint8_t dir)
     }
 }
 
+const uint8_t *
+trace_msg_plain(const struct trace_msg *m, uint32_t *len)
+{
+    *len = m->plain != NULL ? m->plain_len : m->wire_len;
+    return m->plain != NULL ? m->plain : m->wire;
+}
+
 const char *
 trace_source_name(uint8_t source)
 {
@@ -718,6 +725,8 @@ trace_source_name(uint8_t source)
         return "synthetic";
     case TRACE_SRC_RECORDING:
         return "recording";
+    case TRACE_SRC_PLAY:
+        return "play";
     case TRACE_SRC_UNKNOWN:
     default:
         return "unknown";

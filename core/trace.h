@@ -79,6 +79,7 @@ enum trace_source {
     TRACE_SRC_LIVE = 3,
     TRACE_SRC_SYNTH = 4,     /* written by a tool or test, not captured */
     TRACE_SRC_RECORDING = 5, /* mongod's traffic recorder (docs/recording.md) */
+    TRACE_SRC_PLAY = 6,      /* mtrace play: what a live server answered */
 };
 
 /*
@@ -362,6 +363,14 @@ void trace_reader_set_frame_max(struct trace_reader *r, size_t len_max);
 /* Frees r (NULL is a no-op); closes the file only if trace_reader_open
  * opened it. */
 void trace_reader_free(struct trace_reader *r);
+
+/*
+ * The plain bytes of m: the recorded decompressed form if present, else
+ * the wire form (a message that was not OP_COMPRESSED, or one whose
+ * decompression was not recorded).  *len gets their length.  Borrowed:
+ * valid as long as m's bytes are.
+ */
+const uint8_t *trace_msg_plain(const struct trace_msg *m, uint32_t *len);
 
 /* Human names: "c2s"/"s2c", "proxy"/"pcap"/..., "normal"/"client-reset"/...,
  * "client"/"target" (TLS legs; "unknown" for others). */

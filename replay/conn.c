@@ -64,68 +64,6 @@ replay_conn_init(struct replay_conn *c, struct replay_worker *w,
 }
 
 void
-replay_stats_init(struct replay_stats *s)
-{
-    memset(s, 0, sizeof(*s));
-    delay_hist_init(&s->requested);
-    delay_hist_init(&s->achieved);
-    delay_hist_init(&s->late);
-    delay_hist_init(&s->write);
-    delay_hist_init(&s->read_lag);
-    delay_hist_init(&s->late_first);
-    delay_hist_init(&s->late_queued);
-    tlsstats_init(&s->tls);
-}
-
-#define MAX_U64(a, b) ((a) > (b) ? (a) : (b))
-
-void
-replay_stats_merge(struct replay_stats *dst, const struct replay_stats *src)
-{
-    dst->conns += src->conns;
-    dst->requests += src->requests;
-    dst->served += src->served;
-    dst->matched += src->matched;
-    dst->missed += src->missed;
-    dst->builtin += src->builtin;
-    dst->hello += src->hello;
-    dst->awaited += src->awaited;
-    dst->streamed += src->streamed;
-    dst->cursor_ops += src->cursor_ops;
-    dst->unacked += src->unacked;
-    dst->compressed += src->compressed;
-    dst->auth_ok += src->auth_ok;
-    dst->auth_failed += src->auth_failed;
-    dst->speculative += src->speculative;
-    dst->unauthorized += src->unauthorized;
-    dst->bad_input += src->bad_input;
-    dst->timeouts += src->timeouts;
-    dst->early += src->early;
-    delay_hist_merge(&dst->requested, &src->requested);
-    delay_hist_merge(&dst->achieved, &src->achieved);
-    delay_hist_merge(&dst->late, &src->late);
-    delay_hist_merge(&dst->write, &src->write);
-    delay_hist_merge(&dst->read_lag, &src->read_lag);
-    delay_hist_merge(&dst->late_first, &src->late_first);
-    delay_hist_merge(&dst->late_queued, &src->late_queued);
-    tlsstats_merge(&dst->tls, &src->tls);
-    dst->batch_max = MAX_U64(dst->batch_max, src->batch_max);
-    /* wake-up lateness and window: those of the busiest loop (most
-     * timer wake-ups); an idle loop's rare wake-ups say little */
-    if (src->wake.wakes + 1 > dst->wake_top_n) { /* top_n: wakes + 1 */
-        struct loop_wake_stats keep = dst->wake;
-        dst->wake = src->wake;
-        dst->wake.wakes = keep.wakes;
-        dst->wake.spins = keep.spins;
-        dst->wake.max_ns = keep.max_ns;
-        dst->wake_top_n = src->wake.wakes + 1;
-    }
-    dst->wake.wakes += src->wake.wakes;
-    dst->wake.spins += src->wake.spins;
-    dst->wake.max_ns = MAX_U64(dst->wake.max_ns, src->wake.max_ns);
-}
-
-void
 replay_reply_free(struct replay_reply *r)
 {
     if (r == NULL)

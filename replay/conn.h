@@ -30,6 +30,7 @@
 #include "index.h"
 #include "keycache.h"
 #include "match.h"
+#include "replay_stats.h"
 #include "tlsstats.h"
 
 #define REPLAY_MISS_CODE 47 /* NoMatchingDocument */
@@ -46,39 +47,6 @@ struct replay_shared {
     const struct auth_cfg *auth; /* borrowed: --credentials; NULL: none */
     _Atomic int64_t next_conn_id;
     _Atomic uint64_t misses_logged;
-};
-
-struct replay_stats {
-    uint64_t conns, requests, served, matched, missed, builtin, hello;
-    uint64_t awaited, streamed, cursor_ops, unacked, bad_input;
-    uint64_t timeouts;     /* closed by --idle-timeout-s / --msg-timeout-s */
-    uint64_t compressed;   /* replies sent in OP_COMPRESSED */
-    uint64_t auth_ok;      /* SASL conversations that authenticated */
-    uint64_t auth_failed;  /* authentication commands answered with an
-                              error (refused without --credentials too) */
-    uint64_t speculative;  /* ... of auth_ok begun in hello */
-    uint64_t unauthorized; /* commands refused before authentication */
-    struct delay_hist requested;   /* delays asked for (held hellos excluded) */
-    struct delay_hist achieved;    /* write() start - request read time */
-    struct delay_hist late;        /* achieved - requested, 0 if early */
-    struct delay_hist write;       /* duration of a timed reply's write() */
-    struct delay_hist read_lag;    /* kernel receive of a request's last byte
-                                      -> the read() that stamped it */
-    struct delay_hist late_first;  /* late of timer releases first in
-                                      their batch: the loop woke, or got
-                                      the CPU, late */
-    struct delay_hist late_queued; /* late of timer releases behind others
-                                      of the same batch (loop.h
-                                      loop_timer_batch_pos) */
-    uint64_t batch_max;            /* most timer releases in one batch */
-    uint64_t loop_conns_min;       /* server_stats: fewest / most */
-    uint64_t loop_conns_max;       /* connections accepted by one loop */
-    uint64_t early;                /* replies written before their deadline */
-    struct loop_wake_stats wake;   /* the loop's timer wake-ups; merged:
-                                      counts summed, max the maximum, the
-                                      rest the busiest loop's */
-    uint64_t wake_top_n;           /* merge: that loop's wake-ups + 1 */
-    struct tlsstats tls;           /* --tls-cert: handshakes (sconn.c) */
 };
 
 /* Per loop thread. */
@@ -163,9 +131,5 @@ void replay_conn_close(struct replay_conn *c,
                        void *arg);
 
 void replay_reply_free(struct replay_reply *r);
-
-void replay_stats_init(struct replay_stats *s);
-void replay_stats_merge(struct replay_stats *dst,
-                        const struct replay_stats *src);
 
 #endif

@@ -4,9 +4,8 @@
  * A reply's release time is request_read_at + delay (DESIGN.md rule 3); this
  * module only decides the delay: fixed, or drawn from a seeded distribution
  * (xoshiro256** PRNG, so a run is reproducible with --seed), or the
- * recorded server latency scaled by --speed.  It also keeps log-linear
- * histograms (512 sub-buckets per power of two: relative error < 0.2 %)
- * of requested and achieved delays for the exit summary.
+ * recorded server latency scaled by --speed.  Requested and achieved
+ * delays are counted in core/delay_hist.h.
  */
 #ifndef MT_REPLAY_DELAY_H
 #define MT_REPLAY_DELAY_H
@@ -14,6 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "core/delay_hist.h"
 #include "core/rng.h"
 
 enum delay_dist {
@@ -43,17 +43,6 @@ struct delay_cfg {
     uint64_t seed;
 };
 
-#define DELAY_HIST_SUB 512
-#define DELAY_HIST_BINS ((64 - 9 + 1) * DELAY_HIST_SUB)
-
-struct delay_hist {
-    uint64_t n;
-    uint64_t min_ns;
-    uint64_t max_ns;
-    double sum_ns;
-    uint64_t bins[DELAY_HIST_BINS];
-};
-
 /* Default configuration: no delay, fixed, deadline mode, speed 1, seed 1. */
 void delay_cfg_init(struct delay_cfg *cfg);
 
@@ -68,12 +57,5 @@ const char *delay_dist_name(enum delay_dist d);
  */
 uint64_t delay_draw_ns(const struct delay_cfg *cfg, struct mt_rng *rng,
                        uint64_t recorded_ns);
-
-void delay_hist_init(struct delay_hist *h);
-void delay_hist_add(struct delay_hist *h, uint64_t ns);
-/* dst += src. */
-void delay_hist_merge(struct delay_hist *dst, const struct delay_hist *src);
-/* The q-quantile (0 <= q <= 1), accurate to one bucket; 0 when empty. */
-uint64_t delay_hist_quantile(const struct delay_hist *h, double q);
 
 #endif

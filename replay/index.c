@@ -14,6 +14,7 @@
 
 #include "core/log.h"
 #include "core/mem.h"
+#include "core/pair.h"
 #include "auth.h"
 #include "handshake.h"
 #include "matchkey.h"
@@ -584,24 +585,22 @@ index_miss_msg(const struct index *idx, const char *k, size_t len,
 
 /* ---- loading a trace ---- */
 
-struct pending {
-    uint64_t conn_id;
-    int32_t request_id;
+/* A request waiting for its reply (the value of the pairing table). */
+struct index_pending {
     uint64_t t_ns;
     uint8_t *msg; /* owned copy of the request */
     uint32_t len;
 };
 
 struct loader {
-    struct pending *p; /* owned */
-    size_t n, cap;
+    struct pair_table pend; /* of struct index_pending */
 };
 
 static void
-pending_drop(struct loader *ld, size_t i)
+index_free_pending(void *val, void *ctx)
 {
-    mt_free(ld->p[i].msg);
-    ld->p[i] = ld->p[--ld->n];
+    (void)ctx;
+    mt_free(((struct index_pending *)val)->msg);
 }
 
 static int
@@ -610,7 +609,7 @@ on_request(struct index *idx, struct loader *ld, const struct trace_msg *m,
 {
     struct wire_msg w;
     size_t used;
-    struct pending *pd;
+    struct index_pending pd;
     int rc;
 
     idx->st.requests++;
@@ -619,25 +618,23 @@ on_request(struct index *idx, struct loader *ld, const struct trace_msg *m,
         return 0;
     }
     if (w.h.op_code == WIRE_OP_MSG && (w.flags & WIRE_MSG_MORE_TO_COME))
-        return 0;               /* unacknowledged: no reply will come */
-    if (ld->n >= PENDING_MAX) { /* a trace of requests without replies */
-        idx->st.unpaired++;
-        pending_drop(ld, 0);
-    }
-    rc = grow((void **)&ld->p, &ld->cap, ld->n, sizeof(*ld->p), PENDING_MAX);
-    if (rc < 0)
-        return rc;
-    pd = &ld->p[ld->n];
-    pd->msg = mt_malloc(len);
-    if (pd->msg == NULL)
+        return 0; /* unacknowledged: no reply will come */
+    if (pair_table_take(&ld->pend, m->conn_id, w.h.request_id, &pd))
+        mt_free(pd.msg); /* the requestID again: the later one pairs */
+    pd.msg = mt_malloc(len);
+    if (pd.msg == NULL)
         return -ENOMEM;
-    memcpy(pd->msg, bytes, len);
-    pd->len = len;
-    pd->conn_id = m->conn_id;
-    pd->request_id = w.h.request_id;
-    pd->t_ns = m->t_ns;
-    ld->n++;
-    return 0;
+    memcpy(pd.msg, bytes, len);
+    pd.len = len;
+    pd.t_ns = m->t_ns;
+    rc = pair_table_put(&ld->pend, m->conn_id, w.h.request_id, &pd);
+    if (rc < 0)
+        mt_free(pd.msg);
+    if (rc == MT_ELIMIT) { /* a trace of requests without replies */
+        idx->st.unpaired++;
+        return 0;
+    }
+    return rc;
 }
 
 static int
@@ -645,7 +642,8 @@ on_reply(struct index *idx, struct loader *ld, const struct trace_msg *m,
          const uint8_t *bytes, uint32_t len)
 {
     struct wire_msg w;
-    size_t used, i;
+    struct index_pending pd;
+    size_t used;
     struct mt_err e = {0};
     int rc;
 
@@ -654,18 +652,13 @@ on_reply(struct index *idx, struct loader *ld, const struct trace_msg *m,
         idx->st.malformed++;
         return 0;
     }
-    for (i = ld->n; i > 0; i--)
-        if (ld->p[i - 1].conn_id == m->conn_id &&
-            ld->p[i - 1].request_id == w.h.response_to)
-            break;
-    if (i == 0) {
+    if (!pair_table_take(&ld->pend, m->conn_id, w.h.response_to, &pd)) {
         idx->st.unpaired++; /* exhaust stream, or its request was lost */
         return 0;
     }
-    i--;
-    rc = index_add(idx, ld->p[i].msg, ld->p[i].len, bytes, len,
-                   m->t_ns >= ld->p[i].t_ns ? m->t_ns - ld->p[i].t_ns : 0, &e);
-    pending_drop(ld, i);
+    rc = index_add(idx, pd.msg, pd.len, bytes, len,
+                   m->t_ns >= pd.t_ns ? m->t_ns - pd.t_ns : 0, &e);
+    mt_free(pd.msg);
     if (rc == -ENOMEM)
         return rc;
     if (rc < 0) {
@@ -678,14 +671,6 @@ on_reply(struct index *idx, struct loader *ld, const struct trace_msg *m,
     return 0;
 }
 
-static void
-on_close(struct loader *ld, uint64_t conn_id)
-{
-    for (size_t i = ld->n; i > 0; i--)
-        if (ld->p[i - 1].conn_id == conn_id)
-            pending_drop(ld, i - 1);
-}
-
 static int
 on_record(struct index *idx, struct loader *ld, const struct trace_rec *rec)
 {
@@ -695,7 +680,8 @@ on_record(struct index *idx, struct loader *ld, const struct trace_rec *rec)
 
     idx->st.records++;
     if (rec->type == TRACE_REC_CONN_CLOSE) {
-        on_close(ld, rec->u.close.conn_id);
+        pair_table_drop_conn(&ld->pend, rec->u.close.conn_id,
+                             index_free_pending, NULL);
         return 0;
     }
     if (rec->type != TRACE_REC_MSG)
@@ -704,8 +690,7 @@ on_record(struct index *idx, struct loader *ld, const struct trace_rec *rec)
         idx->st.malformed++;
         return 0;
     }
-    bytes = m->plain != NULL ? m->plain : m->wire;
-    len = m->plain != NULL ? m->plain_len : m->wire_len;
+    bytes = trace_msg_plain(m, &len);
     if (m->dir == TRACE_DIR_C2S)
         return on_request(idx, ld, m, bytes, len);
     return on_reply(idx, ld, m, bytes, len);
@@ -714,11 +699,12 @@ on_record(struct index *idx, struct loader *ld, const struct trace_rec *rec)
 int
 index_load(struct index *idx, struct trace_reader *tr, struct mt_err *err)
 {
-    struct loader ld = {0};
+    struct loader ld;
     struct trace_rec rec;
     struct mt_err e = {0};
     int rc;
 
+    pair_table_init(&ld.pend, sizeof(struct index_pending), PENDING_MAX);
     for (;;) {
         rc = trace_reader_next(tr, &rec, &e);
         if (rc == MT_END)
@@ -733,9 +719,8 @@ index_load(struct index *idx, struct trace_reader *tr, struct mt_err *err)
         if (rc < 0)
             break;
     }
-    while (ld.n > 0)
-        pending_drop(&ld, ld.n - 1);
-    mt_free(ld.p);
+    pair_table_foreach(&ld.pend, index_free_pending, NULL);
+    pair_table_free(&ld.pend);
     if (rc < 0 && rc != MT_END && e.code == 0)
         return mt_err_set(err, rc, 0, "loading the trace: %s", mt_strerror(rc));
     return 0;

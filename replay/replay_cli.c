@@ -22,13 +22,12 @@
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <arpa/inet.h>
 
 #include "core/addr.h"
+#include "core/cli.h"
 #include "core/pmqos.h"
 #include "core/sched.h"
 #include "core/wire.h"
@@ -128,21 +127,8 @@ usage(FILE *out)
         "See docs/replay.md.\n");
 }
 
-static int bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-/* Prints a usage error; returns exit status 2. */
-static int
-bad(const char *fmt, ...)
-{
-    va_list ap;
-
-    fprintf(stderr, "mtrace replay: ");
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "; run 'mtrace replay --help'\n");
-    return 2;
-}
+/* Prints a usage error (core/cli.h's one line); returns exit status 2. */
+#define bad(...) cli_usage_error("replay", __VA_ARGS__)
 
 static int
 parse_double(const char *s, double lo, double hi, double *out)
@@ -175,23 +161,23 @@ parse_u64(const char *s, uint64_t hi, uint64_t *out)
     return 0;
 }
 
-/* HOST:PORT or [V6]:PORT (core/addr.h); the host must be a numeric
- * address (the server binds it as is).  0, or the exit status 2. */
+/* HOST:PORT or [V6]:PORT (core/addr.h): a numeric address or a name
+ * such as localhost.  0, or the exit status 2. */
 static int
 parse_listen(const char *s, struct server_opts *o)
 {
-    struct in6_addr a6;
-    struct in_addr a4;
+    char host[256];
+    uint16_t port;
 
-    if (mt_addr_split(s, o->host, sizeof(o->host), &o->port) < 0)
+    if (mt_addr_split(s, host, sizeof(host), &port) < 0)
         return bad("bad --listen '%s' (HOST:PORT or [IPV6]:PORT, port "
                    "0..65535)",
                    s);
-    if (inet_pton(AF_INET, o->host, &a4) != 1 &&
-        inet_pton(AF_INET6, o->host, &a6) != 1)
+    o->listen_len = sizeof(o->listen);
+    if (mt_addr_resolve(s, &o->listen, &o->listen_len) < 0)
         return bad("bad --listen '%s': host '%s' is not a numeric IPv4 or "
-                   "IPv6 address",
-                   s, o->host);
+                   "IPv6 address, nor a name that resolves",
+                   s, host);
     return 0;
 }
 
@@ -459,8 +445,9 @@ parse_args(struct replay_opts *c, int argc, char **argv)
     int opt, rc;
 
     memset(c, 0, sizeof(*c));
-    snprintf(c->so.host, sizeof(c->so.host), "127.0.0.1");
-    c->so.port = 27017;
+    c->so.listen_len = sizeof(c->so.listen);
+    (void)mt_addr_resolve("127.0.0.1:27017", &c->so.listen,
+                          &c->so.listen_len); /* numeric: never fails */
     c->spin_max_ns = CLI_SPIN_MAX_DEFAULT_US * 1000;
     c->so.spin_auto = true;
     c->so.spin_ns = c->spin_max_ns;

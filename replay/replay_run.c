@@ -105,12 +105,11 @@ serve(const struct replay_opts *c, struct index *idx, struct replay_stats *st)
     }
     sched_warn_rt_cores("replay", c->so.rt_prio, server_threads(s),
                         "docs/replay.md");
-    /* an IPv6 address in brackets, as a URI wants it */
-    mt_info("replay: listening on %s%s%s:%u%s with %d loops%s; %llu "
+    /* the address bound, an IPv6 one in brackets as a URI wants it */
+    mt_info("replay: listening on %s%s with %d loops%s; %llu "
             "exchanges under %llu keys from %s (%llu getMore batches, hello "
             "%s, %llu skipped)",
-            strchr(c->so.host, ':') ? "[" : "", c->so.host,
-            strchr(c->so.host, ':') ? "]" : "", server_port(s),
+            server_desc(s),
             c->tls == NULL      ? ""
             : c->tls_ca != NULL ? " (TLS, client certificates required)"
                                 : " (TLS)",

@@ -53,6 +53,20 @@ print_tls(FILE *f, const struct tlsstats *t)
     fputc('\n', f);
 }
 
+/* Text summary line `line` (REPLAY_STATS_LINE_*): prefix, then the text
+ * piece of each counter of that line, in list order. */
+static void
+print_line(FILE *f, const struct replay_stats *st, int line, const char *prefix)
+{
+    fputs(prefix, f);
+#define XX(field, key, ln, text)                                               \
+    if ((ln) == line)                                                          \
+        fprintf(f, text, (unsigned long long)st->field);
+    REPLAY_STATS_COUNTERS(XX)
+#undef XX
+    fputc('\n', f);
+}
+
 /* See replay_summary.h. */
 void
 replay_summary_print(FILE *f, const struct replay_stats *st, bool auth,
@@ -61,26 +75,10 @@ replay_summary_print(FILE *f, const struct replay_stats *st, bool auth,
     const struct delay_hist *q = &st->requested, *a = &st->achieved,
                             *l = &st->late;
 
-    fprintf(f,
-            "mtrace replay: %llu requests on %llu connections: served %llu "
-            "(matched %llu, built-in %llu, hello %llu), missed %llu, "
-            "unacknowledged %llu, bad input %llu, timed out %llu; "
-            "compressed replies %llu\n",
-            (unsigned long long)st->requests, (unsigned long long)st->conns,
-            (unsigned long long)st->served, (unsigned long long)st->matched,
-            (unsigned long long)st->builtin, (unsigned long long)st->hello,
-            (unsigned long long)st->missed, (unsigned long long)st->unacked,
-            (unsigned long long)st->bad_input, (unsigned long long)st->timeouts,
-            (unsigned long long)st->compressed);
+    print_line(f, st, REPLAY_STATS_LINE_COUNTS, "mtrace replay: ");
     if (auth || st->auth_failed > 0)
-        fprintf(f,
-                "mtrace replay: authentication: %llu succeeded (%llu begun "
-                "in hello), %llu failed; %llu commands refused before "
-                "authentication\n",
-                (unsigned long long)st->auth_ok,
-                (unsigned long long)st->speculative,
-                (unsigned long long)st->auth_failed,
-                (unsigned long long)st->unauthorized);
+        print_line(f, st, REPLAY_STATS_LINE_AUTH,
+                   "mtrace replay: authentication: ");
     if (tls)
         print_tls(f, &st->tls);
     fprintf(f,
@@ -175,23 +173,14 @@ int
 replay_summary_json(FILE *f, const char *path, const struct replay_stats *st,
                     bool tls, const struct replay_pmqos_seen *p)
 {
-    fprintf(f,
-            "{\"requests\":%llu,\"connections\":%llu,\"served\":%llu,"
-            "\"matched\":%llu,\"builtin\":%llu,\"hello\":%llu,\"missed\":%llu,"
-            "\"unacknowledged\":%llu,\"bad_input\":%llu,\"timeouts\":%llu,"
-            "\"early\":%llu,\"compressed\":%llu,\"auth_ok\":%llu,"
-            "\"auth_speculative\":%llu,\"auth_failed\":%llu,"
-            "\"unauthorized\":%llu,",
-            (unsigned long long)st->requests, (unsigned long long)st->conns,
-            (unsigned long long)st->served, (unsigned long long)st->matched,
-            (unsigned long long)st->builtin, (unsigned long long)st->hello,
-            (unsigned long long)st->missed, (unsigned long long)st->unacked,
-            (unsigned long long)st->bad_input, (unsigned long long)st->timeouts,
-            (unsigned long long)st->early, (unsigned long long)st->compressed,
-            (unsigned long long)st->auth_ok,
-            (unsigned long long)st->speculative,
-            (unsigned long long)st->auth_failed,
-            (unsigned long long)st->unauthorized);
+    const char *sep = "{";
+
+#define XX(field, key, line, text)                                             \
+    fprintf(f, "%s\"%s\":%llu", sep, key, (unsigned long long)st->field);      \
+    sep = ",";
+    REPLAY_STATS_COUNTERS(XX)
+#undef XX
+    fputc(',', f);
     if (tls)
         json_tls(f, &st->tls);
     else
@@ -204,19 +193,13 @@ replay_summary_json(FILE *f, const char *path, const struct replay_stats *st,
         fprintf(f, "\"cpu_latency_bound_us\":%d,", p->kernel_us);
     else
         fputs("\"cpu_latency_bound_us\":null,", f);
-    json_hist(f, "requested", &st->requested);
-    fputc(',', f);
-    json_hist(f, "achieved", &st->achieved);
-    fputc(',', f);
-    json_hist(f, "late", &st->late);
-    fputc(',', f);
-    json_hist(f, "write", &st->write);
-    fputc(',', f);
-    json_hist(f, "read_lag", &st->read_lag);
-    fputc(',', f);
-    json_hist(f, "late_first", &st->late_first);
-    fputc(',', f);
-    json_hist(f, "late_queued", &st->late_queued);
+    sep = "";
+#define XH(field, key)                                                         \
+    fputs(sep, f);                                                             \
+    json_hist(f, key, &st->field);                                             \
+    sep = ",";
+    REPLAY_STATS_HISTS(XH)
+#undef XH
     fprintf(f,
             ",\"batch_max\":%llu,\"loop_conns_min\":%llu,"
             "\"loop_conns_max\":%llu",

@@ -1,7 +1,7 @@
 /*
  * replay_summary.h -- the exit summary of `mtrace replay`: the merged
- * statistics of every loop (conn.h struct replay_stats) as text lines for
- * stderr and as the one JSON object of --summary-json.  docs/replay.md
+ * statistics of every loop (replay_stats.h struct replay_stats) as text lines
+ * for stderr and as the one JSON object of --summary-json.  docs/replay.md
  * ("Statistics") describes every field.
  */
 #ifndef MT_REPLAY_SUMMARY_H

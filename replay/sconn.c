@@ -11,11 +11,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "core/addr.h"
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/rd.h"
 #include "core/tls.h"
-#include "sock.h"
 #include "tlsstats.h"
 
 #define READ_CHUNK (64u * 1024)
@@ -401,7 +401,7 @@ set_self(int fd, struct replay_conn *c)
     socklen_t len = sizeof(me);
 
     if (getsockname(fd, (struct sockaddr *)&me, &len) == 0)
-        sock_addr_text(&me, c->self, sizeof(c->self));
+        mt_addr_format((const struct sockaddr *)&me, c->self, sizeof(c->self));
 }
 
 int
@@ -426,7 +426,7 @@ sconn_open(struct sconn *c, struct loop *l, struct replay_worker *w,
     c->accepted_ns = accepted_ns <= c->last_io_ns ? accepted_ns : c->last_io_ns;
     mt_buf_init(&c->in, IN_MAX);
     mt_buf_init(&c->out, OUT_MAX);
-    sock_addr_text(ss, c->peer, sizeof(c->peer));
+    mt_addr_format((const struct sockaddr *)ss, c->peer, sizeof(c->peer));
     if (o->tls != NULL) {
         c->tls = tls_conn_new(o->tls, fd, NULL);
         if (c->tls == NULL) {

@@ -28,9 +28,7 @@
 #include <stdint.h>
 
 #include "core/err.h"
-
-enum scram_mech { SCRAM_SHA1 = 0, SCRAM_SHA256 = 1 };
-#define SCRAM_MECHS 2
+#include "core/scram.h"
 
 /* mongod's defaults: the server parameters scramIterationCount (10000)
  * and scramSHA256IterationCount (15000), src/mongo/db/auth/sasl_options
@@ -69,10 +67,6 @@ struct scram_creds {
     size_t n;
 };
 
-/* "SCRAM-SHA-1" -> SCRAM_SHA1, "SCRAM-SHA-256" -> SCRAM_SHA256; else -1. */
-int scram_mech_parse(const char *name);
-const char *scram_mech_name(enum scram_mech m);
-
 /*
  * Derives the stored and server keys from pass (the bytes Hi() takes: the
  * MongoDB digest for SHA-1, the SASLprep'd password for SHA-256), salt and
@@ -82,22 +76,6 @@ const char *scram_mech_name(enum scram_mech m);
 int scram_secret_derive(enum scram_mech m, const char *pass, size_t pass_len,
                         const uint8_t *salt, size_t salt_len,
                         uint32_t iterations, struct scram_secret *out);
-
-/* hex(MD5(name ":mongo:" password)), SCRAM-SHA-1's password in MongoDB
- * (auth spec), into hex (33 bytes).  0 or MT_ECORRUPT. */
-int scram_mongo_digest(const char *name, const char *password, char hex[33]);
-
-/*
- * SASLprep (RFC 4013) of a password for SCRAM-SHA-256, through libidn's
- * stringprep "SASLprep" profile for stored strings (unassigned code points
- * prohibited, as pymongo's saslprep() by default): mapping (non-ASCII
- * spaces to space, soft hyphen and the like to nothing), NFKC, prohibited
- * characters (controls, ...) and bidi rules.  *out (owned: the caller
- * frees it with scram_saslprep_free) is the prepared UTF-8.  0, or
- * MT_EUSAGE with err saying why (also when nothing is left).
- */
-int scram_saslprep(const char *password, char **out, struct mt_err *err);
-void scram_saslprep_free(char *s);
 
 /*
  * Adds user `name` of database db with password; iterations[] per
@@ -156,15 +134,6 @@ struct scram_client_final {
 int scram_parse_client_final(const uint8_t *p, size_t len,
                              struct scram_client_final *out,
                              struct mt_err *err);
-
-/* Strict base64 (RFC 4648 alphabet, padded, no whitespace) through
- * EVP_DecodeBlock: the decoded length, or -1 when s is not base64 or the
- * result would not fit in cap bytes. */
-int scram_b64_decode(const char *s, size_t len, uint8_t *out, size_t cap);
-
-/* base64 of n bytes into out (4 * ceil(n / 3) + 1 bytes, NUL-terminated,
- * EVP_EncodeBlock); the length written. */
-size_t scram_b64_encode(const uint8_t *in, size_t n, char *out);
 
 /* ---- one conversation ---- */
 

@@ -1,8 +1,9 @@
 /*
  * server.h -- the replay server: N event loops, one thread each, each with
- * its own SO_REUSEPORT listener on the same address (DESIGN.md rule 4: the
- * kernel spreads connections; no loop is woken for another's work), and
- * the socket side of connections (read, write, timers: sconn.h).  Each
+ * its own SO_REUSEPORT listener on the same address (core/srv.h; DESIGN.md
+ * rule 4: the kernel spreads connections; no loop is woken for another's
+ * work), and the socket side of connections (read, write, timers:
+ * sconn.h).  Each
  * reply is released by its loop's timer heap at its ready time (rule 3);
  * replies that are due when emitted are written at once.
  */
@@ -12,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #include "conn.h"
 #include "delay.h"
@@ -24,9 +26,10 @@ struct tls_ctx;
 #define SERVER_OUT_PAUSE (8u << 20) /* stop reading a conn above this */
 
 struct server_opts {
-    char host[64]; /* numeric IPv4 or IPv6 address */
-    uint16_t port; /* 0: any free port (all loops share it) */
-    int threads;   /* loops; <= 0: one per online core */
+    struct sockaddr_storage listen; /* --listen (core/addr.h); port 0: any
+                                       free port (all loops share it) */
+    socklen_t listen_len;
+    int threads; /* loops; <= 0: one per online core */
     size_t conns_max;
     struct delay_cfg delay;
     uint64_t spin_ns;        /* busy-poll the last spin_ns before a release
@@ -60,8 +63,9 @@ struct server;
 struct server *server_start(const struct server_opts *o, struct index *idx,
                             struct mt_err *err);
 
-/* The port the listeners are bound to. */
+/* The port the listeners are bound to, and "IP:PORT" / "[V6]:PORT". */
 uint16_t server_port(const struct server *s);
+const char *server_desc(const struct server *s);
 int server_threads(const struct server *s);
 
 /* Stops every loop, joins the threads, closes every connection. */

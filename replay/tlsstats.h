@@ -2,8 +2,8 @@
  * tlsstats.h -- TLS handshake statistics of a replay with --tls-cert.
  *
  * Each loop counts its own connections' handshakes in its struct
- * replay_stats (conn.h; no lock, one thread), and server_stats merges the
- * loops at exit, like every other statistic.  A connection is counted once:
+ * replay_stats (replay_stats.h; no lock, one thread), and server_stats merges
+ * the loops at exit, like every other statistic.  A connection is counted once:
  * completed (with its protocol version and how long its handshake took)
  * when its handshake completes, else when it closes before that, failed
  * by cause or aborted (replay stopped first).  So with --tls-cert,

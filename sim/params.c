@@ -278,6 +278,10 @@ sim_params_set(struct sim_params *p, const char *key, const char *value,
     d = &sim_param_table[i];
     field = (char *)p + d->off;
     if (d->type == SIM_P_STR) {
+        if (strlen(value) >= sizeof(p->name))
+            return mt_err_set(err, MT_EUSAGE, 0,
+                              "%s: '%.20s...' is longer than %zu bytes", key,
+                              value, sizeof(p->name) - 1);
         snprintf(field, sizeof(p->name), "%s", value);
     } else if (d->type == SIM_P_RUNTIME || d->type == SIM_P_PROXY) {
         if (parse_enum(d->type, value, (int *)(void *)field) < 0)

@@ -19,12 +19,9 @@
 #include "predict.h"
 #include "report.h"
 #include "scenario.h"
+#include "sim_grid.h"
 #include "tracelat.h"
 
-static bool is_setup_key(const char *kv);
-
-#define SWEEP_AXES_MAX 4
-#define SWEEP_VALS_MAX 40
 #define SETS_MAX 64
 
 static const char sim_usage[] =
@@ -100,9 +97,7 @@ struct sim_opts {
     const char *scenario[8];
     size_t nscenario;
     const char *host, *trace, *plot, *measured, *only;
-    struct sim_cal_in cal;
-    double seq_delay_ms;
-    const char *seq_runtime;
+    struct sim_seq_in seq; /* --seq-*: the sequential run */
     const char *sets[SETS_MAX];
     size_t nsets;
     const char *sweeps[SWEEP_AXES_MAX];
@@ -282,25 +277,25 @@ handle_opt(int c, int idx, struct sim_opts *o, int argc, char **argv)
     case O_SEQS:
     case O_SEQCPU:
     case O_SEQCV:
-        if (sim_scenario_parse_list(&o->cal, argv[optind - 1], optarg,
-                                    c == O_SEQM     ? o->cal.mean_ms
-                                    : c == O_SEQS   ? o->cal.stdev_pct
-                                    : c == O_SEQCPU ? o->cal.cpu_us
-                                                    : o->cal.cpu_cv,
+        if (sim_scenario_parse_list(&o->seq.cal, argv[optind - 1], optarg,
+                                    c == O_SEQM     ? o->seq.cal.mean_ms
+                                    : c == O_SEQS   ? o->seq.cal.stdev_pct
+                                    : c == O_SEQCPU ? o->seq.cal.cpu_us
+                                                    : o->seq.cal.cpu_cv,
                                     &e) < 0)
             return usage_err(e.msg, NULL);
         break;
     case O_SEQD:
-        o->seq_delay_ms = strtod(optarg, &end);
-        if (*end || end == optarg || !(o->seq_delay_ms >= 0) ||
-            !isfinite(o->seq_delay_ms))
+        o->seq.delay_ms = strtod(optarg, &end);
+        if (*end || end == optarg || !(o->seq.delay_ms >= 0) ||
+            !isfinite(o->seq.delay_ms))
             return usage_err("--seq-delay-ms wants a number >= 0", optarg);
         break;
     case O_SEQRT:
         if (strcmp(optarg, "gil") != 0 && strcmp(optarg, "free-threaded") != 0)
             return usage_err("--seq-runtime wants gil or free-threaded",
                              optarg);
-        o->seq_runtime = optarg;
+        o->seq.runtime = optarg;
         break;
     case O_SET:
         return add_set(o, optarg);
@@ -408,8 +403,8 @@ parse_args(int argc, char **argv, struct sim_opts *o)
     memset(o, 0, sizeof(*o));
     nkey_sets = 0;
     for (size_t i = 0; i < SIM_CAL_MAX; i++)
-        o->cal.mean_ms[i] = o->cal.stdev_pct[i] = o->cal.cpu_us[i] =
-            o->cal.cpu_cv[i] = NAN;
+        o->seq.cal.mean_ms[i] = o->seq.cal.stdev_pct[i] = o->seq.cal.cpu_us[i] =
+            o->seq.cal.cpu_cv[i] = NAN;
     optind = 1;
     opterr = 0; /* one line of our own instead of getopt's */
     while ((c = getopt_long(argc, argv, ":h", lo, &idx)) != -1) {
@@ -423,29 +418,6 @@ parse_args(int argc, char **argv, struct sim_opts *o)
         o->sweeps[o->nsweeps++] = "delay=0,0.5,1,2";
     }
     return 0;
-}
-
-/* "key=value" -> applied with origin cli. */
-static int
-apply_kv(struct sim_scenario *sc, const char *kv, const char *note,
-         struct mt_err *err)
-{
-    char key[64];
-    const char *eq = strchr(kv, '=');
-
-    if (eq == NULL || eq == kv || (size_t)(eq - kv) >= sizeof(key))
-        return mt_err_set(err, MT_EUSAGE, 0, "expected KEY=VALUE, got '%s'",
-                          kv);
-    memcpy(key, kv, (size_t)(eq - kv));
-    key[eq - kv] = '\0';
-    if ((strcmp(key, "delay") == 0 || strcmp(key, "proxy_delay_ms") == 0) &&
-        sc->p.proxy == SIM_PROXY_NONE && strtod(eq + 1, NULL) > 0) {
-        int rc = sim_scenario_apply(sc, "proxy", "deadline", SIM_OR_CLI,
-                                    "a delay is a deadline", err);
-        if (rc < 0)
-            return rc;
-    }
-    return sim_scenario_apply(sc, key, eq + 1, SIM_OR_CLI, note, err);
 }
 
 #define TRACES_MAX 8
@@ -483,195 +455,6 @@ load_trace(struct sim_scenario *sc, struct sim_tracelat *tl, size_t *ntl,
     return 0;
 }
 
-/* Keys that describe the experiment rather than the host: a --sweep of one
- * of them does not change the setup a calibration was measured in. */
-static bool
-is_setup_key(const char *kv)
-{
-    size_t n = strcspn(kv, "=");
-    char key[64];
-    int i;
-
-    if (n >= sizeof(key))
-        return false;
-    memcpy(key, kv, n);
-    key[n] = '\0';
-    if (strcmp(key, "delay") == 0)
-        return true;
-    i = sim_params_find(key);
-    return i >= 0 && sim_param_table[i].pclass == SIM_PC_SETUP;
-}
-
-static int
-fit_one(struct sim_scenario *sc, const struct sim_params *seq,
-        const struct sim_cal_in *cal, struct mt_err *err)
-{
-    struct sim_params p0 = sc->p;
-
-    sc->ncal = 0;
-    for (size_t k = 0; k < cal->n; k++) {
-        struct sim_fit_in in = {cal->mean_ms[k], cal->stdev_pct[k],
-                                cal->cpu_us[k], cal->cpu_cv[k]};
-        struct sim_params p = p0;
-        int rc;
-
-        if (isnan(in.mean_ms) && isnan(in.cpu_us))
-            return mt_err_set(err, MT_EUSAGE, 0,
-                              "scenario '%s': calibration %zu has neither a "
-                              "mean nor a CPU per call",
-                              sc->p.name, k + 1);
-        if ((rc = sim_fit_seq(&p, seq, &in, err)) < 0) {
-            char msg[sizeof(err->msg)];
-            snprintf(msg, sizeof(msg), "%s", err->msg);
-            return mt_err_set(err, rc, 0, "scenario '%s': %s", sc->p.name, msg);
-        }
-        if (k == 0)
-            sc->p = p; /* origins and notes of the first */
-        sc->cal_py_us[k] = p.py_call_us;
-        sc->cal_py_cv[k] = p.py_cv;
-        sc->ncal++;
-    }
-    return 0;
-}
-
-/* The setup the one-liner's sequential run had: one thread, its delay. */
-static void
-oneliner_seq(const struct sim_scenario *sc, const struct sim_opts *o,
-             struct sim_params *seq)
-{
-    *seq = sc->cal_p;
-    seq->threads = 1;
-    seq->proxy = o->seq_delay_ms > 0 ? SIM_PROXY_DEADLINE : SIM_PROXY_NONE;
-    if (sc->cal_p.proxy == SIM_PROXY_SERIAL && o->seq_delay_ms > 0)
-        seq->proxy = SIM_PROXY_SERIAL;
-    seq->proxy_delay_ms = o->seq_delay_ms;
-    if (o->seq_runtime)
-        seq->runtime =
-            strcmp(o->seq_runtime, "gil") == 0 ? SIM_RT_GIL : SIM_RT_FREE;
-}
-
-static int
-calibrate_all(struct sim_scenario_set *set, const struct sim_opts *o,
-              struct mt_err *err)
-{
-    int rc;
-
-    for (size_t i = 0; i < set->n; i++) {
-        struct sim_scenario *sc = &set->v[i];
-        struct sim_params seq;
-
-        if (sc->model != SIM_MODEL_CONTENTION)
-            continue;
-        if (o->cal.n > 0) { /* --seq-*: every scenario */
-            oneliner_seq(sc, o, &seq);
-            rc = fit_one(sc, &seq, &o->cal, err);
-        } else if (sc->cal.n > 0) { /* the scenario is a sequential run */
-            seq = sc->cal_p;
-            rc = fit_one(sc, &seq, &sc->cal, err);
-        } else {
-            rc = 0;
-        }
-        if (rc < 0)
-            return rc;
-    }
-    for (size_t i = 0; i < set->n && o->cal.n == 0; i++) {
-        struct sim_scenario *sc = &set->v[i];
-        const struct sim_scenario *src;
-        size_t k;
-
-        if (sc->cal_from[0] == '\0')
-            continue;
-        for (k = 0; k < set->n && strcmp(set->v[k].p.name, sc->cal_from) != 0;
-             k++)
-            ;
-        if (k == set->n || set->v[k].cal.n == 0)
-            return mt_err_set(err, MT_EUSAGE, 0,
-                              "scenario '%s': calibrate_from '%s' is not a "
-                              "calibrated scenario",
-                              sc->p.name, sc->cal_from);
-        src = &set->v[k];
-        if ((rc = fit_one(sc, &src->cal_p, &src->cal, err)) < 0)
-            return rc;
-        {
-            int ic = sim_params_find("py_call_us");
-            size_t len = strlen(sc->p.note[ic]);
-            snprintf(sc->p.note[ic] + len, SIM_NOTE_MAX - len,
-                     " (sequential run '%.30s')", sc->cal_from);
-        }
-    }
-    return 0;
-}
-
-/* Expands set by the sweep axes into out. */
-static int
-expand_sweeps(const struct sim_scenario_set *set, const struct sim_opts *o,
-              struct sim_scenario_set *out, struct mt_err *err)
-{
-    char vals[SWEEP_AXES_MAX][SWEEP_VALS_MAX][32], keys[SWEEP_AXES_MAX][32];
-    size_t nv[SWEEP_AXES_MAX], idx[SWEEP_AXES_MAX] = {0};
-    int rc;
-
-    for (size_t a = 0; a < o->nsweeps; a++) {
-        const char *eq = strchr(o->sweeps[a], '='), *p;
-        if (eq == NULL || eq == o->sweeps[a] || eq - o->sweeps[a] >= 32)
-            return mt_err_set(err, MT_EUSAGE, 0,
-                              "--sweep wants KEY=V1,V2,..: '%s'", o->sweeps[a]);
-        snprintf(keys[a], sizeof(keys[a]), "%.*s", (int)(eq - o->sweeps[a]),
-                 o->sweeps[a]);
-        nv[a] = 0;
-        for (p = eq + 1; *p;) {
-            size_t len = strcspn(p, ",");
-            if (len == 0 || len >= 32 || nv[a] == SWEEP_VALS_MAX)
-                return mt_err_set(err, MT_EUSAGE, 0,
-                                  "--sweep %s: bad value list", keys[a]);
-            snprintf(vals[a][nv[a]++], 32, "%.*s", (int)len, p);
-            p += len + (p[len] == ',');
-        }
-        if (nv[a] == 0)
-            return mt_err_set(err, MT_EUSAGE, 0, "--sweep %s: no values",
-                              keys[a]);
-    }
-    for (size_t i = 0; i < set->n; i++) {
-        for (;;) {
-            struct sim_scenario sc = set->v[i];
-            char name[64], kv[80];
-            size_t len = (size_t)snprintf(name, sizeof(name), "%s", sc.p.name);
-            for (size_t a = 0; a < o->nsweeps; a++) {
-                snprintf(kv, sizeof(kv), "%s=%s", keys[a], vals[a][idx[a]]);
-                if ((rc = apply_kv(&sc, kv, "sweep", err)) < 0)
-                    return rc;
-                if (!is_setup_key(kv)) { /* a host fact: calibrate with it */
-                    struct sim_scenario tmp = sc;
-                    tmp.p = sc.cal_p;
-                    if ((rc = apply_kv(&tmp, kv, "sweep", err)) < 0)
-                        return rc;
-                    sc.cal_p = tmp.p;
-                }
-                if (len < sizeof(name))
-                    len += (size_t)snprintf(name + len, sizeof(name) - len,
-                                            " %s", kv);
-            }
-            if (sc.cal_from[0] &&
-                len > strlen(sc.p.name)) { /* same grid point */
-                char from[64];
-                snprintf(from, sizeof(from), "%s%s", sc.cal_from,
-                         name + strlen(sc.p.name));
-                snprintf(sc.cal_from, sizeof(sc.cal_from), "%s", from);
-            }
-            snprintf(sc.p.name, sizeof(sc.p.name), "%s", name);
-            if ((rc = sim_scenario_add(out, &sc)) < 0)
-                return mt_err_set(err, rc, 0, "too many scenarios (max %d)",
-                                  SIM_SCN_MAX);
-            size_t a = 0; /* odometer */
-            while (a < o->nsweeps && ++idx[a] == nv[a])
-                idx[a++] = 0;
-            if (a == o->nsweeps)
-                break;
-        }
-    }
-    return 0;
-}
-
 static int
 build_set(const struct sim_opts *o, struct sim_scenario_set *set,
           struct sim_tracelat *tl, size_t *ntl, struct mt_err *err)
@@ -693,7 +476,7 @@ build_set(const struct sim_opts *o, struct sim_scenario_set *set,
     for (size_t i = 0; i < set->n; i++) {
         struct sim_scenario *sc = &set->v[i];
         for (size_t k = 0; k < o->nsets; k++)
-            if ((rc = apply_kv(sc, o->sets[k], "--set", err)) < 0)
+            if ((rc = sim_grid_apply_kv(sc, o->sets[k], "--set", err)) < 0)
                 return rc;
         if (o->seed && (rc = sim_scenario_apply(sc, "seed", o->seed, SIM_OR_CLI,
                                                 "--seed", err)) < 0)
@@ -837,9 +620,9 @@ sim_cli_main(int argc, char **argv)
     sim_scenario_set_init(&sel);
     rc = build_set(&o, &set, tl, &ntl, &err);
     if (rc == 0)
-        rc = expand_sweeps(&set, &o, &run, &err);
+        rc = sim_grid_expand(&set, o.sweeps, o.nsweeps, &run, &err);
     if (rc == 0) /* after the sweep: each grid point is calibrated for itself */
-        rc = calibrate_all(&run, &o, &err);
+        rc = sim_grid_calibrate(&run, &o.seq, &err);
     for (size_t i = 0; rc == 0 && i < run.n; i++)
         if (o.only == NULL || strstr(run.v[i].p.name, o.only))
             rc = sim_scenario_add(&sel, &run.v[i]);

@@ -12,11 +12,14 @@
  */
 #include "dump_cli.h"
 
+#include <getopt.h>
 #include <inttypes.h>
 #include <string.h>
 #include <time.h>
 
 #include "core/buf.h"
+#include "core/cli.h"
+#include "core/pair.h"
 #include "core/rd.h"
 #include "core/trace.h"
 #include "core/wire.h"
@@ -28,8 +31,8 @@ struct dump {
     FILE *out; /* borrowed: stdout */
     bool json;
     struct trace_header hdr;
-    struct mt_buf scratch; /* decompressed messages */
-    struct pending pend;   /* requests awaiting replies: cmd names */
+    struct mt_buf scratch;  /* decompressed messages */
+    struct pair_table pend; /* requests awaiting replies: cmd names */
     uint64_t auth_msgs;
     uint64_t bad_msgs;
 };
@@ -286,7 +289,7 @@ plain_msg(struct dump *d, const struct trace_msg *m, const struct msginfo *mi,
 /* Pairs requests and replies so that a reply can name its command. */
 static const char *
 track(struct dump *d, const struct trace_msg *m, struct msginfo *mi,
-      struct pending_val *v)
+      struct msginfo_pending *v)
 {
     memset(v, 0, sizeof(*v));
     if (!mi->parsed)
@@ -296,14 +299,14 @@ track(struct dump *d, const struct trace_msg *m, struct msginfo *mi,
             snprintf(v->cmd, sizeof(v->cmd), "%s", mi->cmd.name);
             v->auth = mi->auth;
             v->t_ns = m->t_ns;
-            (void)pending_put(&d->pend, m->conn_id, mi->request_id, v);
+            (void)pair_table_put(&d->pend, m->conn_id, mi->request_id, v);
         }
         return mi->cmd.name;
     }
-    if (!pending_take(&d->pend, m->conn_id, mi->response_to, v))
+    if (!pair_table_take(&d->pend, m->conn_id, mi->response_to, v))
         return NULL;
     if (mi->more_to_come) /* exhaust: the next reply answers this one */
-        (void)pending_put(&d->pend, m->conn_id, mi->request_id, v);
+        (void)pair_table_put(&d->pend, m->conn_id, mi->request_id, v);
     mi->auth = mi->auth || v->auth;
     return v->cmd;
 }
@@ -312,7 +315,7 @@ static void
 dump_msg(struct dump *d, const struct trace_msg *m)
 {
     struct msginfo mi;
-    struct pending_val v;
+    struct msginfo_pending v;
     const char *cmd;
 
     msginfo_decode(m, &d->scratch, &mi);
@@ -538,6 +541,45 @@ dump_run(struct dump *d, struct trace_reader *r, const char *path)
     return status;
 }
 
+enum { OPT_JSON = 256 };
+
+/*
+ * argv into *json and *path.  True: run; false: exit with *status (0
+ * after --help, 2 bad usage, its line printed).
+ */
+static bool
+dump_parse_args(int argc, char **argv, bool *json, const char **path,
+                int *status)
+{
+    static const struct option longopts[] = {
+        {"json", no_argument, NULL, OPT_JSON},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int c;
+
+    opterr = 0;
+    optind = 1;
+    *status = CLI_EXIT_USAGE;
+    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'h':
+            usage(stdout);
+            *status = CLI_EXIT_OK;
+            return false;
+        case OPT_JSON:
+            *json = true;
+            break;
+        default:
+            cli_option_error("dump", c, argv);
+            return false;
+        }
+    }
+    *status = cli_take_trace("dump", "mtrace dump [--json] TRACE.zst", argc,
+                             argv, path);
+    return *status == 0;
+}
+
 int
 dump_cli_main(int argc, char **argv)
 {
@@ -548,33 +590,8 @@ dump_cli_main(int argc, char **argv)
     int status;
 
     memset(&d, 0, sizeof(d));
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            usage(stdout);
-            return 0;
-        } else if (strcmp(argv[i], "--json") == 0) {
-            d.json = true;
-        } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
-            fprintf(stderr,
-                    "mtrace dump: unknown option '%s'; run 'mtrace dump "
-                    "--help'\n",
-                    argv[i]);
-            return 2;
-        } else if (path != NULL) {
-            fprintf(stderr,
-                    "mtrace dump: one trace at a time ('%s' and "
-                    "'%s'); run 'mtrace dump --help'\n",
-                    path, argv[i]);
-            return 2;
-        } else {
-            path = argv[i];
-        }
-    }
-    if (path == NULL) {
-        fprintf(stderr, "mtrace dump: no trace given; usage: mtrace dump "
-                        "[--json] TRACE.zst\n");
-        return 2;
-    }
+    if (!dump_parse_args(argc, argv, &d.json, &path, &status))
+        return status;
     r = strcmp(path, "-") == 0 ? trace_reader_open_fp(stdin, &err)
                                : trace_reader_open(path, &err);
     if (r == NULL) {
@@ -583,9 +600,9 @@ dump_cli_main(int argc, char **argv)
     }
     d.out = stdout;
     mt_buf_init(&d.scratch, WIRE_MSG_LEN_MAX);
-    pending_init(&d.pend, PENDING_MAX);
+    pair_table_init(&d.pend, sizeof(struct msginfo_pending), PENDING_MAX);
     status = dump_run(&d, r, path);
-    pending_free(&d.pend);
+    pair_table_free(&d.pend);
     mt_buf_free(&d.scratch);
     trace_reader_free(r);
     return status;

@@ -1,6 +1,6 @@
 /*
- * msginfo.c -- decoding of recorded messages for dump and stats, the
- * pending-request table, JSON strings (see msginfo.h).
+ * msginfo.c -- decoding of recorded messages for dump and stats, what a
+ * reply says of its command, JSON strings (see msginfo.h).
  *
  * Recorded bytes are untrusted (a trace may come from anywhere): they go
  * through wire_msg_parse's full validation (lengths, BSON structure, depth)
@@ -193,130 +193,6 @@ msginfo_printable(char *dst, size_t cap, const char *s)
 
 /* ---- pending requests: open addressing, linear probing, backward-shift
  * deletion ---- */
-
-struct pending_slot {
-    bool used;
-    uint64_t conn;
-    int32_t req;
-    struct pending_val v;
-};
-
-void
-pending_init(struct pending *p, size_t n_max)
-{
-    memset(p, 0, sizeof(*p));
-    p->n_max = n_max;
-}
-
-void
-pending_free(struct pending *p)
-{
-    mt_free(p->slots);
-    memset(p, 0, sizeof(*p));
-}
-
-static size_t
-slot_of(const struct pending *p, uint64_t conn, int32_t req)
-{
-    uint64_t h = conn * 0x9E3779B97F4A7C15ull ^ (uint32_t)req;
-    h ^= h >> 29;
-    h *= 0xBF58476D1CE4E5B9ull;
-    h ^= h >> 32;
-    return (size_t)h & (p->cap - 1);
-}
-
-static struct pending_slot *
-find(const struct pending *p, uint64_t conn, int32_t req)
-{
-    size_t i;
-
-    if (p->cap == 0)
-        return NULL;
-    for (i = slot_of(p, conn, req); p->slots[i].used;
-         i = (i + 1) & (p->cap - 1))
-        if (p->slots[i].conn == conn && p->slots[i].req == req)
-            return &p->slots[i];
-    return &p->slots[i]; /* the empty slot where it would go */
-}
-
-static int
-grow(struct pending *p)
-{
-    struct pending_slot *old = p->slots;
-    size_t old_cap = p->cap, cap = p->cap ? p->cap * 2 : 64;
-
-    p->slots = mt_calloc(cap, sizeof(*p->slots));
-    if (p->slots == NULL) {
-        p->slots = old;
-        return -ENOMEM;
-    }
-    p->cap = cap;
-    for (size_t i = 0; i < old_cap; i++)
-        if (old[i].used)
-            *find(p, old[i].conn, old[i].req) = old[i];
-    mt_free(old);
-    return 0;
-}
-
-int
-pending_put(struct pending *p, uint64_t conn, int32_t req,
-            const struct pending_val *v)
-{
-    struct pending_slot *s = find(p, conn, req);
-
-    if (s == NULL || !s->used) {
-        if (p->n >= p->n_max)
-            return MT_ELIMIT;
-        if ((p->n + 1) * 4 > p->cap * 3) { /* load factor 0.75 */
-            if (grow(p) < 0)
-                return -ENOMEM;
-        }
-        s = find(p, conn, req);
-        p->n++;
-    }
-    s->used = true;
-    s->conn = conn;
-    s->req = req;
-    s->v = *v;
-    return 0;
-}
-
-bool
-pending_take(struct pending *p, uint64_t conn, int32_t req,
-             struct pending_val *v)
-{
-    struct pending_slot *s = find(p, conn, req);
-    size_t i, j, home;
-
-    if (s == NULL || !s->used)
-        return false;
-    *v = s->v;
-    i = (size_t)(s - p->slots);
-    p->slots[i].used = false;
-    p->n--;
-    /* Backward shift: move later entries of the run into the hole. */
-    for (j = (i + 1) & (p->cap - 1); p->slots[j].used;
-         j = (j + 1) & (p->cap - 1)) {
-        home = slot_of(p, p->slots[j].conn, p->slots[j].req);
-        /* j's entry may move to i if home is not in (i, j] cyclically */
-        if ((j > i && (home <= i || home > j)) ||
-            (j < i && (home <= i && home > j))) {
-            p->slots[i] = p->slots[j];
-            p->slots[j].used = false;
-            i = j;
-        }
-    }
-    return true;
-}
-
-void
-pending_foreach(const struct pending *p,
-                void (*fn)(const struct pending_val *v, void *ctx), void *ctx)
-{
-    for (size_t i = 0; i < p->cap; i++)
-        if (p->slots[i].used)
-            fn(&p->slots[i].v, ctx);
-}
 
 /* Takes it into st when it is an error's code or codeName (in a write
  * error, a write concern error, or the reply itself); false otherwise. */

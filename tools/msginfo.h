@@ -4,8 +4,8 @@
  * OP_COMPRESSED), command name / db / collection, whether it belongs to an
  * authentication conversation, and a one-line error when it does not parse.
  *
- * Also the pending-request table that pairs a reply with its request
- * (connection id + responseTo == requestID), and JSON string output.
+ * Also what dump and stats keep of a request until its reply comes (the
+ * pairing itself is core/pair.h's), and JSON string output.
  */
 #ifndef MT_MSGINFO_H
 #define MT_MSGINFO_H
@@ -72,9 +72,9 @@ void msginfo_json_str(FILE *out, const char *s);
  * terminal.  Returns dst. */
 const char *msginfo_printable(char *dst, size_t cap, const char *s);
 
-/* ---- pending requests ---- */
-
-struct pending_val {
+/* What dump and stats keep of a request waiting for its reply: the value
+ * of their core/pair.h table. */
+struct msginfo_pending {
     uint64_t t_ns; /* when the request (or the previous reply) was seen */
     char cmd[64];  /* command name */
     char ns[64];   /* db.collection (truncated), or the db */
@@ -82,31 +82,5 @@ struct pending_val {
     bool auth;    /* part of an authentication conversation */
     bool exhaust; /* a moreToCome reply continuing an exhaust stream */
 };
-
-struct pending_slot;
-
-struct pending {
-    struct pending_slot *slots; /* owned; cap entries */
-    size_t cap;                 /* power of two, or 0 */
-    size_t n;
-    size_t n_max; /* pending_put beyond this: MT_ELIMIT */
-};
-
-/* An empty table holding at most n_max entries. */
-void pending_init(struct pending *p, size_t n_max);
-void pending_free(struct pending *p);
-
-/* Inserts or replaces (conn, req).  0, MT_ELIMIT (full) or -ENOMEM. */
-int pending_put(struct pending *p, uint64_t conn, int32_t req,
-                const struct pending_val *v);
-
-/* Removes (conn, req) into *v; false if absent. */
-bool pending_take(struct pending *p, uint64_t conn, int32_t req,
-                  struct pending_val *v);
-
-/* Calls fn for every entry left (unmatched requests), in no order. */
-void pending_foreach(const struct pending *p,
-                     void (*fn)(const struct pending_val *v, void *ctx),
-                     void *ctx);
 
 #endif

@@ -26,7 +26,8 @@ stats_init(struct stats *s)
     s->cmds = mt_calloc(STATS_CMD_MAX, sizeof(*s->cmds));
     if (s->cmds == NULL)
         return -ENOMEM;
-    pending_init(&s->pend, STATS_PENDING_MAX);
+    pair_table_init(&s->pend, sizeof(struct msginfo_pending),
+                    STATS_PENDING_MAX);
     mt_buf_init(&s->scratch, WIRE_MSG_LEN_MAX);
     return 0;
 }
@@ -41,7 +42,7 @@ stats_free(struct stats *s)
     mt_free(s->tls[0].time.lat_ns);
     mt_free(s->tls[1].time.lat_ns);
     mt_free(s->slow);
-    pending_free(&s->pend);
+    pair_table_free(&s->pend);
     mt_buf_free(&s->scratch);
     memset(s, 0, sizeof(*s));
 }
@@ -237,7 +238,7 @@ err_count(struct stats *s, struct stats_cmd *c, const struct reply_status *st)
 static int
 on_request(struct stats *s, const struct trace_msg *m, const struct msginfo *mi)
 {
-    struct pending_val v;
+    struct msginfo_pending v;
     struct stats_cmd *c = cmd_get(s, mi->parsed ? mi->cmd.name : "(malformed)");
 
     c->requests++;
@@ -254,7 +255,7 @@ on_request(struct stats *s, const struct trace_msg *m, const struct msginfo *mi)
         memcpy(v.ns + sizeof(v.ns) - 4, "...", 4); /* cut: say so */
     v.request_id = mi->request_id;
     v.auth = mi->auth;
-    if (pending_put(&s->pend, m->conn_id, mi->request_id, &v) < 0)
+    if (pair_table_put(&s->pend, m->conn_id, mi->request_id, &v) < 0)
         s->pending_overflow++;
     return 0;
 }
@@ -262,22 +263,22 @@ on_request(struct stats *s, const struct trace_msg *m, const struct msginfo *mi)
 static int
 on_reply(struct stats *s, const struct trace_msg *m, struct msginfo *mi)
 {
-    struct pending_val v;
+    struct msginfo_pending v;
     struct stats_cmd *c;
     struct reply_status st;
     struct stats_slow x;
     bool exhaust;
 
-    if (!pending_take(&s->pend, m->conn_id, mi->response_to, &v)) {
+    if (!pair_table_take(&s->pend, m->conn_id, mi->response_to, &v)) {
         s->unmatched_replies++;
         return 0;
     }
     exhaust = v.exhaust;
     if (mi->more_to_come) {
-        struct pending_val next = v;
+        struct msginfo_pending next = v;
         next.t_ns = m->t_ns;
         next.exhaust = true;
-        if (pending_put(&s->pend, m->conn_id, mi->request_id, &next) < 0)
+        if (pair_table_put(&s->pend, m->conn_id, mi->request_id, &next) < 0)
             s->pending_overflow++;
     }
     if (v.auth && !mi->auth) {
@@ -433,8 +434,9 @@ stats_add(struct stats *s, const struct trace_rec *rec)
 }
 
 static void
-count_unmatched(const struct pending_val *v, void *ctx)
+count_unmatched(void *val, void *ctx)
 {
+    const struct msginfo_pending *v = val;
     struct stats *s = ctx;
 
     if (v->exhaust)
@@ -446,7 +448,7 @@ count_unmatched(const struct pending_val *v, void *ctx)
 void
 stats_finish(struct stats *s)
 {
-    pending_foreach(&s->pend, count_unmatched, s);
+    pair_table_foreach(&s->pend, count_unmatched, s);
 }
 
 static int

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "core/buf.h"
+#include "core/pair.h"
 #include "core/trace.h"
 #include "tools/msginfo.h"
 
@@ -115,9 +116,9 @@ struct stats {
     struct trace_stats capture; /* last value of each capture statistic */
     struct stats_tls tls[2];    /* by leg: client, target */
     uint64_t records;
-    bool ended;            /* the end record was read */
-    struct pending pend;   /* owned */
-    struct mt_buf scratch; /* owned: decompressed messages */
+    bool ended;             /* the end record was read */
+    struct pair_table pend; /* owned */
+    struct mt_buf scratch;  /* owned: decompressed messages */
 };
 
 /* 0 or -ENOMEM. */

@@ -13,13 +13,16 @@
  */
 #include "stats_cli.h"
 
+#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/cli.h"
 #include "core/trace.h"
 #include "core/wire.h"
+#include "tools/compare.h"
 #include "tools/msginfo.h"
 #include "tools/stats.h"
 
@@ -28,6 +31,7 @@ usage(FILE *f)
 {
     fprintf(f,
             "usage: mtrace stats [--json] [--top N] TRACE.zst\n"
+            "       mtrace stats --compare A.zst B.zst [--json]\n"
             "\n"
             "Summarise a trace: connections, messages by opcode and by\n"
             "command, request->reply latency per command in ms (count, mean,\n"
@@ -41,6 +45,9 @@ usage(FILE *f)
             "recorded in the trace.\n"
             "\n"
             "  --json     one JSON object instead of text\n"
+            "  --compare A B  per command, A against B: requests,\n"
+            "             replies, mean/p50/p99 ms, errors by code,\n"
+            "             replies differing in shape (docs/play.md)\n"
             "  --top N    also list the N slowest exchanges (1..1000): time,\n"
             "             connection and requestID, to find them with dump\n"
             "  -h, --help this text\n"
@@ -439,6 +446,57 @@ stats_read(struct stats *s, struct trace_reader *r, const char *path,
     return status;
 }
 
+enum { OPT_JSON = 256, OPT_TOP };
+
+/*
+ * argv into *json, *top and *path.  True: run; false: exit with *status
+ * (0 after --help, 2 bad usage, its line printed).
+ */
+static bool
+stats_parse_args(int argc, char **argv, bool *json, size_t *top,
+                 const char **path, int *status)
+{
+    static const struct option longopts[] = {
+        {"json", no_argument, NULL, OPT_JSON},
+        {"top", required_argument, NULL, OPT_TOP},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    uint64_t n;
+    int c;
+
+    opterr = 0;
+    optind = 1;
+    *status = CLI_EXIT_USAGE;
+    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'h':
+            usage(stdout);
+            *status = CLI_EXIT_OK;
+            return false;
+        case OPT_JSON:
+            *json = true;
+            break;
+        case OPT_TOP:
+            if (!cli_parse_u64(optarg, 1, STATS_TOP_MAX, &n)) {
+                cli_usage_error("stats",
+                                "--top takes a number of exchanges from 1 "
+                                "to %d",
+                                STATS_TOP_MAX);
+                return false;
+            }
+            *top = (size_t)n;
+            break;
+        default:
+            cli_option_error("stats", c, argv);
+            return false;
+        }
+    }
+    *status = cli_take_trace(
+        "stats", "mtrace stats [--json] [--top N] TRACE.zst", argc, argv, path);
+    return *status == 0;
+}
+
 int
 stats_cli_main(int argc, char **argv)
 {
@@ -451,46 +509,10 @@ stats_cli_main(int argc, char **argv)
     char err_msg[sizeof(err.msg)] = "";
     int status;
 
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            usage(stdout);
-            return 0;
-        } else if (strcmp(argv[i], "--json") == 0) {
-            json = true;
-        } else if (strcmp(argv[i], "--top") == 0) {
-            char *end;
-            long n = i + 1 < argc ? strtol(argv[i + 1], &end, 10) : 0;
-            if (i + 1 >= argc || *argv[i + 1] == '\0' || *end != '\0' ||
-                n < 1 || n > STATS_TOP_MAX) {
-                fprintf(stderr,
-                        "mtrace stats: --top takes a number of exchanges "
-                        "from 1 to %d; run 'mtrace stats --help'\n",
-                        STATS_TOP_MAX);
-                return 2;
-            }
-            top = (size_t)n;
-            i++;
-        } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
-            fprintf(stderr,
-                    "mtrace stats: unknown option '%s'; run 'mtrace stats "
-                    "--help'\n",
-                    argv[i]);
-            return 2;
-        } else if (path != NULL) {
-            fprintf(stderr,
-                    "mtrace stats: one trace at a time ('%s' and "
-                    "'%s'); run 'mtrace stats --help'\n",
-                    path, argv[i]);
-            return 2;
-        } else {
-            path = argv[i];
-        }
-    }
-    if (path == NULL) {
-        fprintf(stderr, "mtrace stats: no trace given; usage: mtrace stats "
-                        "[--json] [--top N] TRACE.zst\n");
-        return 2;
-    }
+    if (compare_requested(argc, argv))
+        return compare_cli_main(argc, argv);
+    if (!stats_parse_args(argc, argv, &json, &top, &path, &status))
+        return status;
     r = strcmp(path, "-") == 0 ? trace_reader_open_fp(stdin, &err)
                                : trace_reader_open(path, &err);
     if (r == NULL) {

@@ -2,9 +2,20 @@
  * fuzz_match.c -- request keys, diffs, cursor rewriting and handshake
  * replies over arbitrary bytes taken as a command document (replay/match.c,
  * replay/matchkey.c, replay/cursor.c, replay/handshake.c).  Nothing may
- * crash or over-read; errors are fine.
+ * crash or over-read; errors are fine.  Properties checked (abort when
+ * broken):
+ *   - a key is a function of the request: built twice, the same bytes and
+ *     hash;
+ *   - for a key of distinct field names, match_key_diff counts the fields
+ *     equal in both keys the same either way round, and finds no
+ *     difference between a key and itself (all its fields equal);
+ *   - cursor_rewrite_reply of a reply whose cursor.id is an integer gives
+ *     BSON whose cursor.id is the new id, and for a valid reply with one
+ *     cursor.id, an Int64 (the same length), rewriting back with the old
+ *     id gives the input's bytes.
  */
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/buf.h"
@@ -14,6 +25,150 @@
 #include "replay/matchkey.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void
+check(bool ok)
+{
+    if (!ok)
+        abort();
+}
+
+/* The number of fields of key (its database first, then MATCH_SEP-separated
+ * name=value fields) when there are at most 32 and their names are
+ * distinct; 0 otherwise.  match_key_diff pairs fields by name, so a
+ * command that repeats a field has no one answer to "how many are equal". */
+static size_t
+distinct_fields(const char *key, size_t len)
+{
+    const char *name[32];
+    size_t nlen[32], n = 0, start = 0;
+
+    if (len == 0)
+        return 0;
+    for (size_t i = 0; i <= len; i++) {
+        if (i < len && key[i] != MATCH_SEP)
+            continue;
+        if (n == 32)
+            return 0;
+        const char *eq = memchr(key + start, '=', i - start);
+        name[n] = key + start;
+        nlen[n] = eq != NULL ? (size_t)(eq - name[n]) : i - start;
+        for (size_t j = 1; j < n && n > 1; j++)
+            if (nlen[j] == nlen[n] && memcmp(name[j], name[n], nlen[n]) == 0)
+                return 0;
+        n++;
+        start = i + 1;
+    }
+    return n;
+}
+
+/* Key properties: determinism; and for a key of distinct fields,
+ * match_key_diff's equal-field count is the same either way round, and
+ * a key differs from itself in nothing. */
+static void
+check_key(const struct match_rules *r, const struct match_req *req,
+          const struct mt_buf *key, const char *other, size_t other_len)
+{
+    struct mt_buf again;
+    struct mt_err err;
+    char diff[256];
+    size_t n;
+    int ab, ba;
+
+    mt_buf_init(&again, 1u << 20);
+    check(match_key_build(r, req, &again, &err) == 0);
+    check(again.len == key->len &&
+          (key->len == 0 || memcmp(again.data, key->data, key->len) == 0));
+    check(match_key_hash(again.data, again.len) ==
+          match_key_hash(key->data, key->len));
+    mt_buf_free(&again);
+    n = distinct_fields((const char *)key->data, key->len);
+    if (n == 0)
+        return;
+    ab = match_key_diff((const char *)key->data, key->len, other, other_len,
+                        diff, sizeof(diff));
+    ba = match_key_diff(other, other_len, (const char *)key->data, key->len,
+                        diff, sizeof(diff));
+    check(ab == ba);
+    check(match_key_diff((const char *)key->data, key->len,
+                         (const char *)key->data, key->len, diff,
+                         sizeof(diff)) == (int)n);
+    check(diff[0] == '\0');
+}
+
+/* Whether iteration reaches the end of every (sub)document of it without
+ * an error (libbson sets err_off when an element cannot be read). */
+static bool
+walk_iter(bson_iter_t *it, int depth)
+{
+    bson_iter_t sub;
+
+    if (depth > 100)
+        return false;
+    while (bson_iter_next(it))
+        if ((BSON_ITER_HOLDS_DOCUMENT(it) || BSON_ITER_HOLDS_ARRAY(it)) &&
+            (!bson_iter_recurse(it, &sub) || !walk_iter(&sub, depth + 1)))
+            return false;
+    return it->err_off == 0;
+}
+
+/* Whether b is valid and every element of it can be walked: bson_validate
+ * alone let through a document whose iteration stops early
+ * (rewrite-unknown-type in the corpus). */
+static bool
+walks(const bson_t *b)
+{
+    bson_iter_t it;
+
+    return bson_validate(b, BSON_VALIDATE_NONE, NULL) &&
+           bson_iter_init(&it, b) && walk_iter(&it, 0);
+}
+
+/* The "id" fields of the top-level "cursor" documents of a valid
+ * document (cursor_rewrite_reply sets every one of them). */
+static size_t
+cursor_id_fields(const bson_t *b)
+{
+    bson_iter_t it, c;
+    size_t n = 0;
+
+    if (!bson_iter_init(&it, b))
+        return 0;
+    while (bson_iter_next(&it))
+        if (strcmp(bson_iter_key(&it), "cursor") == 0 &&
+            BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &c))
+            while (bson_iter_next(&c))
+                n += strcmp(bson_iter_key(&c), "id") == 0;
+    return n;
+}
+
+/* cursor.id rewriting: the new id reads back; a valid document whose only
+ * cursor.id is an Int64 (same length after the rewrite) round-trips to the
+ * input's bytes. */
+static void
+check_rewrite(const uint8_t *data, size_t size)
+{
+    int64_t old = match_reply_cursor_id(data, size);
+    bson_t in, out, back;
+    bool valid;
+
+    if (old == 0)
+        return;
+    valid = bson_init_static(&in, data, size) && walks(&in);
+    bson_init(&out);
+    if (cursor_rewrite_reply(data, size, 42, &out) == 0) {
+        check(match_reply_cursor_id(bson_get_data(&out), out.len) == 42);
+        if (valid && out.len == size && cursor_id_fields(&in) == 1) {
+            bson_init(&back);
+            check(cursor_rewrite_reply(bson_get_data(&out), out.len, old,
+                                       &back) == 0);
+            check(back.len == size &&
+                  memcmp(bson_get_data(&back), data, size) == 0);
+            bson_destroy(&back);
+        }
+    }
+    bson_destroy(&out);
+}
 
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -38,6 +193,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     match_rules_default(&r);
     mt_buf_init(&key, 1u << 20);
     if (match_key_build(&r, &req, &key, &err) == 0) {
+        check_key(&r, &req, &key, other, sizeof(other) - 1);
         match_key_diff((const char *)key.data, key.len, other,
                        sizeof(other) - 1, diff, sizeof(diff));
         match_key_diff(other, sizeof(other) - 1, (const char *)key.data,
@@ -46,7 +202,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         (void)match_key_hash(key.data, key.len);
     }
     mt_buf_free(&key);
-    (void)match_reply_cursor_id(data, size);
+    check_rewrite(data, size);
     bson_init(&out);
     (void)cursor_rewrite_reply(data, size, 42, &out);
     bson_destroy(&out);

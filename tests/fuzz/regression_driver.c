@@ -4,6 +4,11 @@
  * ever found without libFuzzer (zstd tests/fuzz/regression_driver.c).
  *
  * Usage: fuzz_X_regress FILE|DIR...
+ *
+ * Exit status: 0 when every input was replayed; 1 when one could not be
+ * read, or when there was no input at all (an empty or missing corpus
+ * would otherwise pass while testing nothing).  A target that finds a
+ * property broken aborts, and so fails the run.
  */
 #include <dirent.h>
 #include <stdint.h>
@@ -77,6 +82,10 @@ main(int argc, char **argv)
             errors += run_file(argv[i]);
             files++;
         }
+    }
+    if (files == 0) {
+        fprintf(stderr, "%s: no input to replay (empty corpus?)\n", argv[0]);
+        return 1;
     }
     printf("%s: %d inputs replayed\n", argv[0], files);
     return errors ? 1 : 0;

@@ -354,6 +354,7 @@ main(int argc, char **argv)
     damage_before_sums(&o);
     if (o.layout == 1) {
         write_file(outp, &o.file[0]);
+        mt_buf_free(&o.file[0]);
         return 0;
     }
     if (mkdir(outp, 0700) != 0 && errno != EEXIST)

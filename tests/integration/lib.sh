@@ -1,6 +1,9 @@
 # lib.sh -- helpers for integration tests written in bash.  Source it.
 #   free_port            print a free 127.0.0.1 TCP port
-#   wait_port PORT [S]   wait until something listens on PORT (default 10 s)
+#   wait_listening LOG PID [WHAT]  until LOG (an mtrace server's stderr) says
+#                        "listening on": the one readiness check of the
+#                        harnesses (a probe connection would be recorded
+#                        or counted as a connection of the test's own)
 #   start_mock VAR [ARGS]  start mockmongo.py; sets VAR to its port, remembers pid
 #   capture_tv_trace OUT.zst  record a trace whose hellos carry topologyVersion
 #                        (pymongo's replay_monitor.py through `mtrace capture`
@@ -37,13 +40,17 @@ free_port() {
     "$PYTHON" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
 }
 
-wait_port() {
-    local port=$1 secs=${2:-10} i
-    for ((i = 0; i < secs * 20; i++)); do
-        if (exec 3<>/dev/tcp/127.0.0.1/"$port") 2>/dev/null; then return 0; fi
-        sleep 0.05
+# wait_listening LOG PID [WHAT]: until LOG says "listening on" (capture and
+# replay say so after listen(), so the port is ready).  10 s; fails if PID
+# exits first.  WHAT names the server in the failure (default "replay").
+wait_listening() {
+    local i what=${3:-replay}
+    for ((i = 0; i < 500; i++)); do
+        grep -q "listening on" "$1" 2>/dev/null && return 0
+        kill -0 "$2" 2>/dev/null || fail "$what exited before listening: $(cat "$1")"
+        sleep 0.02
     done
-    fail "nothing listening on port $port after ${secs}s"
+    fail "$what did not say it listens after 10 s: $(cat "$1")"
 }
 
 # start_mock VARNAME [mockmongo args...]

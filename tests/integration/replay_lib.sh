@@ -5,7 +5,6 @@
 #   start_replay VAR TRACE [ARGS]           mtrace replay; VAR = port; log in
 #                                           $TMP/replay.<port>.log, pid in
 #                                           REPLAY_PID
-#   wait_listening LOG PID                  until the log says "listening on"
 #   same_lines A B                          fail with a diff unless equal
 
 start_capture() {
@@ -15,7 +14,7 @@ start_capture() {
         -o "$out" 2>"$out.log" &
     CAPTURE_PID=$!
     track_pid $CAPTURE_PID
-    wait_port "$port"
+    wait_listening "$out.log" $CAPTURE_PID capture
     printf -v "$var" '%s' "$port"
 }
 
@@ -35,20 +34,6 @@ start_replay() {
     track_pid $REPLAY_PID
     wait_listening "$TMP/replay.$port.log" $REPLAY_PID
     printf -v "$var" '%s' "$port"
-}
-
-# wait_listening LOG PID: until replay's log says it listens (it says so
-# after listen(), so the port is ready; a connect from wait_port would be a
-# connection of its own, a failed handshake in a --tls-cert replay's log).
-# 10 s; fails if the process exits first.
-wait_listening() {
-    local i
-    for ((i = 0; i < 500; i++)); do
-        grep -q "listening on" "$1" 2>/dev/null && return 0
-        kill -0 "$2" 2>/dev/null || fail "replay exited before listening: $(cat "$1")"
-        sleep 0.02
-    done
-    fail "replay did not say it listens after 10 s: $(cat "$1")"
 }
 
 same_lines() {

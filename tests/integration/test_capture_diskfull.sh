@@ -18,7 +18,7 @@ port=$(free_port)
 ) 2>"$TMP/cap.log" &
 CAP=$!
 track_pid $CAP
-wait_port "$port"
+wait_listening "$TMP/cap.log" $CAP capture
 "$PYTHON" "$TOP/tests/integration/fill_workload.py" "$port" ||
     fail "pymongo through the proxy failed"
 kill -INT $CAP

@@ -54,7 +54,7 @@ if ! [ -s "$MNT2/live.zst" ]; then
         fail "live capture did not start"
     fi
 fi
-wait_port "$port"
+wait_listening "$TMP/cap.log" $CAP capture
 "$PYTHON" "$TOP/tests/integration/fill_workload.py" "$port" ||
     fail "pymongo through the proxy failed"
 df -k "$MNT1" "$MNT2" | sed 's/^/df: /'

@@ -10,7 +10,7 @@ MAN=$TOP/docs/mtrace.1
 # the option names as the page spells them: groff's \- is a plain -
 sed 's/\\-/-/g' "$MAN" >"$TMP/man.txt"
 n=0
-for cmd in capture replay sim calibrate dump stats; do
+for cmd in capture replay play sim calibrate dump stats; do
     "$MTRACE" $cmd --help >"$TMP/help" 2>&1 || fail "$cmd --help exit $?"
     grep -Eiq "^\.SH .*\b$cmd\b.* OPTIONS" "$TMP/man.txt" ||
         fail "the man page has no options section for $cmd"
@@ -23,4 +23,4 @@ done
 # -ww: all warnings; -z: no output, only the diagnostics
 groff -man -ww -z "$MAN" >"$TMP/groff.err" 2>&1 || fail "groff exit $?"
 [ ! -s "$TMP/groff.err" ] || fail "groff warns: $(head -5 "$TMP/groff.err")"
-echo "man page: $n options of 6 subcommands documented; groff -ww quiet"
+echo "man page: $n options of 7 subcommands documented; groff -ww quiet"

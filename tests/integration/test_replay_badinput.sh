@@ -66,7 +66,7 @@ CPORT=$(free_port)
     -o "$TMP/none.zst" 2>"$TMP/cap.log" &
 CPID=$!
 track_pid $CPID
-wait_port "$CPORT"
+wait_listening "$TMP/cap.log" $CPID capture
 kill -TERM $CPID
 wait $CPID || fail "capture exited $?: $(cat "$TMP/cap.log")"
 "$MTRACE" dump "$TMP/none.zst" >/dev/null || fail "the empty capture is not a valid trace"
@@ -103,7 +103,7 @@ expect_refused "$PORT" "mtrace replay" "empty" -- \
 "$MTRACE" replay --listen 127.0.0.1:"$PORT" --threads 1 - <"$SAMPLE" 2>"$TMP/stdin.log" &
 RPID=$!
 track_pid $RPID
-wait_port "$PORT"
+wait_listening "$TMP/stdin.log" $RPID
 "$PYTHON" - "$PORT" <<'PY' || fail "pymongo against a trace from stdin: $(cat "$TMP/stdin.log")"
 import sys
 import pymongo

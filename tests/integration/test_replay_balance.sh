@@ -2,7 +2,7 @@
 # test_replay_balance.sh -- connections are spread evenly over the loops:
 # SO_REUSEPORT picks a loop by a hash of the addresses (64 connections
 # came out anywhere from 32/32 to 24/40), and a loop that accepts while
-# another holds fewer hands the connection over (replay/handoff.c).  64
+# another holds fewer hands the connection over (core/srv.c).  64
 # clients connect one after the other to `--threads 2`, each gets its
 # OP_MSG ping answered; the exit summary must say 32..32 connections per
 # loop (without the hand-off, a 32/32 split has about 1 chance in 10).

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # test_replay_listen.sh -- --listen goes through core/addr.h (HOST:PORT and
-# [V6]:PORT): bad addresses are usage errors (exit 2) that say what is
+# [V6]:PORT, HOST numeric or a name: test_capture_listen.py serves drivers
+# on localhost): bad addresses are usage errors (exit 2) that say what is
 # wrong; an IPv6 loopback listener ([::1]:PORT) serves pymongo the
 # recorded find_one of traces/sample.zst (skipped, with a line, when the
 # machine has no IPv6 loopback); --spin-us / --spin-max-us are checked, and
@@ -21,7 +22,7 @@ expect_usage() { # ARG_FOR_LISTEN WANTED_TEXT
 expect_usage "127.0.0.1" "HOST:PORT or [IPV6]:PORT"
 expect_usage "127.0.0.1:65536" "port 0..65535"
 expect_usage ":27017" "HOST:PORT"
-expect_usage "localhost:27017" "host 'localhost' is not a numeric IPv4 or IPv6 address"
+expect_usage "no-such-host.invalid:27017" "host 'no-such-host.invalid' is not a numeric IPv4 or IPv6 address, nor a name that resolves"
 expect_usage "[::1:27017" "is not a numeric"
 for bad in "--spin-us x" "--spin-us -1" "--spin-max-us 0"; do
     # shellcheck disable=SC2086

@@ -56,7 +56,7 @@ PORT=$(free_port)
     2>"$TMP/replay.log" &
 RPID=$!
 track_pid $RPID
-wait_port "$PORT"
+wait_listening "$TMP/replay.log" $RPID
 grep -q "holding a CPU wake-up latency request of $PMQOS_US us" "$TMP/replay.log" ||
     fail "no holding line: $(cat "$TMP/replay.log")"
 now=$(dev_read)
@@ -92,7 +92,7 @@ PORT=$(free_port)
     --summary-json "$TMP/sum0.json" "$SAMPLE" 2>"$TMP/replay0.log" &
 RPID=$!
 track_pid $RPID
-wait_port "$PORT"
+wait_listening "$TMP/replay0.log" $RPID
 kill -TERM $RPID
 wait $RPID || fail "replay exited $?: $(cat "$TMP/replay0.log")"
 grep -q "CPU wake-up latency request: none" "$TMP/replay0.log" ||

@@ -5,6 +5,8 @@
 # (cursors of several batches, killCursors, inserts, an unacknowledged w:0
 # insert that gets no reply, an error reply), and a
 # query that no trace holds gets the documented miss error (code 47).
+# Every connection of the trace carries messages: the harness waits for
+# the proxy's "listening on" line, never with a connection of its own.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/replay_lib.sh"
 WL=$TOP/tests/integration/replay_workload.py
@@ -18,6 +20,11 @@ for mode in seq threads; do
         fail "$mode workload failed through capture"
     stop_wait $CAPTURE_PID || fail "capture exited $?"
     [ -s "$TMP/$mode.zst" ] || fail "no trace written"
+    "$MTRACE" dump --json "$TMP/$mode.zst" >"$TMP/$mode.json" || fail "dump of the $mode trace"
+    nconn=$(jq -s '[.[] | select(.type == "conn_open")] | length' "$TMP/$mode.json")
+    nused=$(jq -s '[.[] | select(.type == "msg") | .conn] | unique | length' "$TMP/$mode.json")
+    [ "$nconn" -ge 2 ] && [ "$nconn" = "$nused" ] ||
+        fail "$mode: $nconn connections recorded, $nused with messages (an empty one: a probe?)"
 
     start_replay REP "$TMP/$mode.zst" --strict --threads 2
     "$PYTHON" "$WL" "mongodb://127.0.0.1:$REP/" "${args[@]}" --miss >"$TMP/$mode.replay" ||
@@ -38,5 +45,5 @@ for mode in seq threads; do
     grep -q 'closest recorded key' "$log" || fail "$mode: no closest key in the miss line"
     grep -q 'unacknowledged [1-9]' "$log" || fail "$mode: the w:0 insert was not counted: $(tail -2 "$log")"
     grep -q '"call": "fail_me", "error": 2' "$TMP/$mode.replay" || fail "$mode: fail_me did not fail with code 2"
-    echo "ok: pymongo $mode: $(wc -l <"$TMP/$mode.capture") calls identical, $nmiss miss(es) reported"
+    echo "ok: pymongo $mode: $(wc -l <"$TMP/$mode.capture") calls identical, $nmiss miss(es) reported, $nconn connections recorded, none empty"
 done

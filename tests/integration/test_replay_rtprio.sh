@@ -41,7 +41,7 @@ PORT=$(free_port)
     --delay-ms 0.2 --summary-json "$TMP/sum.json" "$SAMPLE" 2>"$TMP/replay.log" &
 RPID=$!
 track_pid $RPID
-wait_port "$PORT"
+wait_listening "$TMP/replay.log" $RPID
 # the listeners open before the loop threads start; the "listening" line
 # comes after every thread has set its policy
 for _ in $(seq 200); do

@@ -181,7 +181,7 @@ CPORT=$(free_port)
     -o "$TMP/big.zst" 2>"$TMP/big.log" &
 CAPTURE_PID=$!
 track_pid $CAPTURE_PID
-wait_port "$CPORT"
+wait_listening "$TMP/big.log" $CAPTURE_PID capture
 "$PYTHON" "$TOP/tests/integration/driver_bigdoc.py" "mongodb://127.0.0.1:$CPORT/?$TQ" >"$TMP/big.capture" ||
     fail "bigdoc through the TLS proxy"
 stop_wait $CAPTURE_PID || fail "capture exited $?"

@@ -187,6 +187,8 @@ printf '# just a comment\n\n   # another\n' >"$TMP/comments.scn"
 one_line 2 "comments.scn: no scenario" sim --scenario "$TMP/comments.scn"
 one_line 2 "empty.scn: no host facts" sim --host "$TMP/empty.scn" --set calls=2
 one_line 2 "'x' is not a number" sim --seq-mean-ms 0.2,x
+printf '[%s]\nthreads = 2\n' "$(printf 'n%.0s' $(seq 70))" >"$TMP/long.scn"
+one_line 2 "long.scn:1: name: .* is longer than 63 bytes" sim --scenario "$TMP/long.scn"
 one_line 2 "calibration 2 has neither" sim --seq-mean-ms 0.2 --seq-stdev-pct 3,4
 printf 'cores = 2\nbogus_fact = 3 [measured] a newer calibrate\n' >"$TMP/newer.txt"
 $S --host "$TMP/newer.txt" --set calls=2 --no-params >/dev/null 2>"$TMP/e6" || fail "unknown host fact: exit $?"

@@ -16,7 +16,6 @@ Also runnable: `tls_lib.py DIR` prints the JSON of the paths.
 """
 import json
 import os
-import socket
 import ssl
 import subprocess
 import sys
@@ -65,16 +64,20 @@ def make_certs(d):
             "other_server_pem": p("other_server.pem")}
 
 
-def wait_port(port, limit=10):
-    """Waits until something accepts on 127.0.0.1:port."""
+def wait_socat_listening(proc, errpath, limit=10):
+    """Waits until socat (run with -d -d) logs its "listening on" line to
+    errpath, the readiness every harness waits for: a probe connection
+    would be a failed handshake of its own."""
     deadline = time.time() + limit
     while time.time() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), 0.5).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError("nothing listens on port %d after %d s" % (port, limit))
+        with open(errpath) as f:
+            if "listening on" in f.read():
+                return
+        if proc.poll() is not None:
+            with open(errpath) as f:
+                raise RuntimeError("socat exited before listening: %s" % f.read()[-800:])
+        time.sleep(0.02)
+    raise RuntimeError("socat did not say it listens after %d s" % limit)
 
 
 def start_socat_tls(env, cert_pem, upstream_port, port=None, client_ca=None):
@@ -85,10 +88,13 @@ def start_socat_tls(env, cert_pem, upstream_port, port=None, client_ca=None):
     from capture_lib import free_port
     port = port or free_port()
     verify = "verify=1,cafile=%s" % client_ca if client_ca else "verify=0"
-    env.spawn(["socat", "OPENSSL-LISTEN:%d,bind=127.0.0.1,reuseaddr,fork,cert=%s,%s"
-               % (port, cert_pem, verify), "TCP:127.0.0.1:%d" % upstream_port],
-              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    wait_port(port)
+    errpath = env.path("socat.%d.log" % port)
+    with open(errpath, "w") as errf:
+        p = env.spawn(["socat", "-d", "-d",
+                       "OPENSSL-LISTEN:%d,bind=127.0.0.1,reuseaddr,fork,cert=%s,%s"
+                       % (port, cert_pem, verify), "TCP:127.0.0.1:%d" % upstream_port],
+                      stdout=subprocess.DEVNULL, stderr=errf)
+    wait_socat_listening(p, errpath)
     return port
 
 

@@ -1,5 +1,6 @@
 /*
- * test_addr.c -- core/addr.c: HOST:PORT parsing for CLIs and helpers.
+ * test_addr.c -- core/addr.c: HOST:PORT parsing for CLIs, servers and
+ * helpers (numeric, bracketed IPv6, localhost), and the one formatter.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -8,6 +9,7 @@
 #include <cmocka.h>
 
 #include <netinet/in.h>
+#include <sys/socket.h>
 #include <string.h>
 
 #include "core/addr.h"
@@ -68,6 +70,49 @@ test_addr_resolve_numeric(void **state)
     assert_int_equal(mt_addr_resolve("127.0.0.1", &ss, &len), MT_EUSAGE);
 }
 
+/* localhost resolves (to 127.0.0.1 or ::1, as /etc/hosts says), and a
+ * name that cannot resolve is a usage error. */
+static void
+test_addr_resolve_localhost(void **state)
+{
+    struct sockaddr_storage ss;
+    socklen_t len;
+    char txt[64];
+
+    assert_int_equal(mt_addr_resolve("localhost:28017", &ss, &len), 0);
+    assert_true(ss.ss_family == AF_INET || ss.ss_family == AF_INET6);
+    mt_addr_format((const struct sockaddr *)&ss, txt, sizeof(txt));
+    assert_true(strcmp(txt, "127.0.0.1:28017") == 0 ||
+                strcmp(txt, "[::1]:28017") == 0);
+    assert_int_equal(mt_addr_resolve("no-such-host.invalid:1", &ss, &len),
+                     MT_EUSAGE);
+}
+
+/* The formatter: IPv4, bracketed IPv6, an unknown family, a short buffer
+ * (truncated, NUL-terminated), and resolve -> format round trips. */
+static void
+test_addr_format(void **state)
+{
+    static const char *const specs[] = {"127.0.0.1:28017", "[::1]:0",
+                                        "10.1.2.3:65535", "[fe80::1]:27017"};
+    struct sockaddr_storage ss;
+    socklen_t len;
+    char txt[64];
+
+    for (size_t i = 0; i < sizeof(specs) / sizeof(specs[0]); i++) {
+        assert_int_equal(mt_addr_resolve(specs[i], &ss, &len), 0);
+        mt_addr_format((const struct sockaddr *)&ss, txt, sizeof(txt));
+        assert_string_equal(txt, specs[i]);
+    }
+    memset(&ss, 0, sizeof(ss));
+    ss.ss_family = AF_UNIX;
+    mt_addr_format((const struct sockaddr *)&ss, txt, sizeof(txt));
+    assert_string_equal(txt, "?");
+    assert_int_equal(mt_addr_resolve("127.0.0.1:28017", &ss, &len), 0);
+    mt_addr_format((const struct sockaddr *)&ss, txt, 6);
+    assert_string_equal(txt, "127.0");
+}
+
 int
 main(void)
 {
@@ -75,6 +120,8 @@ main(void)
         cmocka_unit_test(test_addr_split_v4_and_v6),
         cmocka_unit_test(test_addr_split_rejects),
         cmocka_unit_test(test_addr_resolve_numeric),
+        cmocka_unit_test(test_addr_resolve_localhost),
+        cmocka_unit_test(test_addr_format),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

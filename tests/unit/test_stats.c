@@ -1,6 +1,6 @@
 /*
  * test_stats.c -- tools/stats.c (percentiles, pairing, exhaust streams)
- * and tools/msginfo.c (pending table, JSON strings, message decoding, auth
+ * and tools/msginfo.c (JSON strings, message decoding, auth
  * detection), with real wire messages from core/wire's encoders.
  */
 #include <setjmp.h>
@@ -38,40 +38,6 @@ test_stats_percentile_nearest_rank(void **state)
     assert_int_equal(stats_percentile(v, 1, 99), 1);
     assert_int_equal(stats_percentile(v, 3, 50), 2); /* ceil(1.5) = 2 */
     assert_int_equal(stats_percentile(v, 0, 50), 0);
-}
-
-/* Many puts and takes in a small table: every entry is found exactly once
- * (exercises backward-shift deletion across wrap-around). */
-static void
-test_stats_pending_table(void **state)
-{
-    struct pending p;
-    struct pending_val v = {0}, out;
-    int n = 5000;
-
-    pending_init(&p, (size_t)n);
-    for (int i = 0; i < n; i++) {
-        v.t_ns = (uint64_t)i;
-        assert_int_equal(pending_put(&p, (uint64_t)(i % 7), i, &v), 0);
-    }
-    assert_int_equal(pending_put(&p, 99, 99, &v), MT_ELIMIT);
-    assert_int_equal(p.n, (size_t)n);
-    for (int i = 0; i < n; i += 2) {
-        assert_true(pending_take(&p, (uint64_t)(i % 7), i, &out));
-        assert_int_equal(out.t_ns, (uint64_t)i);
-    }
-    for (int i = 0; i < n; i++) {
-        bool there = pending_take(&p, (uint64_t)(i % 7), i, &out);
-        assert_int_equal(there, i % 2 == 1);
-        if (there)
-            assert_int_equal(out.t_ns, (uint64_t)i);
-    }
-    assert_int_equal(p.n, 0);
-    assert_false(pending_take(&p, 1, 1, &out));
-    pending_free(&p);
-    pending_init(&p, 4); /* empty table: lookups are safe */
-    assert_false(pending_take(&p, 0, 0, &out));
-    pending_free(&p);
 }
 
 static void
@@ -371,7 +337,6 @@ main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_stats_percentile_nearest_rank),
-        cmocka_unit_test(test_stats_pending_table),
         cmocka_unit_test(test_stats_json_str_escapes),
         cmocka_unit_test(test_stats_printable),
         cmocka_unit_test(test_stats_pairing),
