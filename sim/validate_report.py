@@ -372,7 +372,7 @@ def summary_lines(grid, ab, seq):
     cq = counts(seq, "mean")
     out.append("- Sequential rows (%d): %s (band +-5 %%).  All pass: %s." % (
         len(seq), cstr(cq), met(seq and cq["PASS"] == len(seq))))
-    bi = [r for r in grid + ab + seq if r.get("modes")]
+    bi = [r for r in grid + [x for x in ab if x not in grid] + seq if r.get("modes")]
     out.append("- Bimodal rows (repetition means in two groups): %s." % (
         ", ".join("%g ms %s" % (r["delay"], label(r["mode"])) for r in bi) if bi else "none"))
     return out
