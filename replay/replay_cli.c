@@ -8,6 +8,7 @@
  *                   [--delay-mode deadline|serial] [--strict] [--threads N]
  *                   [--max-conns N] [--ignore-field F]... [--keep-field F]...
  *                   [--spin-us auto|N] [--spin-max-us N] [--rt-prio N]
+ *                   [--pin-loops] [--batch-loops]
  *                   [--cpu-dma-latency US] [--compressors C]
  *                   [--credentials USER:PASSWORD]... [--auth-source DB]
  *                   [--scram-iterations N]
@@ -99,6 +100,12 @@ usage(FILE *out)
         "                         priority N (1..99; 0: off, the default):\n"
         "                         releases are not late behind other\n"
         "                         processes; needs root or CAP_SYS_NICE\n"
+        "  --pin-loops            pin event loop i to the i-th CPU the\n"
+        "                         process may use (as HAProxy's cpu-map)\n"
+        "  --batch-loops          run the event loops under SCHED_BATCH:\n"
+        "                         their wake-ups do not preempt the client;\n"
+        "                         ms of added delay behind any other busy\n"
+        "                         task (not with --rt-prio)\n"
         "  --cpu-dma-latency US   hold a PM QoS CPU wake-up latency request\n"
         "                         of US microseconds (0..2000000000) through\n"
         "                         /dev/cpu_dma_latency from start to exit,\n"
@@ -202,6 +209,8 @@ enum {
     OPT_MSGTO,
     OPT_MSGMAX,
     OPT_RTPRIO,
+    OPT_PIN,
+    OPT_BATCH,
     OPT_DMALAT,
     OPT_COMPRESS,
     OPT_CREDS,
@@ -236,6 +245,8 @@ static const struct option longopts[] = {
     {"msg-timeout-s", required_argument, NULL, OPT_MSGTO},
     {"max-msg-bytes", required_argument, NULL, OPT_MSGMAX},
     {"rt-prio", required_argument, NULL, OPT_RTPRIO},
+    {"pin-loops", no_argument, NULL, OPT_PIN},
+    {"batch-loops", no_argument, NULL, OPT_BATCH},
     {"cpu-dma-latency", required_argument, NULL, OPT_DMALAT},
     {"compressors", required_argument, NULL, OPT_COMPRESS},
     {"credentials", required_argument, NULL, OPT_CREDS},
@@ -362,6 +373,12 @@ parse_opt(struct replay_opts *c, int opt, const char *a)
                        SCHED_RT_PRIO_MAX);
         c->so.rt_prio = (int)u;
         return 0;
+    case OPT_PIN:
+        c->so.pin_loops = true;
+        return 0;
+    case OPT_BATCH:
+        c->so.batch_loops = true;
+        return 0;
     case OPT_DMALAT:
         if (parse_u64(a, PMQOS_US_MAX, &u) < 0)
             return bad("bad --cpu-dma-latency '%s' (0..%d microseconds)", a,
@@ -484,6 +501,8 @@ parse_args(struct replay_opts *c, int argc, char **argv)
         return 2;
     }
     c->trace = argv[optind];
+    if (c->so.batch_loops && c->so.rt_prio > 0)
+        return bad("--batch-loops and --rt-prio exclude each other");
     return setup_auth(c);
 }
 

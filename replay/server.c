@@ -158,6 +158,8 @@ server_listen(struct server *s, struct mt_err *err)
         .addr_len = s->o.listen_len,
         .nloops = s->nloops,
         .rt_prio = s->o.rt_prio,
+        .pin_loops = s->o.pin_loops,
+        .batch_loops = s->o.batch_loops,
         .sweep_ns = srv_sweep_period_ns(s->o.idle_ns, s->o.msg_timeout_ns),
         .drain_ns = 0, /* a stop closes every connection at once */
         .on_conn = accept_one,

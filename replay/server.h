@@ -42,6 +42,8 @@ struct server_opts {
     int rt_prio;             /* SCHED_FIFO priority of every loop thread
                                 (core/sched.h), set by the thread itself
                                 before it runs; 0: normal scheduling */
+    bool pin_loops;          /* loop i on the i-th CPU the process may use */
+    bool batch_loops;        /* SCHED_BATCH loop threads (not with rt_prio) */
     bool compress_set;       /* --compressors given: use compress_mask */
     unsigned compress_mask;  /* instead of the recorded server's list */
     const struct auth_cfg *auth; /* borrowed: --credentials; NULL: none */
