@@ -1,73 +1,31 @@
 /*
- * calibrate.c -- `mtrace calibrate`: host facts for mtrace sim.
+ * calibrate.c -- `mtrace calibrate`: the host and lock facts of mtrace sim,
+ * each measured by its own microbenchmark (docs/sim-model.md, "Parameters").
  *
  *   cores          sched_getaffinity(2) CPU count (what this process may use)
- *   wake_us/_cv    cold wake-up: a thread blocked in read(2) for 200 us (so
- *                  its core may go idle, as for a thread waiting for a reply
- *                  or the GIL) is woken by a write(2) carrying a timestamp;
- *                  write -> reader running: mean and cv of the samples
- *                  less their top 1 % (robust on a busy host).  Impossible
- *                  samples (reader's clock behind the stamp, over 1 s) are
- *                  rejected (sim_calibrate_wake_sample); more than 1 % of
- *                  them fails the run.  The
- * hot figure (pipe ping-pong half round trip minus one write+read) is printed
- * as a comment. ctx_cpu_us     process CPU time (CLOCK_PROCESS_CPUTIME_ID) per
- * hand-off of that ping-pong, minus the write+read pair: the CPU cost of one
- * block/wake cycle sys_us         CPU of one small send(2) or recv(2) on a
- * loopback TCP connection, both done by one thread (nothing blocks)
- *   (comments)     the extra thread CPU of a Python workload when 4
- *                  threads contend for the GIL, and the contended idle gap
- *   gil_handoff_us sim/calibrate/gil_pingpong.py under /usr/bin/python3:
- *                  the cold 2-thread hand-off: a thread blocked 200 us on a
- *                  threading.Lock is released by another, which then blocks
- *                  itself (dropping the GIL); release -> the woken thread
- *                  running Python (mean less the top 1 %).  That is the path
- *                  of a signalled GIL waiter in Python/ceval_gil.h (3.11):
- *                  drop_gil's COND_SIGNAL, a futex wake, the waiter's return
- *                  through pthread_cond_timedwait re-locking gil->mutex and
- *                  its re-check of gil->locked, with nothing else competing.
- *                  The 4-thread contended idle gap (round 1-6's figure) is
- *                  printed as a comment: it also holds the core queueing,
- *                  the other threads' turns (the model adds those
- *                  itself) and probably gaps with no waiter yet (round 7,
- *                  docs/sim-history.md).
- *   gil_wake_cpu_us  gil_pingpong.py contended_cpu(): CPU of one block/wake
- *                  cycle of a GIL waiter (4 and 10 threads spread over the
- *                  cores, Python segment + sendall/recv to an echo process;
- *                  thread CPU of the send+recv part over 1 thread's, per
- *                  extra voluntary context switch)
- *   gil_xcore_cpu_us  gil_pingpong.py xcore_cpu(): extra CPU of a loop
- *                  iteration run on the other core than the previous one
- *   gil_switch_stretch  gil_pingpong.py: mean wall time of a fixed Python
- *                  burst when 3 threads take turns on the GIL (time.sleep
- *                  between bursts) over the same with 1 thread, minus 1
- *                  (median of 7 alternating phases; never below 0)
- *   (comment)      bg_load, other processes' CPU: /proc/stat busy (user, nice,
- *                  system, irq, softirq, steal) of all CPUs over 2 s while
- *                  calibrate sleeps, in cores (a snapshot: the load of a
- *                  shared host changes)
- *   (comment)      /proc/loadavg when calibrating
- *   (comment)      herd.walk_us for the herd model (calibrate_herd.c)
- *   gil_mutex_signal_us  calibrate_gilmutex.c: how long drop_gil's
- *                  COND_SIGNAL holds gil->mutex with a waiter asleep (C
- *                  threads on CPython 3.11's protocol); the share of woken
- *                  waiters that then block re-locking it (comment)
- *   wake_busy_us   calibrate_place.c: a GIL-style hand-over between two C
- *                  threads pinned to one CPU, signal -> wakee running; the
- *                  same pinned to two CPUs (the wakee's idle) as a comment
- *   send_preempt_p, send_preempt_busy_p  calibrate_preempt.c: share of a
- *                  thread's loopback sends during which the echo process it
- *                  woke preempted it (unpinned; both pinned to one CPU)
- *   ft_slowdown    ratio of gil_pingpong.py's cpu_loop_us under python3.13t
- *                  and under python3.13, when both exist
- * Output: a host facts file (scenario format, origin [measured]).
+ *   sys_us         wall time of one small send(2) or recv(2) on a loopback
+ *                  TCP connection, both done by one thread (nothing blocks)
+ *   wake_us        cold wake-up: a thread blocked in read(2) for 200 us (its
+ *                  core may idle, as a thread waiting for a reply does) is
+ *                  woken by a write(2) carrying a timestamp; write -> reader
+ *                  running, mean less the top 1 % (robust on a busy host).
+ *                  Impossible samples (reader's clock behind the stamp, over
+ *                  1 s) are rejected (sim_calibrate_wake_sample); more than
+ *                  1 % of them fails the run
+ *   ctx_cpu_us     process CPU (CLOCK_PROCESS_CPUTIME_ID) per hand-off of a
+ *                  2-thread pipe ping-pong, minus one write+read pair: the
+ *                  CPU of one block/wake cycle
+ *   switch_interval_us, gil_handoff_us  sim/calibrate/gil_pingpong.py under
+ *                  the GIL CPython (default /usr/bin/python3)
+ *   lock_wake_us   sim/calibrate/lock_contend.py under the same CPython:
+ *                  two threads contending a threading.Lock
+ * Output: a host facts file, one "key = value [measured] method" a line
+ * (mtrace sim --host), diagnostics as "#" lines.
  */
 #include "calibrate.h"
-#include "calibrate_gilmutex.h"
-#include "calibrate_idle.h"
-#include "calibrate_place.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <math.h>
 #include <netinet/in.h>
@@ -77,14 +35,11 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <fcntl.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "calibrate_herd.h"
-#include "calibrate_preempt.h"
 #include "core/clock.h"
 #include "core/mem.h"
 
@@ -117,40 +72,43 @@ now_cpu_ns(void)
     return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
 }
 
-/* Half-round-trip mean and cv (ns) and CPU per hand-off (ns). */
+/* 2-thread pipe ping-pong: half round trip (ns, wall) and process CPU per
+ * hand-off (ns).  -1 when a pipe or the thread cannot be made. */
 static int
-pingpong(double *half_ns, double *cv, double *cpu_ns)
+pingpong(double *half_ns, double *cpu_ns)
 {
     struct pp p = {.rounds = PP_ROUNDS};
     pthread_t th;
-    double sum = 0, ss = 0, cpu0, nb = PP_ROUNDS / PP_BATCH;
-    double *b = mt_malloc((size_t)nb * sizeof(*b));
+    double cpu0;
+    uint64_t t0;
     char c = 'x';
+    int rc = 0;
 
-    if (b == NULL || pipe(p.ab) < 0 || pipe(p.ba) < 0) {
-        mt_free(b);
+    if (pipe(p.ab) < 0)
+        return -1;
+    if (pipe(p.ba) < 0) {
+        close(p.ab[0]), close(p.ab[1]);
         return -1;
     }
-    if (pthread_create(&th, NULL, pp_other, &p) != 0)
-        return -1;
+    if (pthread_create(&th, NULL, pp_other, &p) != 0) {
+        rc = -1;
+        goto out;
+    }
     cpu0 = now_cpu_ns();
-    for (int k = 0; k < (int)nb; k++) {
-        uint64_t t0 = mt_now_ns();
-        for (int i = 0; i < PP_BATCH; i++)
-            if (write(p.ab[1], &c, 1) != 1 || read(p.ba[0], &c, 1) != 1)
-                return -1;
-        b[k] = (double)(mt_now_ns() - t0) / (2.0 * PP_BATCH);
-        sum += b[k];
-    }
+    t0 = mt_now_ns();
+    for (int i = 0; i < PP_ROUNDS && rc == 0; i++)
+        if (write(p.ab[1], &c, 1) != 1 || read(p.ba[0], &c, 1) != 1)
+            rc = -1;
+    *half_ns = (double)(mt_now_ns() - t0) / (2.0 * PP_ROUNDS);
     *cpu_ns = (now_cpu_ns() - cpu0) / (2.0 * PP_ROUNDS);
+    if (rc < 0)
+        close(p.ab[1]); /* the other thread's read ends */
     pthread_join(th, NULL);
-    *half_ns = sum / nb;
-    for (int k = 0; k < (int)nb; k++)
-        ss += (b[k] - *half_ns) * (b[k] - *half_ns);
-    *cv = sqrt(ss / nb) / *half_ns;
-    close(p.ab[0]), close(p.ab[1]), close(p.ba[0]), close(p.ba[1]);
-    mt_free(b);
-    return 0;
+out:
+    close(p.ab[0]), close(p.ba[0]), close(p.ba[1]);
+    if (rc == 0)
+        close(p.ab[1]);
+    return rc;
 }
 
 #define COLD_ROUNDS 2000
@@ -220,11 +178,10 @@ sim_calibrate_trimmed_stats(double *v, int n, double cv_max, double *mean,
     *cv = *mean > 0 ? fmin(sqrt(ss / k) / *mean, cv_max) : 0;
 }
 
-/* Cold wake-up: the reader has been blocked 200 us (its core may idle, as
- * a thread waiting for a reply or for the GIL does) when the writer sends
- * its timestamp; lognormal fit of write -> reader running (ns).  Fails
- * (-1, message on stderr) when more than 1 % of the samples were
- * impossible or the mean is not a plausible wake-up (0 < mean < 1 s). */
+/* Cold wake-up (wake_us): mean and cv of write -> reader running (ns), the
+ * reader blocked 200 us before each.  Fails (-1, message on stderr) when
+ * more than 1 % of the samples were impossible or the mean is not a
+ * plausible wake-up (0 < mean < 1 s). */
 static int
 cold_wake(double *mean_ns, double *cv, int *rejected)
 {
@@ -232,17 +189,22 @@ cold_wake(double *mean_ns, double *cv, int *rejected)
     pthread_t th;
     struct timespec idle = {0, COLD_IDLE_NS};
 
-    if (pipe(c.fd) < 0 || pthread_create(&th, NULL, cold_reader, &c) != 0)
+    c.n = c.rejected = 0;
+    if (pipe(c.fd) < 0)
         return -1;
+    if (pthread_create(&th, NULL, cold_reader, &c) != 0) {
+        close(c.fd[0]), close(c.fd[1]);
+        return -1;
+    }
     for (int i = 0; i < COLD_ROUNDS; i++) {
         nanosleep(&idle, NULL);
         uint64_t stamp = mt_now_ns();
         if (write(c.fd[1], &stamp, sizeof(stamp)) != (ssize_t)sizeof(stamp))
             break;
     }
+    close(c.fd[1]); /* a reader still waiting sees EOF */
     pthread_join(th, NULL);
     close(c.fd[0]);
-    close(c.fd[1]);
     if (c.rejected > COLD_ROUNDS / 100 || c.n < COLD_ROUNDS / 2) {
         fprintf(stderr,
                 "mtrace calibrate: cold wake-up: %d of %d samples impossible "
@@ -263,7 +225,7 @@ cold_wake(double *mean_ns, double *cv, int *rejected)
     return 0;
 }
 
-/* CPU (ns) of one small loopback send or recv. */
+/* Wall time (ns) of one small loopback send or recv (sys_us). */
 static int
 syscall_cost(double *ns)
 {
@@ -303,103 +265,81 @@ out:
 static int
 pipe_cost(double *ns)
 {
-    int fd[2], n = 50000;
+    int fd[2], n = 50000, rc = 0;
     char c = 'x';
     uint64_t t0;
 
     if (pipe(fd) < 0)
         return -1;
     t0 = mt_now_ns();
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n && rc == 0; i++)
         if (write(fd[1], &c, 1) != 1 || read(fd[0], &c, 1) != 1)
-            break;
+            rc = -1;
     *ns = (double)(mt_now_ns() - t0) / n;
     close(fd[0]);
     close(fd[1]);
-    return 0;
+    return rc;
 }
 
-/* Runs script under python; fills the values of the keys it prints. */
-struct pyfacts {
-    double handoff, handoff_cv, cold, cold_cv, cpu_loop, switch_cpu, pp_switch,
-        contended, switch_base, stretch, stretch_lo, stretch_hi, wake_cpu,
-        wake_lo, wake_hi, take_cpu, take_unpinned, wake_vcsw, xcore, xcore_lo,
-        xcore_hi, xcore_fixed;
-    char ver[64];
+/* "key value" lines a Python microbenchmark printed. */
+#define KV_MAX 32
+struct kv {
+    int n;
+    char key[KV_MAX][48];
+    char val[KV_MAX][48];
 };
 
-static int
-run_py(const char *python, const char *script, struct pyfacts *f_out)
+/* The value of key as a number, NAN when it was not printed. */
+static double
+kv_num(const struct kv *k, const char *key)
 {
-    char cmd[1200], line[256], key[64], val[64];
-    FILE *f;
-    int got = 0;
-
-    snprintf(cmd, sizeof(cmd), "'%s' '%s' 2>/dev/null", python, script);
-    f = popen(cmd, "r");
-    if (f == NULL)
-        return -1;
-    while (fgets(line, sizeof(line), f)) {
-        if (sscanf(line, "%63s %63s", key, val) != 2)
-            continue;
-        if (strcmp(key, "handoff_us") == 0)
-            f_out->handoff = strtod(val, NULL), got++;
-        else if (strcmp(key, "handoff_cv") == 0)
-            f_out->handoff_cv = strtod(val, NULL);
-        else if (strcmp(key, "handoff_cold_us") == 0)
-            f_out->cold = strtod(val, NULL), got++;
-        else if (strcmp(key, "handoff_cold_cv") == 0)
-            f_out->cold_cv = strtod(val, NULL);
-        else if (strcmp(key, "switch_cpu_us") == 0)
-            f_out->switch_cpu = strtod(val, NULL);
-        else if (strcmp(key, "pp_switch_cpu_us") == 0)
-            f_out->pp_switch = strtod(val, NULL);
-        else if (strcmp(key, "handoff_contended_us") == 0)
-            f_out->contended = strtod(val, NULL);
-        else if (strcmp(key, "switch_base_us") == 0)
-            f_out->switch_base = strtod(val, NULL);
-        else if (strcmp(key, "switch_stretch") == 0)
-            f_out->stretch = strtod(val, NULL);
-        else if (strcmp(key, "switch_stretch_min") == 0)
-            f_out->stretch_lo = strtod(val, NULL);
-        else if (strcmp(key, "switch_stretch_max") == 0)
-            f_out->stretch_hi = strtod(val, NULL);
-        else if (strcmp(key, "wake_cpu_us") == 0)
-            f_out->wake_cpu = strtod(val, NULL);
-        else if (strcmp(key, "wake_cpu_min") == 0)
-            f_out->wake_lo = strtod(val, NULL);
-        else if (strcmp(key, "wake_cpu_max") == 0)
-            f_out->wake_hi = strtod(val, NULL);
-        else if (strcmp(key, "take_cpu_us") == 0)
-            f_out->take_cpu = strtod(val, NULL);
-        else if (strcmp(key, "take_cpu_unpinned_us") == 0)
-            f_out->take_unpinned = strtod(val, NULL);
-        else if (strcmp(key, "wake_vcsw") == 0)
-            f_out->wake_vcsw = strtod(val, NULL);
-        else if (strcmp(key, "xcore_cpu_us") == 0)
-            f_out->xcore = strtod(val, NULL);
-        else if (strcmp(key, "xcore_min") == 0)
-            f_out->xcore_lo = strtod(val, NULL);
-        else if (strcmp(key, "xcore_max") == 0)
-            f_out->xcore_hi = strtod(val, NULL);
-        else if (strcmp(key, "xcore_fixed_us") == 0)
-            f_out->xcore_fixed = strtod(val, NULL);
-        else if (strcmp(key, "cpu_loop_us") == 0)
-            f_out->cpu_loop = strtod(val, NULL);
-        else if (strcmp(key, "py_version") == 0)
-            snprintf(f_out->ver, sizeof(f_out->ver), "%s", val);
-    }
-    return pclose(f) == 0 && got == 2 ? 0 : -1;
+    for (int i = 0; i < k->n; i++)
+        if (strcmp(k->key[i], key) == 0)
+            return strtod(k->val[i], NULL);
+    return NAN;
 }
 
 static const char *
-find_script(const char *dir, char *buf, size_t cap)
+kv_str(const struct kv *k, const char *key)
+{
+    for (int i = 0; i < k->n; i++)
+        if (strcmp(k->key[i], key) == 0)
+            return k->val[i];
+    return "?";
+}
+
+/* Runs `python script` (its stderr passes through) and keeps its "key
+ * value" lines.  -1 when it cannot be run or exits non-zero. */
+static int
+run_py(const char *python, const char *script, struct kv *out)
+{
+    char cmd[1200], line[256];
+    FILE *f;
+
+    if (strchr(python, '\'') || strchr(script, '\''))
+        return -1;
+    snprintf(cmd, sizeof(cmd), "'%s' '%s'", python, script);
+    f = popen(cmd, "r");
+    if (f == NULL)
+        return -1;
+    out->n = 0;
+    while (fgets(line, sizeof(line), f))
+        if (out->n < KV_MAX &&
+            sscanf(line, "%47s %47s", out->key[out->n], out->val[out->n]) == 2)
+            out->n++;
+    return pclose(f) == 0 ? 0 : -1;
+}
+
+/* dir/name, or beside the binary (a source tree's sim/calibrate/ or an
+ * installed share/mtrace/), or ./sim/calibrate/name. */
+static const char *
+find_script(const char *dir, const char *name, char *buf, size_t cap)
 {
     char exe[512];
     ssize_t n;
 
     if (dir) {
-        snprintf(buf, cap, "%s/gil_pingpong.py", dir);
+        snprintf(buf, cap, "%s/%s", dir, name);
         return access(buf, R_OK) == 0 ? buf : NULL;
     }
     n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
@@ -408,14 +348,14 @@ find_script(const char *dir, char *buf, size_t cap)
         char *slash = strrchr(exe, '/');
         if (slash)
             *slash = '\0';
-        snprintf(buf, cap, "%s/sim/calibrate/gil_pingpong.py", exe);
+        snprintf(buf, cap, "%s/sim/calibrate/%s", exe, name);
         if (access(buf, R_OK) == 0)
             return buf;
-        snprintf(buf, cap, "%s/../share/mtrace/gil_pingpong.py", exe);
+        snprintf(buf, cap, "%s/../share/mtrace/%s", exe, name);
         if (access(buf, R_OK) == 0)
             return buf;
     }
-    snprintf(buf, cap, "sim/calibrate/gil_pingpong.py");
+    snprintf(buf, cap, "sim/calibrate/%s", name);
     return access(buf, R_OK) == 0 ? buf : NULL;
 }
 
@@ -430,59 +370,44 @@ cores_online(void)
 }
 
 static const char cal_usage[] =
-    "usage: mtrace calibrate [-o FILE] [--python PATH] [--python-ft PATH] "
-    "[--scripts DIR] [--idle-ab]\n"
-    "Measures the host facts mtrace sim needs and writes them as a host facts\n"
-    "file (read with mtrace sim --host FILE): cores, wake-up latency and its "
-    "CPU,\n"
-    "loopback syscall CPU, how often a loopback send is preempted by the "
-    "process\n"
-    "it wakes, CPython's GIL hand-off and take-over cost by Python\n"
-    "microbenchmarks (incl. the CPU a loop iteration pays when it runs on\n"
-    "the other core than the previous one: gil_xcore_cpu_us), how long\n"
-    "drop_gil holds gil->mutex while it signals a waiter "
-    "(gil_mutex_signal_us,\n"
-    "C threads on CPython 3.11's mutex/cond protocol), and the CPU\n"
-    "other processes take.\n"
+    "usage: mtrace calibrate [-o FILE] [--python PATH] [--scripts DIR]\n"
+    "Measures the host and lock facts mtrace sim needs, each with its own\n"
+    "microbenchmark, and writes them as a host facts file (mtrace sim --host "
+    "FILE):\n"
+    "cores, loopback syscall CPU (sys_us), the wake-up of a blocked thread\n"
+    "(wake_us) and its CPU (ctx_cpu_us), CPython's switch interval and GIL\n"
+    "hand-off (gil_handoff_us: a Python ping-pong), and the wake-up of a\n"
+    "thread blocked on a contended threading.Lock (lock_wake_us).  Each line\n"
+    "says how its value was measured.\n"
     "  -o FILE          write there (default: stdout)\n"
-    "  --python PATH    the GIL CPython to measure (default /usr/bin/python3)\n"
-    "  --python-ft PATH a free-threaded CPython (default: python3.13t if on "
-    "PATH)\n"
-    "  --scripts DIR    where gil_pingpong.py is (default: beside the binary)\n"
-    "  --idle-ab        also measure idle_wake_cpu_us: a Python loop with a\n"
-    "                   blocking round trip, idle CPUs halting vs polling\n"
-    "                   (holds a PM QoS request of 0, GLOBAL, ~1 s in all)\n"
+    "  --python PATH    the CPython to measure (default /usr/bin/python3)\n"
+    "  --scripts DIR    where gil_pingpong.py and lock_contend.py are\n"
+    "                   (default: beside the binary)\n"
     "  -h, --help       this help\n"
-    "Takes about 25 seconds.  Exit status: 0 ok, 1 measurement failed, 2 bad "
+    "Takes about 10 seconds.  Exit status: 0 ok, 1 measurement failed, 2 bad "
     "usage.\n";
 
 struct cal_opts {
-    const char *out_path, *python, *python_ft, *dir;
+    const char *out_path, *python, *dir;
     int out_fd;       /* -o, opened before measuring */
     bool out_created; /* by us: removed if nothing is written */
-    bool idle_ab;     /* --idle-ab */
 };
 
 struct facts {
-    double half, cv, cpu, sys_ns, pipe_ns, cold_ns, cold_cv, bg_load;
-    double walk_ns, walk_base_ns; /* NAN: not measured */
-    double loadavg;               /* 1-minute load average, NAN: unknown */
+    double half_ns, cpu_ns, sys_ns, pipe_ns, cold_ns, cold_cv;
     int cold_rejected;
-    struct pyfacts py, ft;
-    struct sim_cal_preempt pre[3]; /* by enum sim_cal_pin; rounds 0: not
-                                      measured */
-    struct sim_cal_gilmutex gm;    /* rounds 0: not measured */
-    struct sim_cal_place place[SIM_CAL_PLACE_N]; /* rounds 0: not measured */
-    struct sim_cal_idle idle;                    /* pairs 0: not measured */
+    char loadavg[128]; /* /proc/loadavg before measuring, "" unknown */
+    struct kv gil, lock;
 };
 
 /* Returns -1 to go on, or an exit status. */
 static int
 cal_parse(int argc, char **argv, struct cal_opts *o)
 {
-    static const struct option lo[] = {
-        {"python", 1, 0, 'p'}, {"python-ft", 1, 0, 'f'}, {"scripts", 1, 0, 's'},
-        {"help", 0, 0, 'h'},   {"idle-ab", 0, 0, 'i'},   {0, 0, 0, 0}};
+    static const struct option lo[] = {{"python", 1, 0, 'p'},
+                                       {"scripts", 1, 0, 's'},
+                                       {"help", 0, 0, 'h'},
+                                       {0, 0, 0, 0}};
     int c;
 
     o->python = "/usr/bin/python3";
@@ -493,12 +418,8 @@ cal_parse(int argc, char **argv, struct cal_opts *o)
             o->out_path = optarg;
         else if (c == 'p')
             o->python = optarg;
-        else if (c == 'f')
-            o->python_ft = optarg;
         else if (c == 's')
             o->dir = optarg;
-        else if (c == 'i')
-            o->idle_ab = true;
         else if (c == 'h')
             return fputs(cal_usage, stdout), 0;
         else
@@ -517,160 +438,108 @@ cal_parse(int argc, char **argv, struct cal_opts *o)
     return -1;
 }
 
-/* gil_wake_cpu_us (gil_pingpong.py contended_cpu()). */
 static void
-cal_write_wake_cpu(FILE *out, const struct facts *f, const struct cal_opts *o)
+read_loadavg(char *buf, size_t cap)
 {
-    if (isnan(f->py.wake_cpu))
-        return;
-    fprintf(out,
-            "gil_wake_cpu_us = %.3f [measured] %s %s: CPU per block/wake "
-            "cycle of a GIL waiter: 4 and 10 threads spread over the cores, "
-            "each looping (~30 us Python, sendall + recv of 100 bytes to an "
-            "echo process), send+recv thread CPU per iteration over 1 "
-            "thread's / voluntary context switches per iteration over 1 "
-            "thread's; median of 10 (range %.1f..%.1f)\n",
-            fmax(f->py.wake_cpu, 0.0), o->python, f->py.ver, f->py.wake_lo,
-            f->py.wake_hi);
-    fprintf(out,
-            "# same run, per GIL take: %.3f us CPU, %.2f extra voluntary "
-            "switches; 10 threads left where the scheduler puts them: "
-            "%.3f us per take\n",
-            f->py.take_cpu, f->py.wake_vcsw, f->py.take_unpinned);
-    if (isnan(f->py.xcore))
-        return;
-    fprintf(out,
-            "gil_xcore_cpu_us = %.3f [measured] %s %s: extra thread CPU of "
-            "an iteration (~%.0f us: Python, sendall + recv of 100 bytes on "
-            "loopback TCP to an echo process, Python) run on the other core "
-            "than the previous one, over the same on one core; one thread, "
-            "median of 5 phase pairs (range %.1f..%.1f); the generic "
-            "workload's working set: a driver's can be larger "
-            "(docs/sim-model.md)%s\n",
-            fmax(f->py.xcore, 0.0), o->python, f->py.ver, f->py.xcore_fixed,
-            f->py.xcore_lo, f->py.xcore_hi,
-            f->py.xcore < 0 ? "; measured below 0, written as 0" : "");
-}
+    FILE *f = fopen("/proc/loadavg", "r");
 
-/* gil_switch_stretch and the host's load average (comment). */
-static void
-cal_write_stretch(FILE *out, const struct facts *f, const struct cal_opts *o)
-{
-    char la[128] = "";
-    FILE *lf = fopen("/proc/loadavg", "r");
-
-    if (lf) {
-        if (fgets(la, sizeof(la), lf) == NULL)
-            la[0] = '\0';
-        la[strcspn(la, "\n")] = '\0';
-        fclose(lf);
+    buf[0] = '\0';
+    if (f) {
+        if (fgets(buf, (int)cap, f) == NULL)
+            buf[0] = '\0';
+        buf[strcspn(buf, "\n")] = '\0';
+        fclose(f);
     }
-    if (!isnan(f->py.stretch))
-        fprintf(out,
-                "gil_switch_stretch = %.4f [measured] %s %s: a ~%.0f us Python "
-                "burst between time.sleep(0.0003) calls takes (1 + this) "
-                "times as long (wall, mean less top 1%%) when 3 threads take "
-                "turns on the GIL as when one runs alone; median of 7 "
-                "alternating phases (range %+.3f..%+.3f)%s\n",
-                fmax(f->py.stretch, 0.0), o->python, f->py.ver,
-                f->py.switch_base, f->py.stretch_lo, f->py.stretch_hi,
-                f->py.stretch < 0 ? "; measured below 0, written as 0" : "");
-    if (!isnan(f->bg_load))
-        fprintf(out,
-                "# bg_load %.3f: cores' worth of CPU other processes used "
-                "(/proc/stat busy incl. steal, all CPUs, 2 s while calibrate "
-                "slept); not applied (docs/sim-model.md: with FIFO cores the "
-                "term delays the sequential run too much); --set bg_load=X\n",
-                fmin(f->bg_load, (double)cores_online() * 0.95));
-    fprintf(out, "# load while calibrating (/proc/loadavg): %s\n",
-            la[0] ? la : "unknown");
 }
 
+/* The C microbenchmarks' lines. */
 static void
-cal_write(FILE *out, const struct facts *f, const struct cal_opts *o)
+cal_write_host(FILE *out, const struct facts *f)
 {
-    fprintf(out, "# mtrace calibrate: host facts for mtrace sim --host (not "
-                 "deterministic: measured)\n");
-    fprintf(out, "cores = %d [measured] sched_getaffinity CPU count\n",
+    fprintf(out,
+            "cores = %d [measured] sched_getaffinity(2): the CPUs this "
+            "process may run on\n",
             cores_online());
     fprintf(out,
-            "sys_us = %.3f [measured] CPU of one 100-byte loopback TCP send or "
-            "recv\n",
+            "sys_us = %.3f [measured] wall time of one 100-byte send(2) or "
+            "recv(2) on a loopback TCP connection, both in one thread "
+            "(nothing blocks), mean of 50000 pairs\n",
             f->sys_ns / 1e3);
     fprintf(out,
-            "wake_us = %.3f [measured] pipe write -> reader running, reader "
-            "blocked %d us before (cold); mean of %d samples less the top "
-            "1%%\n",
-            f->cold_ns / 1e3, COLD_IDLE_NS / 1000, COLD_ROUNDS);
-    fprintf(out, "wake_cv = %.3f [measured] their coefficient of variation\n",
-            f->cold_cv);
+            "wake_us = %.3f [measured] pipe write(2) -> the reader, blocked "
+            "%d us in read(2) before, running; mean of %d samples less the "
+            "top 1%% (cv %.2f; %d impossible samples rejected)\n",
+            f->cold_ns / 1e3, COLD_IDLE_NS / 1000, COLD_ROUNDS, f->cold_cv,
+            f->cold_rejected);
+    fprintf(out,
+            "ctx_cpu_us = %.3f [measured] process CPU "
+            "(CLOCK_PROCESS_CPUTIME_ID) per hand-off of a 2-thread pipe "
+            "ping-pong (%.3f us, %d rounds) minus one write+read pair "
+            "(%.3f us)\n",
+            fmax(f->cpu_ns - f->pipe_ns, 0.0) / 1e3, f->cpu_ns / 1e3, PP_ROUNDS,
+            f->pipe_ns / 1e3);
+    fprintf(out,
+            "# hot wake-up (not a model parameter): the ping-pong's half "
+            "round trip %.3f us minus one write+read\n",
+            fmax(f->half_ns - f->pipe_ns, 0.0) / 1e3);
     if (f->cold_ns > COLD_OVERLOAD_NS)
         fprintf(out,
                 "# WARNING: a wake-up of %.0f us on average: the host was "
-                "overloaded while calibrating (load average %.2f); "
-                "predictions from this file are not meaningful; rerun on a "
-                "quieter host\n",
-                f->cold_ns / 1e3, f->loadavg);
+                "overloaded while calibrating; predictions from this file "
+                "are not meaningful; rerun on a quieter host\n",
+                f->cold_ns / 1e3);
+}
+
+/* The Python microbenchmarks' lines. */
+static void
+cal_write_py(FILE *out, const struct facts *f, const struct cal_opts *o)
+{
+    const struct kv *g = &f->gil, *l = &f->lock;
+    const char *ver = kv_str(g, "py_version");
+
     fprintf(out,
-            "# cold wake-up: %d impossible samples rejected (reader's clock "
-            "behind the stamp, or over 1 s)\n",
-            f->cold_rejected);
+            "switch_interval_us = %.1f [measured] sys.getswitchinterval() of "
+            "%s %s\n",
+            kv_num(g, "switch_interval_us"), o->python, ver);
     fprintf(out,
-            "# hot wake-up: pipe ping-pong half round trip %.3f us minus one "
-            "pipe write+read %.3f us = %.3f us (cv of %d batch means %.2f)\n",
-            f->half / 1e3, f->pipe_ns / 1e3,
-            fmax(f->half - f->pipe_ns, 0.0) / 1e3, PP_ROUNDS / PP_BATCH, f->cv);
+            "gil_handoff_us = %.3f [measured] %s %s, gil_pingpong.py: thread "
+            "A runs Python for 1 ms while thread B, woken, waits in take_gil; "
+            "A stamps and blocks on a threading.Lock (drop_gil's signal); "
+            "stamp -> B running Python; mean of 1000 less the top 1%% (cv "
+            "%.2f)\n",
+            kv_num(g, "gil_handoff_us"), o->python, ver,
+            kv_num(g, "gil_handoff_cv"));
+    if (kv_num(g, "gil_handoff_us") > 100)
+        fprintf(out, "# WARNING: a GIL hand-off over 100 us: the host is "
+                     "busy (a waiter's wake-up may have outlasted the "
+                     "holder's 1 ms of Python); rerun on a quieter host\n");
     fprintf(out,
-            "ctx_cpu_us = %.3f [measured] process CPU per ping-pong hand-off "
-            "%.3f us minus one pipe write+read\n",
-            fmax(f->cpu - f->pipe_ns, 0.0) / 1e3, f->cpu / 1e3);
+            "lock_wake_us = %.3f [measured] %s %s, lock_contend.py: 2 "
+            "threads, each 50 us of GIL-released work (hashlib.sha256) then "
+            "a threading.Lock section held 150 us the same way; release() -> "
+            "the acquirer that had blocked running Python with the lock; "
+            "mean of %.0f hand-overs less the top 1%% (cv %.2f; %.0f%% of "
+            "acquires blocked)\n",
+            kv_num(l, "lock_wake_us"), o->python, kv_str(l, "py_version"),
+            kv_num(l, "lock_wake_n"), kv_num(l, "lock_wake_cv"),
+            100 * kv_num(l, "lock_blocked"));
     fprintf(out,
-            "gil_handoff_us = %.3f [measured] %s %s: cold 2-thread GIL "
-            "hand-off: lock.release() -> the other thread, blocked 200 us, "
-            "running Python (mean less the top 1%%): drop_gil's COND_SIGNAL "
-            "-> the waiter re-checking gil->locked, nothing else competing "
-            "(the model adds cores and other threads itself)\n",
-            f->py.cold, o->python, f->py.ver);
-    fprintf(out,
-            "# contended GIL idle gap (rounds 1-6's gil_handoff_us; not "
-            "applied): 4 threads x (Python workload + time.sleep(0.0002)), "
-            "median gap from one holder's end of work to the next holder's "
-            "start: %.3f us\n",
-            f->py.contended);
-    cal_write_stretch(out, f, o);
-    cal_write_wake_cpu(out, f, o);
-    sim_calibrate_gilmutex_print(out, &f->gm);
-    sim_calibrate_place_print(out, f->place);
-    sim_calibrate_idle_print(out, &f->idle, o->python);
-    sim_calibrate_preempt_print(out, f->pre);
-    fprintf(out,
-            "# hot GIL hand-off: lock ping-pong half round trip minus loop CPU "
-            "%.3f us (cv %.2f); cold cv %.2f\n",
-            f->py.handoff, f->py.handoff_cv, f->py.cold_cv);
-    fprintf(out,
-            "# GIL switch CPU cost: %.3f us (%s: 4 threads x (%.0f us "
-            "Python workload + time.sleep(0.0002)): median workload thread "
-            "CPU under contention minus alone; not a model term)\n",
-            f->py.switch_cpu, o->python, f->py.switch_base);
-    fprintf(out, "# strict 2-thread ping-pong CPU penalty %.3f us\n",
-            f->py.pp_switch);
-    if (!isnan(f->ft.cpu_loop) && f->py.cpu_loop > 0)
+            "# diagnostics (not model parameters): the same lock with 4 "
+            "threads %.3f us; a strict 2-thread lock ping-pong, the releaser "
+            "blocking at once %.3f us\n",
+            kv_num(l, "lock4_wake_us"), kv_num(l, "lock_pp_wake_us"));
+    for (int n = 2; n <= 4; n += 2) {
+        char k1[32], k2[32], k3[32];
+        snprintf(k1, sizeof(k1), "convoy%d_blocked", n);
+        snprintf(k2, sizeof(k2), "convoy%d_handover_us", n);
+        snprintf(k3, sizeof(k3), "convoy%d_cycle_us", n);
         fprintf(out,
-                "ft_slowdown = %.3f [measured] cpu_loop %s %s / %s %s (compare "
-                "same versions)\n",
-                f->ft.cpu_loop / f->py.cpu_loop, o->python_ft, f->ft.ver,
-                o->python, f->py.ver);
-    else
-        fprintf(out, "# ft_slowdown: no free-threaded CPython here "
-                     "(python3.13t not found; Debian 12 has none)\n");
-    fprintf(out, "# py_cpu_loop_us %s = %.4f\n", f->py.ver, f->py.cpu_loop);
-    if (!isnan(f->walk_ns))
-        fprintf(out,
-                "# herd.walk_us = %.3f (for the herd model, a scenario "
-                "setting): connecting process CPU per process asleep in "
-                "epoll_wait on the listening socket (256 vs 1 waiter; "
-                "%.1f us per loopback connect with 1)\n",
-                f->walk_ns / 1e3, f->walk_base_ns / 1e3);
+                "# convoy, %d threads x (50 us Python, GIL held; section "
+                "held 150 us, GIL released): %.0f%% of acquires blocked, "
+                "release -> next holder %.1f us (median), %.1f us per "
+                "section\n",
+                n, 100 * kv_num(l, k1), kv_num(l, k2), kv_num(l, k3));
+    }
 }
 
 /* -o: created (or opened, not yet truncated) before the measurement, so
@@ -699,15 +568,34 @@ cal_fail(struct cal_opts *o)
     return 1;
 }
 
+/* Both Python microbenchmarks; -1 (message on stderr) on failure. */
+static int
+cal_python(const struct cal_opts *o, struct facts *f)
+{
+    static const char *const names[2] = {"gil_pingpong.py", "lock_contend.py"};
+    struct kv *dst[2] = {&f->gil, &f->lock};
+    static const char *const need[2] = {"gil_handoff_us", "lock_wake_us"};
+    char sbuf[600];
+
+    for (int i = 0; i < 2; i++) {
+        const char *script = find_script(o->dir, names[i], sbuf, sizeof(sbuf));
+        if (script == NULL || run_py(o->python, script, dst[i]) < 0 ||
+            isnan(kv_num(dst[i], need[i]))) {
+            fprintf(stderr,
+                    "mtrace calibrate: cannot run %s %s (use --python / "
+                    "--scripts)\n",
+                    o->python, script ? script : names[i]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 int
 sim_calibrate_main(int argc, char **argv)
 {
     struct cal_opts o = {0};
-    struct facts f = {
-        .py = {.cpu_loop = NAN, .stretch = NAN, .wake_cpu = NAN, .xcore = NAN},
-        .ft = {.cpu_loop = NAN, .stretch = NAN, .wake_cpu = NAN, .xcore = NAN}};
-    char sbuf[600];
-    const char *script;
+    static struct facts f;
     FILE *out = stdout;
     int rc = cal_parse(argc, argv, &o);
 
@@ -715,56 +603,16 @@ sim_calibrate_main(int argc, char **argv)
         return rc;
     if (o.out_path && (rc = cal_out_open(&o)) >= 0)
         return rc;
-    script = find_script(o.dir, sbuf, sizeof(sbuf));
-    f.bg_load = sim_calibrate_bg_load();
-    f.loadavg = sim_calibrate_loadavg();
-    f.walk_ns = f.walk_base_ns = NAN;
-    if (sim_calibrate_walk(&f.walk_ns, &f.walk_base_ns) < 0) {
-        fprintf(stderr,
-                "mtrace calibrate: herd wake-up walk not measured: "
-                "%s\n",
-                strerror(errno));
-        f.walk_ns = f.walk_base_ns = NAN;
-    }
-    for (int pin = SIM_CAL_PIN_NONE; pin <= SIM_CAL_PIN_SPLIT; pin++)
-        if (sim_calibrate_preempt(pin, SIM_CAL_PREEMPT_ROUNDS,
-                                  SIM_CAL_PREEMPT_GAP_US, &f.pre[pin]) < 0)
-            fprintf(stderr,
-                    "mtrace calibrate: send preemption (pin %d) not "
-                    "measured: %s\n",
-                    pin, strerror(errno));
-    if (sim_calibrate_gilmutex(SIM_CAL_GM_ROUNDS, &f.gm) < 0)
-        fprintf(stderr, "mtrace calibrate: gil->mutex signal not measured\n");
-    for (int w = 0; w < SIM_CAL_PLACE_N; w++)
-        if (sim_calibrate_place(w, SIM_CAL_PLACE_ROUNDS, &f.place[w]) < 0)
-            fprintf(stderr,
-                    "mtrace calibrate: hand-over placement %d not measured: "
-                    "%s\n",
-                    w, strerror(errno));
+    read_loadavg(f.loadavg, sizeof(f.loadavg));
     if (syscall_cost(&f.sys_ns) < 0 || pipe_cost(&f.pipe_ns) < 0 ||
-        pingpong(&f.half, &f.cv, &f.cpu) < 0 ||
+        pingpong(&f.half_ns, &f.cpu_ns) < 0 ||
         cold_wake(&f.cold_ns, &f.cold_cv, &f.cold_rejected) < 0) {
         fprintf(stderr, "mtrace calibrate: loopback measurement failed: %s\n",
                 strerror(errno));
         return cal_fail(&o);
     }
-    if (script == NULL || run_py(o.python, script, &f.py) < 0) {
-        fprintf(
-            stderr,
-            "mtrace calibrate: cannot run %s %s (use --python / --scripts)\n",
-            o.python, script ? script : "gil_pingpong.py (not found)");
+    if (cal_python(&o, &f) < 0)
         return cal_fail(&o);
-    }
-    if (o.idle_ab && sim_calibrate_idle(o.python, script, &f.idle) < 0)
-        fprintf(stderr, "mtrace calibrate: idle_wake_cpu_us not measured: %s\n",
-                f.idle.why);
-    if (o.python_ft == NULL &&
-        system("command -v python3.13t >/dev/null 2>&1") == 0)
-        o.python_ft = "python3.13t";
-    if (o.python_ft && run_py(o.python_ft, script, &f.ft) < 0)
-        fprintf(stderr,
-                "mtrace calibrate: %s failed; no free-threaded figure\n",
-                o.python_ft);
     if (o.out_path &&
         (ftruncate(o.out_fd, 0) < 0 || (out = fdopen(o.out_fd, "w")) == NULL)) {
         fprintf(stderr, "mtrace calibrate: %s: %s\n", o.out_path,
@@ -773,11 +621,16 @@ sim_calibrate_main(int argc, char **argv)
     }
     if (f.cold_ns > COLD_OVERLOAD_NS)
         fprintf(stderr,
-                "mtrace calibrate: warning: cold wake-up %.0f us on average "
-                "(load average %.2f): the host is overloaded; the facts "
-                "written are not meaningful for predictions\n",
-                f.cold_ns / 1e3, f.loadavg);
-    cal_write(out, &f, &o);
+                "mtrace calibrate: warning: cold wake-up %.0f us on average: "
+                "the host is overloaded; the facts written are not "
+                "meaningful for predictions\n",
+                f.cold_ns / 1e3);
+    fprintf(out, "# mtrace calibrate: host facts for mtrace sim --host "
+                 "(measured, so not deterministic)\n");
+    fprintf(out, "# load before measuring (/proc/loadavg): %s\n",
+            f.loadavg[0] ? f.loadavg : "unknown");
+    cal_write_host(out, &f);
+    cal_write_py(out, &f, &o);
     if (out != stdout && fclose(out) != 0) {
         fprintf(stderr, "mtrace calibrate: %s: write failed\n", o.out_path);
         return 1;

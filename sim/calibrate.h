@@ -1,10 +1,11 @@
 /*
- * calibrate.h -- `mtrace calibrate`: measures the host facts the simulator
- * needs and writes them as a host facts file (scenario format, origin
- * "measured"): cores, wake-up latency of a blocked thread, CPU of a loopback
- * syscall pair, the GIL hand-off of /usr/bin/python3 (and of a free-threaded
- * python3.13t when one exists).  Measurement code is in sim/calibrate/
- * (gil_pingpong.py) and here; docs/sim-model.md explains each.
+ * calibrate.h -- `mtrace calibrate`: measures the host and lock facts of
+ * mtrace sim, each with its own microbenchmark, and writes them as a host
+ * facts file (one "key = value [measured] method" a line): cores, sys_us,
+ * wake_us, ctx_cpu_us here; switch_interval_us and gil_handoff_us by
+ * sim/calibrate/gil_pingpong.py and lock_wake_us by
+ * sim/calibrate/lock_contend.py under a GIL CPython (default
+ * /usr/bin/python3).  docs/sim-model.md explains each.
  */
 #ifndef MT_SIM_CALIBRATE_H
 #define MT_SIM_CALIBRATE_H

@@ -1,77 +1,72 @@
 #!/usr/bin/python3
-"""validate_bench.py URI [--threads 2,4,10,20] [--calls 100] [--seq 1000]
-[--seq-only] [--xcore] [--xcore-ab] [--xpair] [--dump FILE] [--label L]
+"""validate_bench.py URI [--seq 1000] [--locks 300] [--rows 2,4,10,20]
+[--calls 100] [--warm N] [--seq-only] [--dump FILE] [--label L]
 
 Seed 000's benchmark method (2-benchmark.py): one MongoClient; find_one
 {"_id": "test-doc-1"} timed with time.perf_counter(); sequential SEQ calls,
-first excluded; then, on the same client, for each T of --threads, T
-threads x CALLS calls started one after the other and joined (the pool keeps
-the connections of the previous rows).  Prints one JSON line per row:
-{"label", "mode", "threads", "n", "mean_ms", "stdev_pct", "cpu_us", "vcsw",
-"ivcsw"}:
-cpu_us is
-the mean CPU time of the calling thread per call (time.thread_time() around
-find_one: Python with the GIL held, the socket syscalls and the GIL
-hand-over work), which calibrates the model's Python CPU from the
-sequential row; vcsw is the calling thread's voluntary context switches per
-call (getrusage(RUSAGE_THREAD) ru_nvcsw over the thread's calls: each time
-it blocked, on the socket or on the GIL's condition variable), a diagnostic
-only; ivcsw the involuntary ones (ru_nivcsw: each time it was switched
-out while runnable, e.g. by the server its sendall woke), a diagnostic too.
-The sequential row also has "cpu_cv": the coefficient of variation of the
-thread CPU per call (first call excluded), which calibrates the model's
-py_cv (time off the CPU, e.g. other processes' turns, is not in it).
---xcore adds to the sequential row "xcore_cpu_us": the same sequential
-client (one thread, no contention), its thread CPU per call when each call
-runs on the other core than the previous one (os.sched_setaffinity before
-the call, outside the timed part) minus the same with every call on the
-first core; 5 phase pairs of 200 calls, each phase's mean less its top 5 %,
-the median difference ("xcore_fixed_us": the median one-core CPU).  The
-working set of one call, moved between cores: what a GIL hand-over between
-threads on different cores costs the new holder (mtrace sim's
-gil_xcore_cpu_us).  Affinity is restored before the threaded rows.
---xcore-ab (round 12; implies --xcore) measures it a second time with a PM
-QoS CPU wake-up latency request of 0 held on /dev/cpu_dma_latency (idle
-vCPUs poll instead of halting; GLOBAL while held, ~1 s: run it under the
-bench lock, as validate.sh is), right after the first, and adds
-"xcore_poll_cpu_us" and "xcore_poll_fixed_us": on this VM a call that
-blocks with its vCPU halted pays the halted vCPU's wake-up in its thread
-CPU, in both phases but more often after a move (round 12: a median of
-~21 us of ~80, 26 of 73 on the quiet machine; docs/sim-history.md);
-validate_report.py uses the poll figure.  "pmqos_before_us" is the kernel's bound before the request
-(0: someone else already held 0, the two figures are the same regime); no
-poll figures when the device cannot be opened.
---xpair (round 15) measures the move between two threads instead of one
-thread moving: two threads make the sequential calls in strict alternation
-(one call in flight; each hands the next call to the other through a
-threading.Lock), both pinned to the first core ("same") or each to its own
-("cross"), against one thread on the first core ("one"); thread CPU per
-call around find_one only (the hand-over itself is not in it), each phase's
-mean less its top 5 %, 6 rounds of 200 calls per thread in rotating order.
-Adds "xpair_cpu_us" (the median of cross minus same: what a call pays
-because the previous call ran on the other core in another thread) and
-"xpair_one_us" (cross minus one), and with a PM QoS request of 0 held
-(as --xcore-ab) "xpair_poll_cpu_us" and "xpair_poll_one_us"; validate_report.py
-uses xpair_poll_cpu_us for gil_xcore_cpu_us when present.
---dump appends
-"LABEL-MODE LATENCY_MS" lines (for mtrace sim --plot --measured)."""
+first excluded; then, on the same client, one threaded row after the other:
+T threads x CALLS calls, started together and joined (the pool keeps its
+connections from row to row).  Prints one JSON line per row:
+
+  label, mode ("seq", "tT", or "tTp" for a row with the session pool
+  prefilled), threads, n, mean_ms, stdev_pct, p50_ms, p99_ms,
+  cpu_us   mean thread CPU per call (time.thread_time() around find_one:
+           Python with the GIL held, the socket syscalls, the block/wake
+           cycles), over the calling threads
+  vcsw, ivcsw  the calling threads' voluntary / involuntary context
+           switches per call (getrusage RUSAGE_THREAD), diagnostics
+
+The sequential row also has, from the sequential run alone:
+  cpu_cv   the coefficient of variation of the thread CPU per call (first
+           call excluded)
+  lock_sections, lock_hold_us, lock_before, lock_hold_cv  (--locks N > 0):
+           N more sequential calls with pymongo's Topology._lock
+           (client._topology._lock) wrapped in a counting, timing lock
+           that delegates to the real one: sections the calling thread
+           holds per call; the mean time inside one (perf_counter from
+           acquire's return to release's call, mean less the top 5 %, less
+           the same for an empty section through the wrapper); how many
+           per call start before the request is sent (SocketInfo.send_message
+           wrapped the same way); their cv.  The lock's other users
+           (the monitor thread) are not counted.  The wrapped calls are
+           not in the latency or CPU figures.
+  session_new_hold_us  (--locks) the first section's hold, measured the
+           same way, over N/4 more calls each made with the server-session
+           pool emptied first (pymongo then creates a session inside it:
+           uuid.uuid4(), os.urandom); a diagnostic
+  urandom_us  os.urandom(16) wall time (the GIL-released part of it)
+
+Each threaded row starts from a stated session pool (pymongo 3.11
+client_session._ServerSessionPool, topology._session_pool, used under
+topology._lock): "tT" rows with the pool trimmed to the one session the
+sequential run left (what a client that ran sequentially has; a call finding
+it empty creates a session inside the lock), "tTp" rows with it prefilled to
+T sessions first (_ServerSession(pool.generation) objects appended as
+return_server_session_no_lock does).  The row records "sessions" (in the
+pool at its start), "sessions_after" and "conns" (the server's connection
+pool, idle + in use, at its start).  --warm N first checks N connections
+out of the pool at once and returns them, so every row starts with at least
+N (no row pays for opening them); without it the pool grows as seed 000's
+did.
+
+--dump appends "LABEL-MODE LATENCY_MS" lines (mtrace sim --plot --measured,
+tools/whatif.py).
+"""
 import argparse
+import contextlib
 import json
 import os
 import resource
 import statistics
-import struct
-import sys
 import threading
 import time
 
 from pymongo import MongoClient
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "calibrate"))
-from gil_pingpong import pinned_cpu, tmean5, xcore_phases  # noqa: E402  (shared with mtrace calibrate)
-
+from pymongo import pool as pm_pool
+from pymongo.client_session import _ServerSession
 
 CPU = threading.local()
+DOC = {"_id": "test-doc-1"}
 
 
 def timings(col, n):
@@ -81,7 +76,7 @@ def timings(col, n):
     for _ in range(n):
         start = time.perf_counter()
         c0 = time.thread_time()
-        col.find_one({"_id": "test-doc-1"})
+        col.find_one(DOC)
         c1 = time.thread_time()
         out.append((time.perf_counter() - start) * 1000)
         cpus.append(c1 - c0)
@@ -95,100 +90,140 @@ def timings(col, n):
     return out
 
 
-def xcore(col, n=200, phases=5):
-    """See --xcore in the module doc: (xcore_cpu_us, xcore_fixed_us) or None."""
-    r = xcore_phases(lambda: col.find_one({"_id": "test-doc-1"}), n, phases)
-    if r is None:
-        return None
-    diff, fixed = r
-    return statistics.median(diff) * 1e6, statistics.median(fixed) * 1e6
+def tmean5(xs):
+    """Mean less the top 5 % (a section preempted by another process is not
+    the section's own time)."""
+    xs = sorted(xs)
+    return statistics.mean(xs[:len(xs) - len(xs) // 20])
 
 
-def pmqos_read():
-    """The kernel's current CPU wake-up latency bound in us, or None."""
+class TimedLock:
+    """Delegates to a threading.Lock; records, for the thread `owner` only,
+    each section's (start, hold) in seconds into self.log."""
+
+    def __init__(self, lock, owner):
+        self._lock = lock
+        self._owner = owner
+        self._t = 0.0
+        self.log = []
+
+    def acquire(self, blocking=True, timeout=-1):
+        ok = self._lock.acquire(blocking, timeout)
+        if ok and threading.get_ident() == self._owner:
+            self._t = time.perf_counter()
+        return ok
+
+    def release(self):
+        if threading.get_ident() == self._owner:
+            t = time.perf_counter()
+            self.log.append((self._t, t - self._t))
+        self._lock.release()
+
+    def locked(self):
+        return self._lock.locked()
+
+    def __enter__(self):
+        return self.acquire()
+
+    def __exit__(self, *exc):
+        self.release()
+
+
+def session_pool(client):
+    return client._topology._session_pool
+
+
+def set_sessions(client, n):
+    """The server-session pool holds exactly n sessions (under the lock)."""
+    top = client._topology
+    with top._lock:
+        p = top._session_pool
+        while len(p) > n:
+            p.pop()  # the least recently used are on the right
+        while len(p) < n:
+            p.appendleft(_ServerSession(p.generation))
+
+
+def conns(client):
+    """Connections of the one server's pool, idle + in use."""
     try:
-        with open("/dev/cpu_dma_latency", "rb") as f:
-            return struct.unpack("i", f.read(4))[0]
-    except OSError:
-        return None
+        srv = client._topology.select_server_by_address(client.address)
+        return len(srv.pool.sockets) + srv.pool.active_sockets
+    except Exception:  # not a fact the row needs; never fail on it
+        return -1
 
 
-def with_pmqos0(fn, col, what):
-    """fn(col) with a PM QoS request of 0 held (idle vCPUs poll), or None
-    when /dev/cpu_dma_latency cannot be opened for writing."""
+def lock_sections(client, col, n):
+    """See lock_* in the module doc: dict of the figures."""
+    top = client._topology
+    real = top._lock
+    w = TimedLock(real, threading.get_ident())
+    sends = []
+    orig_send = pm_pool.SocketInfo.send_message
+
+    def send(self, message, max_doc_size):
+        if threading.get_ident() == w._owner:
+            sends.append(time.perf_counter())
+        return orig_send(self, message, max_doc_size)
+
+    empty = []
+    for _ in range(2000):
+        with w:
+            pass
+    empty = [h for _, h in w.log]
+    w.log.clear()
+    calls = []
+    new_hold = []
+    top._lock = w
+    pm_pool.SocketInfo.send_message = send
     try:
-        fd = os.open("/dev/cpu_dma_latency", os.O_WRONLY)
-    except OSError as e:
-        print("validate_bench: %s: %s" % (what, e), file=sys.stderr)
-        return None
-    try:
-        os.write(fd, struct.pack("i", 0))
-        return fn(col)
-    finally:
-        os.close(fd)
-
-
-def xcore_poll(col):
-    """--xcore-ab: (xcore, fixed) with a PM QoS request of 0 held, or None."""
-    return with_pmqos0(xcore, col, "--xcore-ab")
-
-
-def _pair(col, n, cpus):
-    """Two threads pinned to cpus[0] and cpus[1] make n calls each in strict
-    alternation: thread CPU per call (s), the hand-over not included."""
-    locks = [threading.Lock(), threading.Lock()]
-    locks[1].acquire()
-    xs = [[], []]
-
-    def w(k):
-        os.sched_setaffinity(0, {cpus[k]})
         for _ in range(n):
-            locks[k].acquire()
-            c0 = time.thread_time()
-            col.find_one({"_id": "test-doc-1"})
-            xs[k].append(time.thread_time() - c0)
-            locks[1 - k].release()
-
-    ths = [threading.Thread(target=w, args=(k,)) for k in (0, 1)]
-    for t in ths:
-        t.start()
-    for t in ths:
-        t.join()
-    return tmean5(xs[0] + xs[1])
-
-
-def xpair(col, n=200, rounds=6):
-    """See --xpair in the module doc: (cross - same, cross - one) in us, or
-    None with one core; the caller's affinity is restored."""
-    cores = sorted(os.sched_getaffinity(0))
-    if len(cores) < 2:
-        return None
-    ph = {"one": lambda: pinned_cpu(lambda: col.find_one({"_id": "test-doc-1"}), n, cores,
-                                    False),
-          "same": lambda: _pair(col, n, (cores[0], cores[0])),
-          "cross": lambda: _pair(col, n, (cores[0], cores[1]))}
-    order = ["one", "same", "cross"]
-    got = {k: [] for k in ph}
-    try:
-        for i in range(rounds):
-            for k in order[i % 3:] + order[:i % 3]:
-                got[k].append(ph[k]())
+            w.log.clear()
+            del sends[:]
+            col.find_one(DOC)
+            calls.append((list(w.log), list(sends)))
+        for _ in range(max(1, n // 4)):
+            with real:
+                top._session_pool.clear()
+            w.log.clear()
+            col.find_one(DOC)
+            if w.log:
+                new_hold.append(w.log[0][1])
     finally:
-        os.sched_setaffinity(0, set(cores))
-    cs = statistics.median(x - y for x, y in zip(got["cross"], got["same"]))
-    co = statistics.median(x - y for x, y in zip(got["cross"], got["one"]))
-    return cs * 1e6, co * 1e6
+        top._lock = real
+        pm_pool.SocketInfo.send_message = orig_send
+    set_sessions(client, 1)
+    e = tmean5(empty)
+    holds = [h for secs, _ in calls for _, h in secs]
+    before = [sum(1 for s, _ in secs if snd and s < snd[0]) for secs, snd in calls]
+    hold = max(0.0, tmean5(holds) - e) if holds else 0.0
+    sd = statistics.pstdev(holds) if len(holds) > 1 else 0.0
+    t0 = time.perf_counter()
+    for _ in range(1000):
+        os.urandom(16)
+    ur = (time.perf_counter() - t0) / 1000
+    return {"lock_sections": round(statistics.mean(len(s) for s, _ in calls), 3),
+            "lock_hold_us": round(hold * 1e6, 3),
+            "lock_hold_cv": round(sd / hold, 3) if hold > 0 else 0.0,
+            "lock_before": round(statistics.mean(before), 3),
+            "lock_empty_us": round(e * 1e6, 3),
+            "session_new_hold_us": round(max(0.0, tmean5(new_hold) - e) * 1e6, 3)
+            if new_hold else None,
+            "urandom_us": round(ur * 1e6, 3)}
 
 
-def xpair_poll(col):
-    """--xpair with a PM QoS request of 0 held, or None."""
-    return with_pmqos0(xpair, col, "--xpair")
+def warm(client, n):
+    """The server's connection pool holds at least n connections: n are
+    checked out at once (pool.get_socket, as a command does) and returned."""
+    srv = client._topology.select_server_by_address(client.address)
+    with contextlib.ExitStack() as stack:
+        for _ in range(n):
+            stack.enter_context(srv.pool.get_socket({}))
 
 
 def threaded(col, n_threads, calls):
     allt = []
     lock = threading.Lock()
-
     cpus = []
     vcsws = []
     ivcsws = []
@@ -212,11 +247,19 @@ def threaded(col, n_threads, calls):
     return allt
 
 
+def pct(sorted_t, q):
+    """The q-quantile (0..1) of sorted_t, nearest rank."""
+    k = min(len(sorted_t) - 1, max(0, int(round(q * len(sorted_t) + 0.5)) - 1))
+    return sorted_t[k]
+
+
 def row(label, mode, nthreads, t, dump, extra=None):
     mean = statistics.mean(t)
+    s = sorted(t)
     r = {"label": label, "mode": mode, "threads": nthreads, "n": len(t),
          "mean_ms": round(mean, 5),
          "stdev_pct": round(100 * statistics.stdev(t) / mean, 3),
+         "p50_ms": round(pct(s, 0.50), 5), "p99_ms": round(pct(s, 0.99), 5),
          "cpu_us": round(CPU.us, 3),
          "vcsw": round(CPU.vcsw, 3),
          "ivcsw": round(CPU.ivcsw, 3)}
@@ -228,47 +271,54 @@ def row(label, mode, nthreads, t, dump, extra=None):
                 f.write("%s-%s %.5f\n" % (label, mode, x))
 
 
+def parse_rows(spec, ap):
+    rows = []
+    for x in spec.split(","):
+        x = x.strip()
+        if not x:
+            continue
+        pre = x.endswith("p")
+        try:
+            n = int(x[:-1] if pre else x)
+        except ValueError:
+            ap.error("--rows: %r is not a thread count (N or Np)" % x)
+        if n < 1 or n > 1000:
+            ap.error("--rows: thread counts must be 1..1000, got %d" % n)
+        rows.append((n, pre))
+    return rows
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("uri")
-    ap.add_argument("--threads", default="2,4,10,20")
+    ap.add_argument("--rows", "--threads", dest="rows", default="2,4,10,20")
     ap.add_argument("--calls", type=int, default=100)
     ap.add_argument("--seq", type=int, default=1000)
+    ap.add_argument("--locks", type=int, default=300)
+    ap.add_argument("--warm", type=int, default=0)
     ap.add_argument("--seq-only", action="store_true")
-    ap.add_argument("--xcore", action="store_true")
-    ap.add_argument("--xcore-ab", action="store_true")
-    ap.add_argument("--xpair", action="store_true")
     ap.add_argument("--dump")
     ap.add_argument("--label", default="run")
     a = ap.parse_args()
+    rows = parse_rows(a.rows, ap)
     client = MongoClient(a.uri)
     col = client["benchmark_db"]["test_col"]
     seq = timings(col, a.seq)[1:]
     cpu = (CPU.us, CPU.vcsw, CPU.ivcsw)
-    cpu_cv = CPU.cv
-    x = xcore(col) if a.xcore or a.xcore_ab else None
-    before = pmqos_read() if a.xcore_ab and x else None
-    xp = xcore_poll(col) if a.xcore_ab and x else None
-    xq = xpair(col) if a.xpair else None
-    if xq and before is None:
-        before = pmqos_read()
-    xqp = xpair_poll(col) if xq else None
+    extra = {"cpu_cv": round(CPU.cv, 4)}
+    if a.locks > 0:
+        extra.update(lock_sections(client, col, a.locks))
     CPU.us, CPU.vcsw, CPU.ivcsw = cpu
-    extra = {"cpu_cv": round(cpu_cv, 4)}
-    if x:
-        extra.update({"xcore_cpu_us": round(x[0], 3), "xcore_fixed_us": round(x[1], 3)})
-    if xp:
-        extra.update({"xcore_poll_cpu_us": round(xp[0], 3),
-                      "xcore_poll_fixed_us": round(xp[1], 3), "pmqos_before_us": before})
-    if xq:
-        extra.update({"xpair_cpu_us": round(xq[0], 3), "xpair_one_us": round(xq[1], 3)})
-    if xqp:
-        extra.update({"xpair_poll_cpu_us": round(xqp[0], 3),
-                      "xpair_poll_one_us": round(xqp[1], 3), "pmqos_before_us": before})
     row(a.label, "seq", 1, seq, a.dump, extra)
     if not a.seq_only:
-        for n in [int(x) for x in a.threads.split(",") if x]:
-            row(a.label, "t%d" % n, n, threaded(col, n, a.calls), a.dump)
+        if a.warm > 0:
+            warm(client, a.warm)
+        for n, pre in rows:
+            set_sessions(client, n if pre else 1)
+            info = {"sessions": len(session_pool(client)), "conns": conns(client)}
+            t = threaded(col, n, a.calls)
+            info["sessions_after"] = len(session_pool(client))
+            row(a.label, "t%d%s" % (n, "p" if pre else ""), n, t, a.dump, info)
     client.close()
 
 

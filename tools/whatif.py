@@ -6,21 +6,24 @@ On a trace (default traces/sample.zst):
   2. for delay 0 and 1 ms: `mtrace replay --delay-ms D` serves the trace and
      the client (default: pymongo running seed 000's method, via
      sim/validate_bench.py) measures a sequential run and threaded runs;
-     before it, one more sequential-only run is sniffed on lo (`mtrace capture
-     --iface lo`, root only) for the server's request->reply times;
-  3. `mtrace sim`, calibrated from the sequential runs and the host facts
-     only (--calibrate: from the client's own CPU per call when it reports
-     it, as the default client does, else solved from the sequential means),
-     predicts every threaded row for GIL and free-threaded CPython, and a
-     sweep over threads x delay x runtime (calibrated from delay 0's
-     sequential run);
+     at delay 0, one more sequential-only run is sniffed on lo (`mtrace
+     capture --iface lo`, root only) for the server's request->reply times;
+  3. `mtrace sim` one-liners, calibrated from the sequential runs and the
+     host facts only (--calibrate: from the client's own CPU per call and
+     driver-lock sections when it reports them, as the default client does,
+     else solved from the sequential means), predict every measured row for
+     GIL and free-threaded CPython, each with its interval and binding
+     resource, and a sweep over threads x delay x runtime (calibrated from
+     delay 0's sequential run);
   4. prints the table and writes the report folder (whatif_report.py).
 
 Client contract (--client CMD): see docs/whatif.md.  CMD is run by /bin/sh
 with {uri} {seq} {threads} {calls} replaced (shell-quoted); stdout lines
 "[LABEL-]MODE LATENCY_MS" with MODE seq or tN; lines starting with '{' or
 '#' and blank lines are ignored, but a JSON line {"mode": "seq", "cpu_us":
-...} (sim/validate_bench.py's row) gives the cpu calibration its figures.
+...} (sim/validate_bench.py's row) gives the cpu calibration its figures
+(cpu_us, cpu_cv, lock_sections, lock_hold_us), and a JSON row of a threaded
+mode may give "conns", the connections open when it started.
 """
 import argparse
 import json
@@ -38,7 +41,6 @@ import time
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(TOP, "tools"))
-import seqcal  # noqa: E402  (beside this file)
 import whatif_report  # noqa: E402
 
 DEFAULT_CLIENT = ("{python} " + shlex.quote(os.path.join(TOP, "sim", "validate_bench.py")) +
@@ -47,7 +49,7 @@ DEFAULT_CLIENT = ("{python} " + shlex.quote(os.path.join(TOP, "sim", "validate_b
 DELAYS_MEASURED = (0.0, 1.0)
 SWEEP_THREADS = (1, 2, 4, 10, 20)
 SWEEP_DELAYS = (0.0, 0.5, 1.0, 2.0)
-CPU_KEYS = ("cpu_us", "cpu_cv", "xcore_cpu_us")  # a "seq" JSON row's CPU figures
+CPU_KEYS = ("cpu_us", "cpu_cv", "lock_sections", "lock_hold_us", "lock_before")  # "seq" row
 LINE_RE = re.compile(r"^(?:\S*-)?(seq|t[1-9][0-9]*)\s+(\S+)\s*$")
 T0 = time.monotonic()
 
@@ -80,18 +82,16 @@ def parse_args(argv):
                          "right after the sequential run, then more for the thread plot)")
     ap.add_argument("--python", default="/usr/bin/python3",
                     help="Python for the default client and mtrace calibrate")
-    ap.add_argument("--python-ft", help="a free-threaded CPython for mtrace calibrate "
-                    "(measures ft_slowdown; default: python3.13t if on PATH)")
     ap.add_argument("--host", help="host facts file from an earlier `mtrace calibrate` "
-                    "(default: measure them, about 20 s)")
+                    "(default: measure them, about 10 s)")
     ap.add_argument("--no-sniff", action="store_true",
                     help="do not sniff lo for the server's service times")
-    ap.add_argument("--calibrate", choices=("auto", "cpu", "each", "delay0"), default="auto",
-                    help="cpu: the client's Python CPU from its own CPU per call in the "
-                         "sequential runs (the default client reports it; docs/whatif.md); "
-                         "each: solved from every delay's sequential mean; delay0: solved "
-                         "from delay 0's sequential mean only; auto (default): cpu when the "
-                         "client reported its CPU per call, else each")
+    ap.add_argument("--calibrate", choices=("auto", "cpu", "mean"), default="auto",
+                    help="cpu: the client's Python CPU from its own CPU per call in each "
+                         "delay's sequential run (the default client reports it; "
+                         "docs/whatif.md); mean: solved from each sequential mean and stdev%%; "
+                         "auto (default): cpu when the client reported its CPU per call, "
+                         "else mean")
     ap.add_argument("--timeout", type=float, default=600,
                     help="stop a client run after this many seconds (default 600)")
     ap.add_argument("--seed", type=int, default=1, help="mtrace sim's seed (default 1)")
@@ -196,8 +196,8 @@ def tail(path, n=5):
 
 # ---- the client ---------------------------------------------------------
 
-def client_command(a, uri, seq, threads, xcore=False):
-    tmpl = a.client or (DEFAULT_CLIENT + (" --xcore" if xcore else ""))
+def client_command(a, uri, seq, threads):
+    tmpl = a.client or DEFAULT_CLIENT
     vals = {"uri": uri, "seq": str(seq), "threads": threads, "calls": str(a.threads_calls),
             "python": a.python}
     cmd = tmpl
@@ -230,7 +230,7 @@ def parse_client_line(line, lineno, groups):
 
 def json_row(line, what, info):
     """A client's JSON summary line: echoed as progress, kept in info by its
-    "mode" (the "seq" row may carry cpu_us, cpu_cv, xcore_cpu_us)."""
+    "mode" (the "seq" row may carry CPU_KEYS, a threaded one "conns")."""
     try:
         r = json.loads(line)
     except ValueError:
@@ -247,9 +247,9 @@ def json_row(line, what, info):
         pass
 
 
-def run_client(a, procs, uri, seq, threads, what, env_extra, xcore=False):
+def run_client(a, procs, uri, seq, threads, what, env_extra):
     """Runs the client; returns ({mode: [latency ms]}, {mode: its JSON row})."""
-    cmd = client_command(a, uri, seq, threads, xcore)
+    cmd = client_command(a, uri, seq, threads)
     if a.client:
         progress("  %s: %s" % (what, cmd))
     env = dict(os.environ, MTRACE_URI=uri, MTRACE_SEQ_CALLS=str(seq), MTRACE_THREADS=threads,
@@ -359,20 +359,19 @@ def summarize(v):
 
 def measure(a, procs, raw):
     """Replays the trace at each delay and runs the client; returns a dict."""
-    meas = {"delays": {}, "sniff": {}, "sniff_note": ""}
+    meas = {"delays": {}, "sniff": None, "sniff_note": ""}
     threads = ",".join(str(t) for t in a.thread_list)
     for i, d in enumerate(DELAYS_MEASURED):
         p, port, log, summ = start_replay(a, procs, d, raw)
         uri = "mongodb://127.0.0.1:%d/" % port
         progress("%d/6 mtrace replay --delay-ms %g on 127.0.0.1:%d" % (2 + i, d, port))
         try:
-            if d == 0 or meas["sniff"].get(0.0):
-                meas["sniff"][d], why = sniff_seq(a, procs, port, uri, raw, d)
-                if meas["sniff"][d] is None:
+            if d == 0:
+                meas["sniff"], why = sniff_seq(a, procs, port, uri, raw, d)
+                if meas["sniff"] is None:
                     meas["sniff_note"] = why
                     progress("  server service times: not sniffed (%s)" % why)
-            groups, info = run_client(a, procs, uri, a.calls, threads, "delay %g" % d, {},
-                                      xcore=d == 0 and not a.client)
+            groups, info = run_client(a, procs, uri, a.calls, threads, "delay %g" % d, {})
         except WhatifError as e:
             procs.stop(p)
             replay_summary(summ, log)  # misses explain a client failure best
@@ -388,13 +387,12 @@ def measure(a, procs, raw):
                     f.write("d%g-%s %.5f\n" % (d, mode, x))
         meas["delays"][d] = {"rows": {m: summarize(v) for m, v in groups.items()},
                              "latencies": latf, "uri": uri, "cpu": seq_cpu(info),
-                             "replay": replay_summary(summ, log)}
-    if all(meas["sniff"].get(d) for d in DELAYS_MEASURED):
+                             "info": info, "replay": replay_summary(summ, log)}
+    if meas["sniff"]:
         meas["sniff_note"] = ("sniffed on lo (mtrace capture --iface lo) during one more "
-                              "sequential run at each delay")
-        meas["server_p50_us"] = server_p50_us(a, meas["sniff"][0.0])
-    else:
-        meas["sniff"] = {}
+                              "sequential run at delay 0; the delay is the prediction's "
+                              "--delay-ms")
+        meas["server_p50_us"] = server_p50_us(a, meas["sniff"])
     return meas
 
 
@@ -405,146 +403,60 @@ def seq_cpu(info):
     for k in CPU_KEYS:
         v = r.get(k)
         if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and \
-                (v >= 0 or k == "xcore_cpu_us"):  # seqcal clamps a negative xcore to 0
+                v >= 0:
             out[k] = float(v)
     return out
 
 
 # ---- predicting -------------------------------------------------------------
 
-def server_lines(meas, delay, measured):
-    """mtrace replay as the server.  A measured delay with a sniffed trace:
-    the service times are that trace's request->reply times (the delay as
-    replay achieved it included).  Otherwise the delay is modelled (inline
-    deadline timer) on top of delay 0's sniffed service times, or of the
-    model's defaults when nothing was sniffed."""
-    tr = meas["sniff"].get(delay) if measured else None
-    if tr:
-        return ["trace = %s" % tr]
-    out = ["proxy = deadline", "proxy_delay_ms = %g" % delay] if delay > 0 else []
-    if meas["sniff"].get(0.0):
-        out.append("trace = %s" % meas["sniff"][0.0])
+def seq_facts(a, meas, d):
+    """mtrace sim options from delay d's sequential run: its mean and
+    stdev%, and with the cpu calibration the client's CPU per call, its cv
+    and the driver-lock sections (those the client reported)."""
+    row = meas["delays"][d]["rows"]["seq"]
+    cpu = meas["delays"][d]["cpu"]
+    out = ["--seq-mean-ms", "%.5f" % row["mean_ms"], "--seq-delay-ms", "%g" % d]
+    if a.cal_mode == "cpu":
+        out += ["--seq-cpu-us", "%.3f" % cpu["cpu_us"]]
+        if "cpu_cv" in cpu:
+            out += ["--seq-cpu-cv", "%.4f" % cpu["cpu_cv"]]
+        else:
+            out += ["--seq-stdev-pct", "%.3f" % row["stdev_pct"]]
+    else:
+        out += ["--seq-stdev-pct", "%.3f" % row["stdev_pct"]]
+    if "lock_sections" in cpu and "lock_hold_us" in cpu:
+        out += ["--lock-sections", "%g" % round(cpu["lock_sections"]),
+                "--lock-hold-us", "%.3f" % cpu["lock_hold_us"]]
+        if "lock_before" in cpu:
+            out += ["--lock-before", "%g" % round(cpu["lock_before"])]
     return out
 
 
-def section(meas, name, rt, threads, calls, delay, extra, measured=True):
-    """One scenario section."""
-    out = ["", "[%s]" % name, "runtime = %s" % ("gil" if rt == "gil" else "free-threaded"),
-           "threads = %d" % threads, "calls = %d" % calls]
-    return out + server_lines(meas, delay, measured) + extra
-
-
-def seq_row(meas, d):
-    """Delay d's sequential run as seqcal wants it: mean, stdev% and the
-    client's CPU figures (those it reported)."""
-    return dict(meas["delays"][d]["rows"]["seq"], **meas["delays"][d]["cpu"])
-
-
 def choose_calibration(a, meas):
-    """Sets a.cal_mode (cpu, each or delay0), a.cal_sections (the sections
-    other rows calibrate from), a.fitted (rows whose mean is solved to match
-    the measurement) and a.cal_note (what the report says)."""
-    cpu0 = meas["delays"][0.0]["cpu"].get("cpu_us", 0) > 0
-    if a.calibrate == "cpu" and not cpu0:
+    """Sets a.cal_mode (cpu or mean), a.fitted (rows whose mean is solved to
+    match the measurement) and a.cal_note (what the report says)."""
+    cpu = all(meas["delays"][d]["cpu"].get("cpu_us", 0) > 0 for d in DELAYS_MEASURED)
+    if a.calibrate == "cpu" and not cpu:
         raise WhatifError("--calibrate cpu: the client printed no sequential CPU per call "
                           "(a JSON line with \"mode\": \"seq\" and \"cpu_us\"; "
                           "docs/whatif.md)")
-    a.cal_mode = "cpu" if a.calibrate == "cpu" or (a.calibrate == "auto" and cpu0) else \
-        "delay0" if a.calibrate == "delay0" else "each"
-    delays = DELAYS_MEASURED[:2 if a.cal_mode == "each" else 1]
-    a.cal_sections = ["d%g-seq-gil" % d for d in delays]
-    a.fitted = [] if a.cal_mode == "cpu" else list(a.cal_sections)
+    a.cal_mode = "cpu" if a.calibrate == "cpu" or (a.calibrate == "auto" and cpu) else "mean"
+    a.fitted = [] if a.cal_mode == "cpu" else ["d%g-seq-gil" % d for d in DELAYS_MEASURED]
+    locks = all("lock_sections" in meas["delays"][d]["cpu"] for d in DELAYS_MEASURED)
+    lock_note = ("; the driver lock's sections per call and hold from the same run "
+                 "(Topology._lock instrumented)" if locks else
+                 "; no driver-lock sections (the client reported none)")
     if a.cal_mode == "cpu":
-        a.cal_note = ("the client's own CPU per call in the sequential runs (time.thread_time "
-                      "around each call): Python CPU and its variation from delay 0's run, the "
-                      "cross-core and cold-cache charges as listed under Calibration; every "
-                      "row's mean and stdev% is a prediction, the sequential ones included")
+        a.cal_note = ("each delay's rows from that delay's sequential run: the client's own CPU "
+                      "per call (time.thread_time around each call) and its cv" + lock_note +
+                      "; every row's mean is a prediction, the sequential ones included")
     else:
         why = "" if a.calibrate != "auto" else \
             " (the client reported no CPU per call, see docs/whatif.md)"
-        a.cal_note = ("the client's Python CPU solved from %s so the simulated sequential run "
-                      "has the measured mean and stdev%% (marked *fitted*)%s" % (
-                          "delay 0's sequential mean only; delay 1's sequential row is a "
-                          "prediction too" if a.cal_mode == "delay0"
-                          else "each delay's sequential mean", why))
-
-
-def cal_section(a, meas, d, measured=True):
-    """The section calibrated from delay d's sequential run: d<D>-seq-gil."""
-    seq = seq_row(meas, d)
-    if a.cal_mode != "cpu":
-        seq = meas["delays"][d]["rows"]["seq"]
-    return section(meas, "d%g-seq-gil" % d, "gil", 1, a.calls, d, measured=measured, extra=[
-        "exclude_first = 1"] + seqcal.cpu_lines([seq]) + [
-        "measured.mean_ms = %.5f" % seq["mean_ms"], "measured.stdev_pct = %.3f" % seq["stdev_pct"]])
-
-
-HEAD = ["# generated by tools/whatif.sh: mtrace replay of %s as the server",
-        "# calibrated from the sequential runs only (the calibrate.* section and the",
-        "# [calibrated] lines); every other section is a prediction (calibrate_from).",
-        "# measured.* only label rows."]
-
-
-def calibrated_lines(a, meas):
-    """The global lines calibrated from the client's sequential runs: none
-    (the model takes the client's CPU per call and its cv from the
-    calibration section's calibrate.* lines)."""
-    return []
-
-
-def head_lines(a, meas):
-    out = [HEAD[0] % a.trace] + HEAD[1:]
-    return out + calibrated_lines(a, meas)
-
-
-def model_scn(a, meas, path):
-    """The measured scenarios: per delay, the sequential GIL row calibrates;
-    every other row is predicted for GIL and free-threaded CPython."""
-    lines = head_lines(a, meas)
-    for d in DELAYS_MEASURED:
-        rows = meas["delays"][d]["rows"]
-        cal = "d%g-seq-gil" % d
-        if cal in a.cal_sections:
-            lines += cal_section(a, meas, d)
-        else:  # a prediction too: the Python CPU calibrated at delay 0
-            cal = a.cal_sections[0]
-            seq = rows["seq"]
-            lines += section(meas, "d%g-seq-gil" % d, "gil", 1, a.calls, d, [
-                "exclude_first = 1", "calibrate_from = %s" % cal,
-                "measured.mean_ms = %.5f" % seq["mean_ms"],
-                "measured.stdev_pct = %.3f" % seq["stdev_pct"]])
-        lines += section(meas, "d%g-seq-ft" % d, "ft", 1, a.calls, d,
-                         ["exclude_first = 1", "calibrate_from = %s" % cal])
-        prev = 1
-        for t in a.thread_list:
-            for rt in ("gil", "ft"):
-                r = rows.get("t%d" % t) if rt == "gil" else None
-                extra = ["pool_initial = %d" % prev, "calibrate_from = %s" % cal]
-                if r:
-                    extra += ["measured.mean_ms = %.5f" % r["mean_ms"],
-                              "measured.stdev_pct = %.3f" % r["stdev_pct"]]
-                lines += section(meas, "d%g-t%d-%s" % (d, t, rt), rt, t, a.threads_calls, d,
-                                 extra)
-            prev = max(prev, t)
-    with open(path, "w") as f:
-        f.write("\n".join(lines) + "\n")
-    return path
-
-
-def sweep_scn(a, meas, path):
-    """The what-if grid, every point calibrated from delay 0's sequential
-    run: sweep-<runtime>-t<threads>-d<delay>, one open connection at start."""
-    lines = head_lines(a, meas) + cal_section(a, meas, 0.0)
-    for rt in ("gil", "ft"):
-        for t in SWEEP_THREADS:
-            for d in SWEEP_DELAYS:  # 1 thread: the sequential run's shape
-                calls, first = (a.calls, 1) if t == 1 else (a.threads_calls, 0)
-                lines += section(meas, "sweep-%s-t%d-d%g" % (rt, t, d), rt, t, calls, d,
-                                 ["pool_initial = 1", "exclude_first = %d" % first,
-                                  "calibrate_from = d0-seq-gil"], measured=False)
-    with open(path, "w") as f:
-        f.write("\n".join(lines) + "\n")
-    return path
+        a.cal_note = ("each delay's rows from that delay's sequential run: the client's Python "
+                      "CPU solved so the simulated sequential run has the measured mean and "
+                      "stdev%% (those rows marked *fitted*)%s%s" % (why, lock_note))
 
 
 def sim(a, args, params_path=None):
@@ -556,32 +468,58 @@ def sim(a, args, params_path=None):
     if params_path:
         with open(params_path, "w") as f:
             f.write("# " + " ".join(shlex.quote(x) for x in argv) + "\n" + r.stderr)
-    return [json.loads(l) for l in r.stdout.splitlines() if l.strip().startswith("{")]
+    rows = [json.loads(l) for l in r.stdout.splitlines() if l.strip().startswith("{")]
+    if not rows:
+        raise WhatifError("mtrace sim printed no prediction: %s" % " ".join(argv))
+    return rows, argv
+
+
+def pool_initial(a, meas, d, t):
+    """Connections open when delay d's t-thread row started: the client's
+    "conns" when it reported it, else the largest earlier row (seed 000's
+    method: the pool keeps the connections of the rows before)."""
+    info = meas["delays"][d]["info"].get("t%d" % t, {})
+    if isinstance(info.get("conns"), int) and info["conns"] > 0:
+        return info["conns"]
+    prev = [x for x in a.thread_list[:a.thread_list.index(t)]]
+    return max([1] + prev)
 
 
 def predict(a, host, meas, out):
-    """Writes model.scn and sweep.scn and runs mtrace sim on them.  If the
-    client's CPU per call cannot calibrate the model (auto), says why and
-    solves it from the sequential means instead."""
+    """Every measured row for GIL and free-threaded CPython, from its own
+    delay's sequential run, and the what-if sweep from delay 0's: mtrace sim
+    one-liners.  Returns (rows {id: prediction}, sweep [predictions],
+    commands {id: argv})."""
     choose_calibration(a, meas)
     progress("4/6 mtrace sim: calibrated from the sequential runs (%s), predicting" % a.cal_mode)
-    scn = model_scn(a, meas, os.path.join(out, "model.scn"))
-    try:
-        rows = sim(a, ["--host", host, "--scenario", scn], os.path.join(out, "params.txt"))
-    except WhatifError as e:
-        if a.calibrate != "auto" or a.cal_mode != "cpu":
-            raise
-        progress("  the CPU calibration failed, solving from the sequential means: %s" % e)
-        a.calibrate = "each"
-        choose_calibration(a, meas)
-        a.cal_note += ("; the CPU per call could not calibrate the model: %s"
-                       % str(e).splitlines()[0])
-        scn = model_scn(a, meas, os.path.join(out, "model.scn"))
-        rows = sim(a, ["--host", host, "--scenario", scn], os.path.join(out, "params.txt"))
-    sscn = sweep_scn(a, meas, os.path.join(out, "sweep.scn"))
-    sweep = [r for r in sim(a, ["--host", host, "--scenario", sscn, "--no-params"])
-             if r["scenario"].startswith("sweep-")]
-    return scn, rows, sweep
+    trace = ["--trace", meas["sniff"]] if meas["sniff"] else []
+    rows, cmds = {}, {}
+    for d in DELAYS_MEASURED:
+        base = ["--host", host] + trace + seq_facts(a, meas, d) + ["--delay-ms", "%g" % d]
+        for rt in ("gil", "ft"):
+            rtn = ["--runtime", "gil" if rt == "gil" else "free-threaded"]
+            pp = os.path.join(out, "params.txt") if (d, rt) == (0.0, "gil") else None
+            r, argv = sim(a, base + rtn + ["--threads", "1", "--calls", str(a.calls)], pp)
+            rows["d%g-seq-%s" % (d, rt)] = r[0]
+            cmds["d%g-seq-%s" % (d, rt)] = argv
+            for t in a.thread_list:
+                r, argv = sim(a, base + rtn + ["--threads", str(t), "--calls",
+                                              str(a.threads_calls), "--pool-initial",
+                                              str(pool_initial(a, meas, d, t))])
+                rows["d%g-t%d-%s" % (d, t, rt)] = r[0]
+                cmds["d%g-t%d-%s" % (d, t, rt)] = argv
+    sweep = []
+    base = ["--host", host] + trace + seq_facts(a, meas, 0.0)
+    for rt in ("gil", "free-threaded"):
+        r, argv = sim(a, base + ["--runtime", rt, "--calls", str(a.threads_calls),
+                                 "--sweep=threads=" + ",".join(map(str, SWEEP_THREADS)),
+                                 "--sweep=delay=" + ",".join("%g" % x for x in SWEEP_DELAYS)])
+        sweep += r
+        cmds["sweep-" + rt] = argv
+    with open(os.path.join(out, "commands.txt"), "w") as f:
+        f.writelines("%s: %s\n" % (k, " ".join(shlex.quote(x) for x in c))
+                     for k, c in cmds.items())
+    return rows, sweep, cmds
 
 
 def host_facts(a, out):
@@ -593,10 +531,8 @@ def host_facts(a, out):
             shutil.copy(a.host, path)
         progress("1/6 host facts from %s" % a.host)
         return path
-    progress("1/6 host facts: mtrace calibrate (about 20 s)")
+    progress("1/6 host facts: mtrace calibrate (about 10 s)")
     argv = [a.mtrace, "calibrate", "--python", a.python, "-o", path]
-    if a.python_ft:
-        argv += ["--python-ft", a.python_ft]
     r = subprocess.run(argv, capture_output=True, text=True)
     if r.returncode != 0:
         raise WhatifError("mtrace calibrate failed (exit %d): %s" % (r.returncode,
@@ -614,9 +550,9 @@ def main(argv):
     try:
         host = host_facts(a, out)
         meas = measure(a, procs, raw)
-        scn, rows, sweep = predict(a, host, meas, out)
+        rows, sweep, cmds = predict(a, host, meas, out)
         progress("5/6 report: tables and gnuplot plots in %s" % out)
-        rep = whatif_report.build(a, out, meas, rows, sweep, DELAYS_MEASURED)
+        rep = whatif_report.build(a, out, meas, rows, sweep, DELAYS_MEASURED, cmds)
         progress("6/6 done in %.1f s" % (time.monotonic() - T0))
     except (WhatifError, RuntimeError) as e:
         print("whatif: error: %s" % e, file=sys.stderr)

@@ -3,9 +3,9 @@
 table (terminal and Markdown), report.json, and the gnuplot plots.  Not a
 program of its own: whatif.py calls build().
 
-Every predicted number comes from `mtrace sim --json` rows (sim_rows for the
-measured scenarios, sweep for the what-if grid); every measured number from
-the client's latencies (meas, see whatif.measure)."""
+Every predicted number comes from `mtrace sim --json` (sim_rows: {id:
+prediction} for the measured rows, sweep for the what-if grid); every
+measured number from the client's latencies (meas, see whatif.measure)."""
 import datetime
 import json
 import os
@@ -13,11 +13,12 @@ import re
 import subprocess
 
 RT_NAME = {"gil": "GIL", "ft": "free-threaded"}
-SCHEMA = 1
-# the client's parameters calibrated from the sequential runs (or their
-# defaults), listed with their origin under "Calibration"
-CAL_PARAMS = ("py_call_us", "py_cv")
-PARAM_RE = re.compile(r"^#\s+(\S+)\s+=\s+(\S+)\s+\[(\w+)\]\s*(.*)$")
+SCHEMA = 2
+PRED_KEYS = ("mean_ms", "mean_lo_ms", "mean_hi_ms", "stdev_pct", "stdev_pct_lo", "stdev_pct_hi",
+             "p50_ms", "p50_lo_ms", "p50_hi_ms", "p99_ms", "p99_lo_ms", "p99_hi_ms", "runs")
+PARAM_RE = re.compile(r"^#?\s*(\S+)\s+=\s+(\S+)\s+\[(\w+)\]\s*(.*)$")
+# the client's parameters, set from its sequential run, listed under Calibration
+CAL_PARAMS = ("py_call_us", "py_cv", "lock_sections", "lock_hold_us", "server_us")
 
 
 def fmt_delay(d):
@@ -43,25 +44,34 @@ def row_order(a, delays):
     return out
 
 
+def binding(p):
+    """'gil 0.93' style: the binding resource and its simulated utilisation."""
+    b = p.get("binding", "?")
+    u = (p.get("util") or {}).get(b)
+    return "%s %.2f" % (b, u) if isinstance(u, (int, float)) else b
+
+
 def main_rows(a, meas, sim_rows, delays):
-    by = {r["scenario"]: r for r in sim_rows}
     rows = []
     for d, mode, rt in row_order(a, delays):
         name = "d%g-%s-%s" % (d, mode, rt)
-        p = by.get(name)
+        p = sim_rows.get(name)
         if p is None:
             continue
         m = meas["delays"][d]["rows"].get(mode) if rt == "gil" else None
         r = {"scenario": "delay %s, %s, %s" % (fmt_delay(d), mode_name(mode, a), RT_NAME[rt]),
              "id": name, "delay_ms": d, "threads": 1 if mode == "seq" else int(mode[1:]),
              "runtime": RT_NAME[rt], "measured": m,
-             "predicted": {k: p[k] for k in ("n", "mean_ms", "stdev_pct", "p50_ms", "p90_ms",
-                                             "p99_ms", "max_ms") if k in p},
+             "predicted": {k: p[k] for k in PRED_KEYS if k in p},
+             "binding": p.get("binding"), "util": p.get("util"), "bound": p.get("bound"),
+             "lock_blocks_per_call": p.get("lock_blocks_per_call"),
              "role": "fitted" if name in a.fitted else "predicted",
-             "error_pct": None, "stdev_diff_pts": None}
+             "error_pct": None, "stdev_diff_pts": None, "inside": None}
         if m:
             r["error_pct"] = 100 * (p["mean_ms"] - m["mean_ms"]) / m["mean_ms"]
             r["stdev_diff_pts"] = p["stdev_pct"] - m["stdev_pct"]
+            if "mean_lo_ms" in p:
+                r["inside"] = p["mean_lo_ms"] <= m["mean_ms"] <= p["mean_hi_ms"]
         rows.append(r)
     return rows
 
@@ -75,13 +85,24 @@ def sweep_rows(a, meas, sweep):
         if rt == "gil" and d in meas["delays"]:
             m = meas["delays"][d]["rows"].get("seq" if t == 1 else "t%d" % t)
         out.append({"runtime": RT_NAME[rt], "threads": t, "delay_ms": d,
-                    "predicted": {k: p[k] for k in ("mean_ms", "stdev_pct", "p50_ms", "p99_ms")},
+                    "predicted": {k: p[k] for k in PRED_KEYS if k in p},
+                    "binding": p.get("binding"), "util": p.get("util"),
                     "measured": m and {k: m[k] for k in ("n", "mean_ms", "stdev_pct")}})
     return out
 
 
 def cell(x, f="%.3f"):
     return "-" if x is None else f % x
+
+
+def interval(p, k, f="%.3f"):
+    """p[k] with its interval: mean_ms -> mean_lo_ms..mean_hi_ms, stdev_pct
+    -> stdev_pct_lo..stdev_pct_hi (only the value when sim gave none)."""
+    lo, hi = (k[:-3] + "_lo_ms", k[:-3] + "_hi_ms") if k.endswith("_ms") else \
+        (k + "_lo", k + "_hi")
+    if p.get(lo) is None or p.get(hi) is None:
+        return f % p[k]
+    return (f + " [" + f + "-" + f + "]") % (p[k], p[lo], p[hi])
 
 
 def table_cells(r):
@@ -93,11 +114,12 @@ def table_cells(r):
     else:
         err = "not measured"
     return [r["scenario"], cell(m and m["mean_ms"]), cell(m and m["stdev_pct"], "%.1f%%"),
-            cell(p["mean_ms"]), cell(p["stdev_pct"], "%.1f%%"), err]
+            interval(p, "mean_ms"), interval(p, "stdev_pct", "%.1f") + "%",
+            binding({"binding": r["binding"], "util": r["util"]}), err]
 
 
-HEAD = ["scenario", "measured mean ms", "stdev%", "predicted mean ms", "stdev%",
-        "error (mean / stdev%)"]
+HEAD = ["scenario", "measured mean ms", "stdev%", "predicted mean ms [interval]",
+        "stdev% [interval]", "binds (util)", "error (mean / stdev%)"]
 
 
 def text_table(rows):
@@ -118,7 +140,7 @@ def md_table(head, body):
     return out
 
 
-def md_sweep(sw, a):
+def md_sweep(sw):
     grid = {}
     for r in sw:
         grid[(r["threads"], r["delay_ms"], r["runtime"])] = r
@@ -130,45 +152,33 @@ def md_sweep(sw, a):
                 continue
             m = g["measured"]
             body.append(["%d" % t, fmt_delay(d),
-                         "%.3f / %.1f%%" % (g["predicted"]["mean_ms"], g["predicted"]["stdev_pct"]),
-                         "%.3f / %.1f%%" % (f["predicted"]["mean_ms"], f["predicted"]["stdev_pct"]),
+                         interval(g["predicted"], "mean_ms"),
+                         "%.1f%%" % g["predicted"]["stdev_pct"], binding(g),
+                         interval(f["predicted"], "mean_ms"),
+                         "%.1f%%" % f["predicted"]["stdev_pct"], binding(f),
                          "%.3f / %.1f%%" % (m["mean_ms"], m["stdev_pct"]) if m else "-"])
-    return md_table(["threads", "delay", "GIL predicted mean ms / stdev%",
-                     "free-threaded predicted", "measured (GIL)"], body)
+    return md_table(["threads", "delay", "GIL mean ms [interval]", "stdev%", "binds",
+                     "free-threaded mean ms [interval]", "stdev%", "binds",
+                     "measured (GIL) mean / stdev%"], body)
 
 
 # ---- plots -------------------------------------------------------------
 
-def scn_subset(src, names, dst):
-    """Copies the global block of scenario file src and its sections in names."""
-    keep, cur = [], None
-    for line in open(src):
-        s = line.strip()
-        if s.startswith("[") and s.endswith("]"):
-            cur = s[1:-1]
-        if cur is None or cur in names:
-            keep.append(line)
-    with open(dst, "w") as f:
-        f.writelines(keep)
-
-
-def plot_latency(a, out, host, scn, d, meas):
-    """CDFs of sequential and first threaded row: measured (dashed) vs
-    mtrace sim (solid), drawn by mtrace sim --plot (gnuplot)."""
+def plot_latency(a, out, cmd, d, meas):
+    """CDFs at delay d of the first threaded row: measured (dashed) vs
+    mtrace sim (solid), drawn by mtrace sim --plot (gnuplot); cmd is the
+    mtrace sim command that predicted the row."""
     raw = os.path.join(out, "raw")
     t = "t%d" % a.thread_list[0]
-    names = ["d%g-seq-gil" % d, "d%g-%s-gil" % (d, t), "d%g-%s-ft" % (d, t)]
-    sub = os.path.join(raw, "plot-delay%g.scn" % d)
-    scn_subset(scn, names + a.cal_sections, sub)
     mfile = os.path.join(raw, "plot-delay%g-measured.txt" % d)
     with open(meas["delays"][d]["latencies"]) as f, open(mfile, "w") as g:
         for line in f:
             lab = line.split()[0]
-            if lab.endswith("-seq") or lab.endswith("-" + t):
-                g.write(line)
+            if lab.endswith("-" + t):
+                g.write("measured-" + line)
     png = os.path.join(out, "latency-delay%g.png" % d)
-    argv = [a.mtrace, "sim", "--host", host, "--scenario", sub, "--seed", str(a.seed),
-            "--only", "d%g-" % d, "--no-params", "--plot", png, "--measured", mfile]
+    argv = [x for x in cmd if x != "--json"] + ["--no-params", "--plot", png, "--measured",
+                                                 mfile]
     r = subprocess.run(argv, capture_output=True, text=True)
     if r.returncode != 0:
         raise RuntimeError("mtrace sim --plot failed: %s" % r.stderr.strip()[-400:])
@@ -176,22 +186,28 @@ def plot_latency(a, out, host, scn, d, meas):
 
 
 def plot_threads(a, out, sw, delays):
-    """Mean and stdev% against thread count: sweep lines (GIL solid,
-    free-threaded dashed, one colour per delay), measured points."""
+    """Mean and stdev% against thread count: the sweep's central values as
+    lines with their intervals as bars (GIL solid, free-threaded dashed,
+    one colour per delay), measured points."""
     raw = os.path.join(out, "raw")
     dls = sorted({r["delay_ms"] for r in sw})
     colors = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b"]
     files = []
     for i, d in enumerate(dls):
         for rt in ("GIL", "free-threaded"):
-            pts = sorted((r["threads"], r["predicted"]["mean_ms"], r["predicted"]["stdev_pct"])
+            pts = sorted((r["threads"], r["predicted"]["mean_ms"],
+                          r["predicted"].get("mean_lo_ms", r["predicted"]["mean_ms"]),
+                          r["predicted"].get("mean_hi_ms", r["predicted"]["mean_ms"]),
+                          r["predicted"]["stdev_pct"],
+                          r["predicted"].get("stdev_pct_lo", r["predicted"]["stdev_pct"]),
+                          r["predicted"].get("stdev_pct_hi", r["predicted"]["stdev_pct"]))
                          for r in sw if r["delay_ms"] == d and r["runtime"] == rt)
             path = os.path.join(raw, "threads-d%g-%s.dat" % (d, rt))
             with open(path, "w") as f:
-                f.writelines("%d %.6f %.4f\n" % p for p in pts)
-            files.append((path, "lines lw 2 dt %d lc rgb '%s'" % (1 if rt == "GIL" else 2,
-                                                                 colors[i % len(colors)]),
-                          "predicted %s, delay %g ms" % (rt, d)))
+                f.writelines("%d %.6f %.6f %.6f %.4f %.4f %.4f\n" % p for p in pts)
+            c = colors[i % len(colors)]
+            files.append((path, "lines lw 2 dt %d lc rgb '%s'" % (1 if rt == "GIL" else 2, c),
+                          "predicted %s, delay %g ms" % (rt, d), c))
     for d in delays:
         i = dls.index(d) if d in dls else 0
         pts = sorted((r["threads"], r["measured"]["mean_ms"], r["measured"]["stdev_pct"])
@@ -202,16 +218,26 @@ def plot_threads(a, out, sw, delays):
             f.writelines("%d %.6f %.4f\n" % p for p in pts)
         if pts:
             files.append((path, "points pt 7 ps 1.5 lc rgb '%s'" % colors[i % len(colors)],
-                          "measured GIL, delay %g ms" % d))
+                          "measured GIL, delay %g ms" % d, None))
+
+    def plot(col, lo, hi, mcol):
+        parts = []
+        for path, style, title, c in files:
+            if c is None:
+                parts.append("'%s' using 1:%d with %s title '%s'" % (path, mcol, style, title))
+            else:
+                parts.append("'%s' using 1:%d with %s title '%s'" % (path, col, style, title))
+                parts.append("'%s' using 1:%d:%d:%d with yerrorbars lc rgb '%s' pt 0 notitle"
+                             % (path, col, lo, hi, c))
+        return "plot " + ", ".join(parts)
     png = os.path.join(out, "threads.png")
     gp = ["set terminal pngcairo size 1300,560 font 'sans,10'", "set output '%s'" % png,
           "set multiplot layout 1,2 title 'mtrace whatif: latency against client threads "
-          "(lines: mtrace sim sweep, client calibrated at delay 0; points: measured)'",
+          "(lines: mtrace sim sweep, client calibrated at delay 0, bars: its interval; "
+          "points: measured)'",
           "set grid", "set logscale x 2", "set xrange [0.8:25]", "set xlabel 'client threads'",
           "set xtics (1,2,4,10,20)", "set key top left font ',9'", "set ylabel 'mean latency (ms)'",
-          "plot " + ", ".join("'%s' using 1:2 with %s title '%s'" % f for f in files),
-          "set ylabel 'stdev (% of mean)'", "unset key",
-          "plot " + ", ".join("'%s' using 1:3 with %s title '%s'" % f for f in files),
+          plot(2, 3, 4, 2), "set ylabel 'stdev (% of mean)'", "unset key", plot(5, 6, 7, 3),
           "unset multiplot"]
     script = os.path.join(raw, "threads.gp")
     with open(script, "w") as f:
@@ -222,29 +248,32 @@ def plot_threads(a, out, sw, delays):
     return png
 
 
-def calibration(a, out):
-    """The CAL_PARAMS of each calibration section as mtrace sim printed them
-    in params.txt: [{scenario, name, value, origin, note}]."""
-    got, cur = [], None
-    with open(os.path.join(out, "params.txt")) as f:
+def calibration(out):
+    """The CAL_PARAMS as mtrace sim printed them for the delay-0 sequential
+    GIL row (params.txt): [{name, value, origin, note}]."""
+    got = []
+    path = os.path.join(out, "params.txt")
+    if not os.path.exists(path):
+        return got
+    with open(path) as f:
         for line in f:
-            m = re.match(r"^# scenario '([^']*)'", line)
-            if m:
-                cur = m.group(1)
-                continue
-            m = PARAM_RE.match(line)
-            if m and cur in a.cal_sections and m.group(1) in CAL_PARAMS:
-                got.append({"scenario": cur, "name": m.group(1), "value": float(m.group(2)),
-                            "origin": m.group(3), "note": m.group(4).strip()})
+            m = PARAM_RE.match(line.strip())
+            if m and m.group(1) in CAL_PARAMS:
+                try:
+                    v = float(m.group(2))
+                except ValueError:
+                    continue
+                got.append({"name": m.group(1), "value": v, "origin": m.group(3),
+                            "note": m.group(4).strip()})
     return got
 
 
 def md_calibration(a, cal):
     out = ["## Calibration", "",
-           "Calibration `%s`: %s.  The client's parameters as `mtrace sim` took them "
-           "(params.txt has every parameter with its origin):" % (a.cal_mode, a.cal_note), ""]
-    out += ["- `%s` %s = %g [%s] %s" % (c["scenario"], c["name"], c["value"], c["origin"],
-                                       c["note"]) for c in cal]
+           "Calibration `%s`: %s.  The client's parameters as `mtrace sim` took them for the "
+           "delay-0 rows (params.txt has every parameter with its origin; commands.txt every "
+           "mtrace sim command):" % (a.cal_mode, a.cal_note), ""]
+    out += ["- %s = %g [%s] %s" % (c["name"], c["value"], c["origin"], c["note"]) for c in cal]
     return out + [""]
 
 
@@ -252,9 +281,10 @@ def md_calibration(a, cal):
 
 def server_note(meas):
     if meas["sniff"]:
-        return meas["sniff_note"] + "; replay's own CPU per request: %.1f us (p50 at delay 0)" % (
+        return meas["sniff_note"] + "; replay's p50 request->reply at delay 0: %.1f us" % (
             meas.get("server_p50_us") or 0)
-    return "the model's defaults (assumption; not sniffed: %s)" % meas["sniff_note"]
+    return "the model's default server time (an assumption; not sniffed: %s)" % \
+        meas["sniff_note"]
 
 
 def notes(a, meas, rows):
@@ -263,11 +293,13 @@ def notes(a, meas, rows):
            "no threaded measurement is used." % (
                "pymongo, seed 000's method" if not a.client else "client `%s`" % a.client,
                a.cal_mode, a.cal_note),
-           "Error: predicted minus measured mean, in % of the measured mean / stdev% difference "
-           "in points.",
-           "Free-threaded rows are predictions only: the client ran on GIL CPython; the model's "
-           "`ft_slowdown` is an assumption unless `mtrace calibrate` found a free-threaded "
-           "CPython (see params.txt)." if not a.client else
+           "Predicted: the central value over %s runs (seeds) and, in brackets, their 5-95 %% "
+           "range; binds: the resource that limits the row (gil, cores, lock, pool or delay) "
+           "and its simulated utilisation.  Error: predicted minus measured mean, in %% of the "
+           "measured mean / stdev%% difference in points." % (
+               rows[0]["predicted"].get("runs", "several") if rows else "several"),
+           "Free-threaded rows are predictions only: the client ran on GIL CPython; "
+           "`ft_slowdown` is an assumption (see params.txt)." if not a.client else
            "The model is a CPython client's: measured rows are your client's, compared with a "
            "GIL CPython client of the same sequential cost; free-threaded rows are predictions "
            "only.",
@@ -285,24 +317,24 @@ def notes(a, meas, rows):
     return out
 
 
-def build(a, out, meas, sim_rows, sweep, delays):
+def build(a, out, meas, sim_rows, sweep, delays, cmds):
     host = os.path.join(out, "host.txt")
-    scn = os.path.join(out, "model.scn")
     rows = main_rows(a, meas, sim_rows, delays)
-    cal = calibration(a, out)
+    cal = calibration(out)
     sw = sweep_rows(a, meas, sweep)
-    plots = [plot_latency(a, out, host, scn, d, meas) for d in delays]
+    first = "t%d" % a.thread_list[0]
+    plots = [plot_latency(a, out, cmds["d%g-%s-gil" % (d, first)], d, meas) for d in delays]
     plots.append(plot_threads(a, out, sw, delays))
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    seed = sim_rows[0].get("seed", a.seed) if sim_rows else a.seed
+    seed = a.seed
     rep = {"schema": SCHEMA, "tool": "mtrace whatif (tools/whatif.sh)", "created": now,
            "trace": a.trace, "client": a.client or "default: pymongo, sim/validate_bench.py",
            "calls": a.calls, "threads": a.thread_list, "threads_calls": a.threads_calls,
            "calibrate": a.calibrate, "fitted": a.fitted,
-           "calibration": {"mode": a.cal_mode, "sections": a.cal_sections, "note": a.cal_note,
+           "calibration": {"mode": a.cal_mode, "note": a.cal_note,
                            "client_cpu": {"%g" % d: meas["delays"][d]["cpu"] for d in delays},
                            "params": cal},
-           "seed": seed, "host_facts": "host.txt", "scenarios": "model.scn",
+           "seed": seed, "host_facts": os.path.basename(host), "commands": "commands.txt",
            "server_service_times": server_note(meas),
            "server_p50_us": meas.get("server_p50_us"),
            "replay": {"%g" % d: meas["delays"][d]["replay"] for d in delays},
@@ -313,27 +345,26 @@ def build(a, out, meas, sim_rows, sweep, delays):
     top = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     shown = os.path.relpath(a.trace, top) if a.trace.startswith(top + os.sep) else a.trace
     md = ["# mtrace what-if report", "",
-          "Created %s from `%s` (seed %s). Reproduce the predictions with "
-          "`mtrace sim --host host.txt --scenario model.scn`." % (now, shown, seed), ""]
+          "Created %s from `%s` (seed %s). Every prediction is one `mtrace sim` command "
+          "(commands.txt) on host.txt and the sequential runs' figures." % (now, shown, seed), ""]
     md += md_table(HEAD, [table_cells(r) for r in rows])
     md += [""] + ["- " + n for n in nt]
     md += [""] + md_calibration(a, cal)
     md += ["", "## What-if sweep (mtrace sim)", "",
-           "Calibrated from the delay-0 sequential run (with the `cpu` calibration, "
-           "the cross-core and cold-cache charges too, as under Calibration); each "
-           "thread runs %d calls; "
-           "threads 1 is the sequential run (%d calls, the first excluded). Measured threaded rows ran one after "
-           "another on one client (its pool already held connections), the sweep starts each "
-           "from one open connection." % (a.threads_calls, a.calls), ""]
-    md += md_sweep(sw, a)
+           "Calibrated from the delay-0 sequential run; each thread runs %d calls from one "
+           "open connection and one server session (threads 1: one thread, %d calls).  "
+           "Measured threaded rows ran one after another on one client (its pool already "
+           "held connections)." % (a.threads_calls, a.threads_calls), ""]
+    md += md_sweep(sw)
     md += ["", "## Plots", ""]
     md += ["![%s](%s)" % (os.path.basename(p), os.path.basename(p)) for p in plots]
-    md += ["", "Latency CDFs: solid lines are mtrace sim, dashed are measured. "
-           "Files: host.txt (host facts), model.scn (scenarios), params.txt (every model "
-           "parameter with its origin), raw/ (latencies, replay logs and summaries).", ""]
+    md += ["", "Latency CDFs of the %s-thread GIL row: solid lines are mtrace sim, dashed are "
+           "measured.  Files: host.txt (host facts), commands.txt (every mtrace sim command), "
+           "params.txt (every model parameter with its origin, delay 0's sequential GIL row), "
+           "raw/ (latencies, replay logs and summaries)." % first[1:], ""]
     with open(os.path.join(out, "report.md"), "w") as f:
         f.write("\n".join(md))
     nt.append("Calibration (params.txt): " + "; ".join(
-        "%s %s = %g [%s]" % (c["scenario"], c["name"], c["value"], c["origin"]) for c in cal))
+        "%s = %g [%s]" % (c["name"], c["value"], c["origin"]) for c in cal))
     text = text_table(rows) + "\n\n" + "\n".join("* " + n for n in nt)
     return {"text": text, "plots": plots, "json": rep}
