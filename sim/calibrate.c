@@ -17,8 +17,10 @@
  *                  CPU of one block/wake cycle
  *   switch_interval_us, gil_handoff_us  sim/calibrate/gil_pingpong.py under
  *                  the GIL CPython (default /usr/bin/python3)
- *   lock_wake_us   sim/calibrate/lock_contend.py under the same CPython:
- *                  two threads contending a threading.Lock
+ *   lock_block_cpu_us  sim/calibrate/lock_contend.py under the same CPython:
+ *                  the convoy without pymongo (uuid4 inside the lock vs
+ *                  outside it): its extra CPU per block less its CPU per
+ *                  extra switch (sim_calibrate_lock_block_us)
  * Output: a host facts file, one "key = value [measured] method" a line
  * (mtrace sim --host), diagnostics as "#" lines.
  */
@@ -282,7 +284,7 @@ pipe_cost(double *ns)
 }
 
 /* "key value" lines a Python microbenchmark printed. */
-#define KV_MAX 32
+#define KV_MAX 96
 struct kv {
     int n;
     char key[KV_MAX][48];
@@ -376,15 +378,15 @@ static const char cal_usage[] =
     "FILE):\n"
     "cores, loopback syscall CPU (sys_us), the wake-up of a blocked thread\n"
     "(wake_us) and its CPU (ctx_cpu_us), CPython's switch interval and GIL\n"
-    "hand-off (gil_handoff_us: a Python ping-pong), and the wake-up of a\n"
-    "thread blocked on a contended threading.Lock (lock_wake_us).  Each line\n"
-    "says how its value was measured.\n"
+    "hand-off (gil_handoff_us: a Python ping-pong), and the CPU a block on\n"
+    "a contended threading.Lock costs (lock_block_cpu_us: a convoy without\n"
+    "pymongo).  Each line says how its value was measured.\n"
     "  -o FILE          write there (default: stdout)\n"
     "  --python PATH    the CPython to measure (default /usr/bin/python3)\n"
     "  --scripts DIR    where gil_pingpong.py and lock_contend.py are\n"
     "                   (default: beside the binary)\n"
     "  -h, --help       this help\n"
-    "Takes about 10 seconds.  Exit status: 0 ok, 1 measurement failed, 2 bad "
+    "Takes about 50 seconds.  Exit status: 0 ok, 1 measurement failed, 2 bad "
     "usage.\n";
 
 struct cal_opts {
@@ -452,6 +454,14 @@ read_loadavg(char *buf, size_t cap)
     }
 }
 
+double
+sim_calibrate_lock_block_us(double block_cpu_us, double switch_cpu_us)
+{
+    double v = block_cpu_us - switch_cpu_us;
+
+    return v > 0 ? v : 0.0;
+}
+
 /* The C microbenchmarks' lines. */
 static void
 cal_write_host(FILE *out, const struct facts *f)
@@ -514,32 +524,33 @@ cal_write_py(FILE *out, const struct facts *f, const struct cal_opts *o)
                      "busy (a waiter's wake-up may have outlasted the "
                      "holder's 1 ms of Python); rerun on a quieter host\n");
     fprintf(out,
-            "lock_wake_us = %.3f [measured] %s %s, lock_contend.py: 2 "
-            "threads, each 50 us of GIL-released work (hashlib.sha256) then "
-            "a threading.Lock section held 150 us the same way; release() -> "
-            "the acquirer that had blocked running Python with the lock; "
-            "mean of %.0f hand-overs less the top 1%% (cv %.2f; %.0f%% of "
-            "acquires blocked)\n",
-            kv_num(l, "lock_wake_us"), o->python, kv_str(l, "py_version"),
-            kv_num(l, "lock_wake_n"), kv_num(l, "lock_wake_cv"),
-            100 * kv_num(l, "lock_blocked"));
+            "lock_block_cpu_us = %.3f [measured] %s %s, lock_contend.py's "
+            "convoy: 10 and 20 threads x calls of 5 threading.Lock sections "
+            "(4 before a TCP loopback round trip to an echo process, delay 0 "
+            "and 1 ms), uuid.uuid4() inside the first section vs before it "
+            "(%.0f row pairs%s): extra CPU per block %.3f us less extra CPU "
+            "per voluntary switch %.3f us (%.3f switches per block)\n",
+            sim_calibrate_lock_block_us(kv_num(l, "convoy_block_cpu_us"),
+                                        kv_num(l, "convoy_switch_cpu_us")),
+            o->python, kv_str(l, "py_version"), kv_num(l, "convoy_pairs"),
+            kv_num(l, "convoy_weak") > 0 ? ", weak convoy: under 0.5 blocks "
+                                           "per call"
+                                         : "",
+            kv_num(l, "convoy_block_cpu_us"), kv_num(l, "convoy_switch_cpu_us"),
+            kv_num(l, "convoy_vcsw_per_block"));
     fprintf(out,
-            "# diagnostics (not model parameters): the same lock with 4 "
-            "threads %.3f us; a strict 2-thread lock ping-pong, the releaser "
-            "blocking at once %.3f us\n",
-            kv_num(l, "lock4_wake_us"), kv_num(l, "lock_pp_wake_us"));
-    for (int n = 2; n <= 4; n += 2) {
-        char k1[32], k2[32], k3[32];
-        snprintf(k1, sizeof(k1), "convoy%d_blocked", n);
-        snprintf(k2, sizeof(k2), "convoy%d_handover_us", n);
-        snprintf(k3, sizeof(k3), "convoy%d_cycle_us", n);
-        fprintf(out,
-                "# convoy, %d threads x (50 us Python, GIL held; section "
-                "held 150 us, GIL released): %.0f%% of acquires blocked, "
-                "release -> next holder %.1f us (median), %.1f us per "
-                "section\n",
-                n, 100 * kv_num(l, k1), kv_num(l, k2), kv_num(l, k3));
-    }
+            "# lock diagnostics (not model parameters): CPU per call 1 "
+            "thread %.3f us, 20 threads delay 1 ms in/out %.3f/%.3f us with "
+            "%.3f/%.3f blocks; a strict 2-thread lock ping-pong, the "
+            "releaser blocking at once, %.3f us\n",
+            kv_num(l, "convoy_seq_cpu_us"), kv_num(l, "convoy_T20in_d1_cpu_us"),
+            kv_num(l, "convoy_T20out_d1_cpu_us"),
+            kv_num(l, "convoy_T20in_d1_blocks"),
+            kv_num(l, "convoy_T20out_d1_blocks"), kv_num(l, "lock_pp_wake_us"));
+    if (kv_num(l, "convoy_pairs") < 1)
+        fprintf(out, "# WARNING: no convoy formed (fewer than 0.2 blocks per "
+                     "call in every row): lock_block_cpu_us is 0; rerun on a "
+                     "quieter host\n");
 }
 
 /* -o: created (or opened, not yet truncated) before the measurement, so
@@ -574,7 +585,8 @@ cal_python(const struct cal_opts *o, struct facts *f)
 {
     static const char *const names[2] = {"gil_pingpong.py", "lock_contend.py"};
     struct kv *dst[2] = {&f->gil, &f->lock};
-    static const char *const need[2] = {"gil_handoff_us", "lock_wake_us"};
+    static const char *const need[2] = {"gil_handoff_us",
+                                        "convoy_switch_cpu_us"};
     char sbuf[600];
 
     for (int i = 0; i < 2; i++) {

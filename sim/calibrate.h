@@ -3,7 +3,7 @@
  * mtrace sim, each with its own microbenchmark, and writes them as a host
  * facts file (one "key = value [measured] method" a line): cores, sys_us,
  * wake_us, ctx_cpu_us here; switch_interval_us and gil_handoff_us by
- * sim/calibrate/gil_pingpong.py and lock_wake_us by
+ * sim/calibrate/gil_pingpong.py and lock_block_cpu_us by
  * sim/calibrate/lock_contend.py under a GIL CPython (default
  * /usr/bin/python3).  docs/sim-model.md explains each.
  */
@@ -36,6 +36,17 @@ bool sim_calibrate_wake_sample(uint64_t stamp_ns, uint64_t now_ns, double *ns);
  */
 void sim_calibrate_trimmed_stats(double *v, int n, double cv_max, double *mean,
                                  double *cv);
+
+/*
+ * The rule for a driver-lock block's CPU (lock_block_cpu_us, us) from
+ * lock_contend.py's convoy: its extra CPU per block less its extra CPU per
+ * voluntary switch.  A block puts its thread to sleep on the lock's
+ * semaphore, then on the GIL (acquire_timed: Py_BEGIN_ALLOW_THREADS, then
+ * Py_END_ALLOW_THREADS's take_gil); the model charges the GIL wait as any
+ * (ctx_cpu_us at its wake-up), so one switch's CPU comes off.  Never below
+ * 0.  Pure.
+ */
+double sim_calibrate_lock_block_us(double block_cpu_us, double switch_cpu_us);
 
 /* CLI entry: argv[0] is "calibrate".  Returns the exit status. */
 int sim_calibrate_main(int argc, char **argv);

@@ -21,9 +21,15 @@
  * that fails it releases the GIL (Py_BEGIN_ALLOW_THREADS) and blocks on
  * the lock's semaphore; once it has the lock it retakes the GIL
  * (Py_END_ALLOW_THREADS) while holding the lock.  release posts the
- * semaphore: one blocked acquirer wakes after lock_wake_us and its
- * switch-in CPU, and competes with any thread trying meanwhile: a thread
- * that takes the lock first sends it back to sleep.
+ * semaphore (Python/thread_pthread.h: sem_post, a futex wake): one
+ * blocked acquirer wakes after wake_us and competes with any thread
+ * trying meanwhile: a thread that takes the lock first sends it back to
+ * sleep.  An acquire that blocked costs its thread lock_block_cpu_us of
+ * CPU in all for its sleeps on the lock (its wake-ups charge no
+ * ctx_cpu_us), run with the GIL held inside the section once it has the
+ * lock and the GIL back; the GIL wait after the lock is the GIL's rules'
+ * (lock_contend.py's convoy measures both: the extra CPU per block less
+ * that of one switch).
  */
 #include "model.h"
 
@@ -284,7 +290,7 @@ sim__lock_release(struct sim_model *m, uint32_t t)
     if (l->q_n > 0) {
         uint32_t w = ring_pop(l->q, m->nth, &l->q_head, &l->q_n);
 
-        sim__wake(m, w, sim__lat(m, m->p.lock_wake_us), C_LOCK_WOKEN);
+        sim__wake(m, w, sim__lat(m, m->p.wake_us), C_LOCK_WOKEN);
     }
 }
 
@@ -307,17 +313,17 @@ sim__gil_continue(struct sim_model *m, uint32_t t, uint8_t cont)
     case C_SWITCH_WOKEN:
         sim__gil_take(m, t, AG_RESUME);
         break;
-    case C_LOCK_WOKEN:
-        sim__cpu_submit(m, t, sim__ns(m->p.ctx_cpu_us), C_LOCK_CHECK);
-        break;
+    case C_LOCK_WOKEN: /* its CPU is lock_block_cpu_us's, charged below */
     case C_LOCK_CHECK:
         if (m->lock.owner < 0) {
             m->lock.owner = (int32_t)t;
             m->lock.held_since_ns = m->eng.now_ns;
             m->th[t].op++; /* the acquire step is done */
+            /* the block's CPU: the section's Python runs longer */
+            m->th[t].block_ns += sim__ns(m->p.lock_block_cpu_us);
             sim__gil_take(m, t, AG_ADVANCE);
-        } else {
-            m->res->lock_blocks++;
+        } else { /* the same acquire sleeps again: not a new block */
+            m->res->lock_resleeps++;
             ring_push(m->lock.q, m->nth, m->lock.q_head, &m->lock.q_n, t);
         }
         break;

@@ -375,9 +375,13 @@ sim__advance(struct sim_model *m, uint32_t t)
         struct sim__conn *c;
 
         switch (o->op) {
-        case OP_PY:
-            sim__run_python(m, t, sim__ns(o->us * th->factor));
+        case OP_PY: {
+            uint64_t extra = th->block_ns;
+
+            th->block_ns = 0;
+            sim__run_python(m, t, sim__ns(o->us * th->factor) + extra);
             return;
+        }
         case OP_LOCK_ACQ:
             if (!sim__lock_acquire(m, t))
                 return;
@@ -399,7 +403,8 @@ sim__advance(struct sim_model *m, uint32_t t)
             release_for_cpu(m, t, m->p.sys_us, C_REL_DONE);
             return;
         case OP_SESSION_PUT:
-            m->sessions++;
+            if (m->p.session_reuse)
+                m->sessions++;
             th->op++;
             break;
         case OP_CONN_GET:

@@ -30,6 +30,7 @@ struct sim_result {
     uint64_t gil_drop_requests; /* waiter timeouts that set the drop request */
     uint64_t gil_futile;        /* woken GIL waiters that found it taken */
     uint64_t lock_blocks;       /* driver-lock acquires that blocked */
+    uint64_t lock_resleeps;     /* ... woken, found it taken, slept again */
     uint64_t sessions_created;
     uint64_t conns_opened;
     uint64_t pool_waits; /* checkouts that waited for a connection */
@@ -110,7 +111,7 @@ enum sim__cont {
     C_GIL_WOKEN,    /* GIL waiter signalled or timed out: switch-in CPU */
     C_GIL_CHECK,    /* ... then re-checks gil->locked */
     C_SWITCH_WOKEN, /* forced dropper woken from switch_cond */
-    C_LOCK_WOKEN,   /* lock waiter woken by a release: switch-in CPU */
+    C_LOCK_WOKEN,   /* lock waiter woken by a release: tries the lock */
     C_LOCK_CHECK    /* ... then tries the lock again */
 };
 
@@ -139,6 +140,7 @@ struct sim__thr {
     uint64_t saved_switch;  /* switch_number when its timed wait began */
     uint64_t resume_ns;     /* Python left after a forced drop */
     uint64_t conn_since_ns; /* connection checked out then */
+    uint64_t block_ns; /* lock_block_cpu_us owed: added to the next Python */
 };
 
 struct sim__conn {

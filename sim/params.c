@@ -52,6 +52,10 @@ const struct sim_param_desc sim_param_table[] = {
     S("session_prefill", SIM_P_INT, session_prefill, 0, 100000, "", "1",
       "server sessions in the driver's session pool at the start; a call "
       "that finds it empty creates one inside its first lock section"),
+    S("session_reuse", SIM_P_INT, session_reuse, 0, 1, "", "1",
+      "1: a call puts its session back in the pool (the driver); 0: it "
+      "does not, so every call creates one inside its first lock section "
+      "(lock_contend.py's convoy arm \"in\")"),
     E("switch_interval_us", SIM_P_DBL, SIM_PC_SETUP, switch_interval_us, 1, 1e7,
       "us", "5000", SIM_OR_SOURCE,
       "the interpreter's switch interval (sys.setswitchinterval): a GIL "
@@ -84,7 +88,9 @@ const struct sim_param_desc sim_param_table[] = {
       "CPU cores the client threads run on",
       "mtrace calibrate: sched_getaffinity CPU count"),
     M("wake_us", SIM_P_DBL, wake_us, 0, 1e6, "us", "5", SIM_OR_ASSUMPTION,
-      "a blocked thread made runnable -> running (reply, connection)",
+      "a blocked thread made runnable -> running (reply, connection, the "
+      "driver lock's semaphore: Python/thread_pthread.h sem_post, a futex "
+      "wake)",
       "mtrace calibrate: pipe ping-pong wake-up"),
     M("ctx_cpu_us", SIM_P_DBL, ctx_cpu_us, 0, 1e6, "us", "2", SIM_OR_ASSUMPTION,
       "CPU one block/wake cycle costs the woken thread",
@@ -106,11 +112,13 @@ const struct sim_param_desc sim_param_table[] = {
       SIM_OR_ASSUMPTION,
       "CPU (GIL held) inside one lock section, part of py_call_us",
       "sequential run with the driver lock instrumented"),
-    M("lock_wake_us", SIM_P_DBL, lock_wake_us, 0, 1e6, "us", "10",
+    M("lock_block_cpu_us", SIM_P_DBL, lock_block_cpu_us, 0, 1e6, "us", "16",
       SIM_OR_ASSUMPTION,
-      "lock release -> the blocked acquirer running (it then retakes the "
-      "GIL holding the lock)",
-      "mtrace calibrate: threads contending a threading.Lock"),
+      "CPU an acquire that blocked on the driver lock costs for its sleeps "
+      "on the lock, added to its section (GIL held, lock held); the GIL "
+      "wait after it is charged as any GIL wait",
+      "mtrace calibrate: lock_contend.py's convoy (uuid4 inside vs outside "
+      "the lock): extra CPU per block - CPU per extra switch"),
     M("server_us", SIM_P_DBL, server_us, 0, 1e8, "us", "60", SIM_OR_ASSUMPTION,
       "server time of one request, send to reply (replaced by the trace's "
       "samples with --trace)",

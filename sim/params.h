@@ -53,25 +53,26 @@ struct sim_params {
     int64_t pool_max;          /* maxPoolSize */
     int64_t pool_initial;      /* connections open at the start */
     int64_t session_prefill;   /* server sessions pooled at the start */
+    int64_t session_reuse;     /* 0: a call's session is not put back */
     double switch_interval_us; /* sys.getswitchinterval() */
     int64_t seed;              /* the one seed */
     int64_t seeds; /* runs (seeds seed, seed+1, ...) per prediction */
     /* the contention model */
-    double py_call_us;     /* client CPU per call with the GIL held */
-    double py_cv;          /* its coefficient of variation */
-    int64_t releases;      /* GIL releases per call */
-    double sys_us;         /* CPU of one GIL-released syscall */
-    int64_t cores;         /* CPU cores */
-    double wake_us;        /* blocked -> running */
-    double ctx_cpu_us;     /* CPU of one block/wake cycle */
-    double gil_handoff_us; /* drop_gil signal -> waiter running */
-    int64_t lock_sections; /* driver-lock sections per call */
-    int64_t lock_before;   /* of those before the send; -1: half */
-    double lock_hold_us;   /* CPU inside one section (GIL held) */
-    double lock_wake_us;   /* lock release -> blocked acquirer running */
-    double server_us;      /* server time mean (no trace) */
-    double server_cv;      /* its coefficient of variation */
-    double ft_slowdown;    /* free-threaded CPU / GIL CPU per call */
+    double py_call_us;        /* client CPU per call with the GIL held */
+    double py_cv;             /* its coefficient of variation */
+    int64_t releases;         /* GIL releases per call */
+    double sys_us;            /* CPU of one GIL-released syscall */
+    int64_t cores;            /* CPU cores */
+    double wake_us;           /* blocked -> running */
+    double ctx_cpu_us;        /* CPU of one block/wake cycle */
+    double gil_handoff_us;    /* drop_gil signal -> waiter running */
+    int64_t lock_sections;    /* driver-lock sections per call */
+    int64_t lock_before;      /* of those before the send; -1: half */
+    double lock_hold_us;      /* CPU inside one section (GIL held) */
+    double lock_block_cpu_us; /* CPU a blocked acquire adds (GIL held) */
+    double server_us;         /* server time mean (no trace) */
+    double server_cv;         /* its coefficient of variation */
+    double ft_slowdown;       /* free-threaded CPU / GIL CPU per call */
     /* the herd model (seed 001) */
     struct herd_params herd;
     uint8_t origin[SIM_PARAMS_N];          /* enum sim_origin per entry */

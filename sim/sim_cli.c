@@ -503,7 +503,7 @@ placeholders(const struct sim_scenario *sc, char *buf, size_t cap)
 {
     static const char *const facts[] = {"cores",          "sys_us",
                                         "wake_us",        "ctx_cpu_us",
-                                        "gil_handoff_us", "lock_wake_us"};
+                                        "gil_handoff_us", "lock_block_cpu_us"};
     size_t n = 0, len = 0;
 
     buf[0] = '\0';

@@ -493,10 +493,10 @@ def report(outdir, meas, pred, trace_ok):
     srv = open(os.path.join(outdir, "server.txt")).read().strip() \
         if os.path.exists(os.path.join(outdir, "server.txt")) else ""
     model = git("log", "-1", "--no-merges", "--format=%h (%cd)", "--date=format:%Y-%m-%d %H:%M",
-                "--", "sim/*.c", "sim/*.h", ":!sim/calibrate*")
+                "--", "sim/*.c", "sim/*.h", "sim/calibrate/*.py")
     L = ["", "### Validation run", "",
          "`sim/validate.sh --reps %d`, run %s UTC, at commit %s; the model and its defaults "
-         "(sim/'s C sources but calibrate) as of commit %s.  pymongo %s under /usr/bin/python3 "
+         "(sim/'s C sources and its calibration microbenchmarks) as of commit %s.  pymongo %s under /usr/bin/python3 "
          "%s, `mtrace replay --delay-ms D --spin-us 0` as the server, %s cores." % (
              nrep, run_time(outdir), git("rev-parse", "--short", "HEAD"),
              model, pymongo_version(), sys.version.split()[0],

@@ -1,128 +1,208 @@
 #!/usr/bin/python3
-"""lock_contend.py -- the threading.Lock fact of mtrace sim's driver-lock
-component, measured in CPython itself (run by `mtrace calibrate`).
+"""lock_contend.py -- the driver-lock facts of mtrace sim, measured in
+CPython itself without pymongo (run by `mtrace calibrate`).
 
-N threads each loop: W us of work, then a section on one shared
-threading.Lock held S us.  Each acquire is made the way CPython's
-lock.acquire() makes it (Modules/_threadmodule.c acquire_timed): a try with
-the GIL held (acquire(False)), and only when that fails the blocking
-acquire, which releases the GIL, waits in the OS, and takes the GIL back
-holding the lock.  The holder stamps perf_counter() just before release();
-the next holder reads the stamp as soon as its acquire returns.  A
-hand-over is counted when the next holder's try had failed (it was blocked
-when the lock was released).
+The convoy.  N threads each make CALLS calls shaped like pymongo 3.11's
+find_one (docs/sim-model.md, "A call"): SECTIONS = 5 sections on one
+shared threading.Lock, BEFORE = 4 of them before the send, each holding
+HOLD_US of Python; PRE_US of Python, a sendall of 64 bytes to a TCP
+loopback echo in another process (the server: it answers at once, or
+DELAY ms after the read, as mtrace replay --delay-ms does), a blocking
+recv, POST_US of Python, the last section.  The Python is dict building
+and iteration (GIL held).  Every acquire is a try with the GIL held, then
+the blocking acquire (what lock.acquire() does: Modules/_threadmodule.c
+acquire_timed); a failed try is a block.  Each call creates a "session"
+with uuid.uuid4() (os.urandom(16), the GIL released: client_session.py
+834 ServerSession.__init__), in two arms that differ in nothing else:
+  in   inside the first section, as pymongo 3.11 does under
+       topology.py 477-500's `with self._lock` when its session pool is
+       empty: the lock is held across a GIL release, a queue forms
+  out  just before the first section
+Per call (the first 5 of each thread left out), over the calling threads:
+  cpu_us   time.thread_time() around the call
+  vcsw     voluntary context switches (getrusage RUSAGE_THREAD)
+  blocks   lock acquires that blocked
+  mean_ms  perf_counter() around the call
+  cycle_us wall time of the row / its calls (1 / throughput)
+Rows: 1 thread (arm in); N = 10 and 20 threads x delays 0 and 1 ms x
+both arms; REPS interleaved repetitions (default 5), the median of each
+figure.
 
 Prints "key value" lines:
-  py_version        sys.version of this interpreter
-  lock_wake_us      N = 2; the work and the hold are hashlib.sha256 over a
-                    buffer sized for W = 50 and S = 150 us (CPU with the
-                    GIL released, as os.urandom inside pymongo 3.11's
-                    Topology._lock is), so the GIL is free at a release and
-                    the lock is contended (both longer than a GIL
-                    hand-off: with work and hold shorter than the waiter's
-                    wake-up, the thread that dropped the GIL for them takes
-                    it back first and the other never runs beside it): release() -> the blocked acquirer
-                    running Python holding the lock, mean of the hand-overs
-                    less their top 1 %.  That is the OS wake-up of a lock
-                    waiter (Python/thread_pthread.h: sem_post ->
-                    sem_clockwait's return) and an uncontended take_gil
-  lock_wake_cv      their coefficient of variation
-  lock_wake_n       hand-overs measured (the run is repeated, up to 5 times,
-                    until there are 200)
-  lock_blocked      share of acquires whose try failed, same run
-  lock4_wake_us     the same with N = 4 (on 2 cores: the woken waiter may
-                    also queue for a core), diagnostic
-  lock_pp_wake_us   2 threads in strict turns: the waiter blocked ~200 us,
-                    the releaser blocks on a second lock at once (its core
-                    free), diagnostic
-  for N in 2 and 4, W = 50 us of Python (GIL held) between sections held
-  S = 150 us with the GIL released (the convoy: a woken waiter holds the
-  lock while it waits for the GIL), diagnostics:
-  convoyN_blocked   share of acquires that blocked
-  convoyN_handover_us  median release() -> next holder running
-  convoyN_cycle_us  wall time per section, all threads
-Usage: lock_contend.py [ITERATIONS per thread, default 1000]
+  py_version             sys.version of this interpreter
+  convoy_seq_cpu_us      CPU per call, 1 thread, delay 0
+  convoy_switch_cpu_us   the convoy's CPU per voluntary switch, pooled over
+                         the (N, delay) pairs whose arm "in" blocks at least
+                         0.5 times per call (median; none: at least 0.2,
+                         and convoy_weak 1): sum of (cpu_us(in) -
+                         cpu_us(out)) / sum of (vcsw(in) - vcsw(out)), each
+                         the mean over the repetitions; 0 with no pair
+  convoy_block_cpu_us    the same pairs: extra CPU per lock block
+  convoy_vcsw_per_block  the same pairs: extra voluntary switches per block
+  convoy_pairs           pairs used
+  convoy_<row>_<figure>  every row's medians (row: T1_d0, T20in_d1, ...)
+  lock_pp_wake_us        2 threads in strict turns on a threading.Lock: the
+                         waiter blocked ~200 us, the releaser blocks on a
+                         second lock at once (the GIL is free): release() ->
+                         the waiter running Python, mean less the top 1 %
+                         (the semaphore's futex wake-up, the waiter's
+                         switch-in and an uncontended take_gil), diagnostic
+Usage: lock_contend.py [REPS, default 5]
 """
-import hashlib
+import heapq
+import os
+import resource
+import select
+import socket
 import statistics
 import sys
 import threading
 import time
+import uuid
 
 from gil_pingpong import trim_mean_cv  # beside this file
 
-WORK_US = 50.0
-HOLD_US = 150.0
+SECTIONS, BEFORE = 5, 4
+PRE_US, POST_US, HOLD_US = 100.0, 50.0, 2.0
+CALLS = 300
+ROWS = [(1, "in", 0.0), (1, "in", 1.0)] + [
+    (n, arm, d) for d in (0.0, 1.0) for n in (10, 20) for arm in ("in", "out")]
 
 
-def spin_py(n):
-    """Python bytecode work, GIL held: n loop iterations."""
-    acc = 0
-    for i in range(n):
-        acc += i & 7
-    return acc
+def unit():
+    d = {'find': 'c', 'filter': {'_id': 'x'}, 'limit': 1, '$db': 'test',
+         'lsid': None}
+    s = 0
+    for k, _ in d.items():
+        s += len(k)
+    return s
 
 
-def median_us(fn, reps=21):
+def py_work(n):
+    for _ in range(n):
+        unit()
+
+
+def units_for(us):
+    """How many unit() calls take about us microseconds."""
+    n = 2000
     xs = []
-    for _ in range(reps):
+    for _ in range(7):
         t0 = time.perf_counter()
-        fn()
-        xs.append((time.perf_counter() - t0) * 1e6)
-    return statistics.median(xs)
+        py_work(n)
+        xs.append(time.perf_counter() - t0)
+    return max(1, int(round(us / (statistics.median(xs) / n * 1e6))))
 
 
-def py_work(us):
-    """A callable doing about us microseconds of Python (GIL held)."""
-    n = 20000
-    per = median_us(lambda: spin_py(n), 5) / n
-    k = max(1, int(us / per))
-    return lambda: spin_py(k)
+def echo(lsock, nconn, delay_s):
+    """The server (a child process): accepts nconn connections and answers
+    each message at read + delay_s; exits when a peer closes."""
+    socks = [lsock.accept()[0] for _ in range(nconn)]
+    for s in socks:
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    pend = []
+    while True:
+        tmo = max(0.0, pend[0][0] - time.monotonic()) if pend else None
+        r, _, _ = select.select(socks, [], [], tmo)
+        for s in r:
+            b = s.recv(4096)
+            if not b:
+                return
+            if delay_s > 0:
+                heapq.heappush(pend, (time.monotonic() + delay_s, s.fileno(), s, b))
+            else:
+                s.sendall(b)
+        now = time.monotonic()
+        while pend and pend[0][0] <= now:
+            e = heapq.heappop(pend)
+            e[2].sendall(e[3])
 
 
-def sha_work(us):
-    """A callable doing about us microseconds of hashlib.sha256 with the GIL
-    released (CPython releases it for data of 2 KiB and more)."""
-    big = bytes(1 << 20)
-    ns_per_byte = median_us(lambda: hashlib.sha256(big).digest(), 5) * 1e3 / len(big)
-    buf = bytes(max(4096, int(us * 1e3 / ns_per_byte)))
-    return lambda: hashlib.sha256(buf).digest()
-
-
-def contend(nthreads, iters, work, hold):
-    """N threads, `iters` sections each: (hand-over samples in s, share of
-    acquires that blocked, wall time per section in s)."""
-    lk = threading.Lock()
-    last_rel = [0.0]
-    hand = []
-    blocked = [0]
+def row(nthreads, arm, delay_ms, k, calls):
+    """One row: its per-call figures (see the module doc)."""
+    ls = socket.socket()
+    ls.bind(("127.0.0.1", 0))
+    ls.listen(64)
+    addr = ls.getsockname()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            echo(ls, nthreads, delay_ms / 1000.0)
+        finally:
+            os._exit(0)
+    ls.close()
+    socks = []
+    for _ in range(nthreads):
+        s = socket.create_connection(addr)
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        socks.append(s)
+    lock = threading.Lock()
+    inside = arm == "in"
+    out = []
     go = threading.Barrier(nthreads + 1)
+    msg = b'x' * 64
+    kpre, kpost, khold = k
 
-    def worker():
+    def section(i, sess):
+        blocked = 0
+        if not lock.acquire(False):
+            lock.acquire()
+            blocked = 1
+        if i == 0 and inside:
+            sess = {"id": uuid.uuid4().bytes}
+        py_work(khold)
+        lock.release()
+        return blocked, sess
+
+    def worker(sk):
         go.wait()
-        mine = []
-        nb = 0
-        for _ in range(iters):
-            work()
-            if not lk.acquire(False):
-                lk.acquire()
-                mine.append(time.perf_counter() - last_rel[0])
-                nb += 1
-            hold()
-            last_rel[0] = time.perf_counter()
-            lk.release()
-        hand.extend(mine)
-        blocked[0] += nb
+        cpu = vcs = blk = 0.0
+        lat = []
+        for c in range(calls):
+            r0 = resource.getrusage(resource.RUSAGE_THREAD).ru_nvcsw
+            c0 = time.thread_time()
+            t0 = time.perf_counter()
+            nb, sess = 0, None
+            if not inside:
+                sess = {"id": uuid.uuid4().bytes}
+            for i in range(BEFORE):
+                b, sess = section(i, sess)
+                nb += b
+            py_work(kpre)
+            sk.sendall(msg)
+            sk.recv(4096)
+            py_work(kpost)
+            for i in range(BEFORE, SECTIONS):
+                b, sess = section(i, sess)
+                nb += b
+            t1 = time.perf_counter()
+            c1 = time.thread_time()
+            r1 = resource.getrusage(resource.RUSAGE_THREAD).ru_nvcsw
+            if c >= 5:
+                cpu += c1 - c0
+                vcs += r1 - r0
+                blk += nb
+                lat.append(t1 - t0)
+        out.append((cpu, vcs, blk, lat))
 
-    ths = [threading.Thread(target=worker) for _ in range(nthreads)]
+    ths = [threading.Thread(target=worker, args=(s,)) for s in socks]
     for t in ths:
         t.start()
     go.wait()
-    t0 = time.perf_counter()
+    w0 = time.perf_counter()
     for t in ths:
         t.join()
-    wall = time.perf_counter() - t0
-    return hand, blocked[0] / (nthreads * iters), wall / (nthreads * iters)
+    wall = time.perf_counter() - w0
+    for s in socks:
+        s.close()
+    os.waitpid(pid, 0)
+    lat = [x for o in out for x in o[3]]
+    n = len(lat)
+    return {"cpu_us": sum(o[0] for o in out) / n * 1e6,
+            "vcsw": sum(o[1] for o in out) / n,
+            "blocks": sum(o[2] for o in out) / n,
+            "mean_ms": statistics.mean(lat) * 1e3,
+            "cycle_us": wall / (nthreads * calls) * 1e6}
 
 
 def pp_wake(rounds=2000):
@@ -152,36 +232,48 @@ def pp_wake(rounds=2000):
     return xs
 
 
+def row_name(r):
+    n, arm, d = r
+    return "T%d%s_d%g" % (n, "" if n == 1 else arm, d)
+
+
 def main():
-    iters = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
-    w_sha, s_sha, w_py = sha_work(WORK_US), sha_work(HOLD_US), py_work(WORK_US)
+    reps = int(sys.argv[1]) if len(sys.argv) > 1 else 5
+    k = (units_for(PRE_US), units_for(POST_US), units_for(HOLD_US))
     print("py_version", sys.version.split()[0])
-    contend(2, max(10, iters // 10), w_sha, s_sha)  # warm-up
-    hand, blks = [], []
-    for _ in range(5):  # on a busy host the threads seldom overlap: run longer
-        h, b, _ = contend(2, iters, w_sha, s_sha)
-        hand += h
-        blks.append(b)
-        if len(hand) >= 200:
+    res = {r: [] for r in ROWS}
+    for rep in range(reps):  # interleaved, the order rotating
+        for r in ROWS[rep % len(ROWS):] + ROWS[:rep % len(ROWS)]:
+            res[r].append(row(r[0], r[1], r[2], k, 5 * CALLS if r[0] == 1 else CALLS))
+    med = {r: {f: statistics.median(x[f] for x in res[r]) for f in res[r][0]}
+           for r in ROWS}
+    for r in ROWS:
+        for f, v in med[r].items():
+            print("convoy_%s_%s %.3f" % (row_name(r), f, v))
+    print("convoy_seq_cpu_us %.3f" % med[ROWS[0]]["cpu_us"])
+    weak = 0
+    for lo in (0.5, 0.2):  # pairs by their medians; figures from the means
+        pairs = []
+        for n, arm, d in ROWS:
+            if n > 1 and arm == "in":
+                a, b = med[(n, "in", d)], med[(n, "out", d)]
+                if a["blocks"] >= lo and a["vcsw"] > b["vcsw"]:
+                    ra, rb = res[(n, "in", d)], res[(n, "out", d)]
+                    pairs.append(tuple(statistics.mean(x[f] for x in ra) -
+                                       statistics.mean(x[f] for x in rb)
+                                       for f in ("cpu_us", "vcsw", "blocks")))
+        if pairs:
             break
-    blk = statistics.mean(blks)
-    if len(hand) < 20:
-        print("# lock_contend: only %d contended hand-overs" % len(hand), file=sys.stderr)
-        sys.exit(1)
-    m, cv = trim_mean_cv(hand)
-    print("lock_wake_us", "%.3f" % (m * 1e6))
-    print("lock_wake_cv", "%.3f" % cv)
-    print("lock_wake_n", len(hand))
-    print("lock_blocked", "%.4f" % blk)
-    hand4, _, _ = contend(4, iters // 2, w_sha, s_sha)
-    if hand4:
-        print("lock4_wake_us", "%.3f" % (trim_mean_cv(hand4)[0] * 1e6))
-    print("lock_pp_wake_us", "%.3f" % (trim_mean_cv(pp_wake())[0] * 1e6))
-    for n in (2, 4):
-        h, b, cyc = contend(n, iters // n, w_py, s_sha)
-        print("convoy%d_blocked" % n, "%.4f" % b)
-        print("convoy%d_handover_us" % n, "%.3f" % (statistics.median(h) * 1e6 if h else 0.0))
-        print("convoy%d_cycle_us" % n, "%.3f" % (cyc * 1e6))
+        weak = 1
+    dc = sum(x[0] for x in pairs)
+    dv = sum(x[1] for x in pairs)
+    db = sum(x[2] for x in pairs)
+    print("convoy_pairs %d" % len(pairs))
+    print("convoy_weak %d" % weak)
+    print("convoy_switch_cpu_us %.3f" % (dc / dv if pairs else 0.0))
+    print("convoy_block_cpu_us %.3f" % (dc / db if pairs else 0.0))
+    print("convoy_vcsw_per_block %.3f" % (dv / db if pairs else 0.0))
+    print("lock_pp_wake_us %.3f" % (trim_mean_cv(pp_wake())[0] * 1e6))
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 # test_calibrate.sh -- mtrace calibrate end to end: the host facts file has
 # each fact the model reads
 # (cores, sys_us, wake_us, ctx_cpu_us, switch_interval_us, gil_handoff_us,
-# lock_wake_us) once, as "key = number [measured] method", and nothing the
+# lock_block_cpu_us) once, as "key = number [measured] method", and nothing the
 # model no longer has; mtrace sim takes the file as --host; the Python
 # microbenchmarks run on their own; an extra argument, a Python that cannot
 # run and a scripts folder without the scripts fail clearly and leave no
@@ -11,7 +11,7 @@
 . "$(dirname "$0")/lib.sh"
 
 "$MTRACE" calibrate -o "$TMP/host.txt" 2>"$TMP/err" || fail "calibrate exit $?: $(cat "$TMP/err")"
-for k in cores sys_us wake_us ctx_cpu_us switch_interval_us gil_handoff_us lock_wake_us; do
+for k in cores sys_us wake_us ctx_cpu_us switch_interval_us gil_handoff_us lock_block_cpu_us; do
     [ "$(grep -c "^$k = " "$TMP/host.txt")" = 1 ] || fail "host facts: $k not there once"
     grep -Eq "^$k = [0-9]+(\.[0-9]+)? \[measured\] .{20,}" "$TMP/host.txt" ||
         fail "host facts: $k is not 'number [measured] method': $(grep "^$k" "$TMP/host.txt")"
@@ -27,15 +27,16 @@ for line in open(sys.argv[1]):
 bad = []
 if f["cores"] < 1 or f["cores"] != int(f["cores"]):
     bad.append("cores %s" % f["cores"])
-for k in ("sys_us", "wake_us", "gil_handoff_us", "lock_wake_us"):
+for k in ("sys_us", "wake_us", "gil_handoff_us"):
     if not 0 < f[k] < 1e6:
         bad.append("%s %s" % (k, f[k]))
-if not 0 <= f["ctx_cpu_us"] < 1e6:
-    bad.append("ctx_cpu_us %s" % f["ctx_cpu_us"])
+for k in ("ctx_cpu_us", "lock_block_cpu_us"):
+    if not 0 <= f[k] < 1e6:
+        bad.append("%s %s" % (k, f[k]))
 if f["switch_interval_us"] != 5000:  # CPython's default, nobody changed it here
     bad.append("switch_interval_us %s" % f["switch_interval_us"])
 keep = {"cores", "sys_us", "wake_us", "ctx_cpu_us", "switch_interval_us", "gil_handoff_us",
-        "lock_wake_us"}
+        "lock_block_cpu_us"}
 if set(f) != keep:
     bad.append("facts beside the model's: %s" % sorted(set(f) - keep))
 if bad:
@@ -46,7 +47,7 @@ grep -q "^# load before measuring (/proc/loadavg): [0-9]" "$TMP/host.txt" || fai
 # the file is a host facts file mtrace sim reads without a note
 "$MTRACE" sim --host "$TMP/host.txt" --seq-mean-ms 0.3 --threads 2 --calls 5 --seeds 1 \
     >"$TMP/sim.out" 2>"$TMP/sim.err" || fail "mtrace sim --host: exit $?: $(cat "$TMP/sim.err")"
-grep -q "lock_wake_us" "$TMP/sim.out" "$TMP/sim.err" || fail "mtrace sim does not show lock_wake_us"
+grep -q "lock_block_cpu_us" "$TMP/sim.out" "$TMP/sim.err" || fail "mtrace sim does not show lock_block_cpu_us"
 ! grep -qi "unknown\|ignored" "$TMP/sim.err" || fail "mtrace sim ignored host facts: $(cat "$TMP/sim.err")"
 
 # the Python microbenchmarks on their own, short: every key they document
@@ -54,9 +55,10 @@ grep -q "lock_wake_us" "$TMP/sim.out" "$TMP/sim.err" || fail "mtrace sim does no
 for k in py_version gil switch_interval_us gil_handoff_us gil_handoff_cv; do
     grep -q "^$k " "$TMP/gil" || fail "gil_pingpong.py: no $k"
 done
-"$PYTHON" "$TOP/sim/calibrate/lock_contend.py" 200 >"$TMP/lock" || fail "lock_contend.py exit $?"
-for k in lock_wake_us lock_wake_cv lock_wake_n lock_blocked lock_pp_wake_us convoy2_cycle_us \
-    convoy4_handover_us; do
+"$PYTHON" "$TOP/sim/calibrate/lock_contend.py" 1 >"$TMP/lock" || fail "lock_contend.py exit $?"
+for k in py_version convoy_seq_cpu_us convoy_switch_cpu_us convoy_block_cpu_us \
+    convoy_vcsw_per_block convoy_pairs convoy_weak convoy_T20in_d1_blocks convoy_T10out_d0_cycle_us \
+    lock_pp_wake_us; do
     grep -q "^$k " "$TMP/lock" || fail "lock_contend.py: no $k"
 done
 

@@ -99,12 +99,14 @@ $S --seq-mean-ms 0.25 --sweep --seeds 2 --csv --no-params >"$TMP/dsweep.csv" 2>/
     fail "--sweep without values"
 [ "$(wc -l <"$TMP/dsweep.csv")" = 17 ] || fail "--sweep: expected header + 16 rows"
 grep -q '^sim threads=20 delay=2,gil,deadline,2,20,' "$TMP/dsweep.csv" || fail "default sweep row"
-# the session pool: prefilled, the driver lock stops blocking
+# the session pool: prefilled, the driver lock stops blocking; without it
+# nearly every call has an acquire that blocks (an acquire counts once,
+# however often it sleeps again)
 for sp in 1 20; do
     $S --seq-mean-ms 0.25 --threads 20 --lock-sections 4 --lock-hold-us 5 --session-prefill $sp \
         --seeds 2 --json --no-params 2>/dev/null >"$TMP/sp$sp.json" || fail "session-prefill $sp"
 done
-jq -e '.lock_blocks_per_call > 1' "$TMP/sp1.json" >/dev/null || fail "no convoy without prefill"
+jq -e '.lock_blocks_per_call > 0.9' "$TMP/sp1.json" >/dev/null || fail "no convoy without prefill"
 jq -e '.lock_blocks_per_call < 0.1' "$TMP/sp20.json" >/dev/null || fail "convoy with prefill"
 
 # sweep and CSV; host facts from mtrace calibrate; a real trace

@@ -31,7 +31,7 @@ quiet_params(struct sim_params *p)
     set(p, "ctx_cpu_us", "0");
     set(p, "wake_us", "0");
     set(p, "gil_handoff_us", "0");
-    set(p, "lock_wake_us", "0");
+    set(p, "lock_block_cpu_us", "0");
     set(p, "py_call_us", "120");
     set(p, "sys_us", "5");
     set(p, "server_us", "50");

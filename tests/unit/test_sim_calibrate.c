@@ -1,7 +1,7 @@
 /*
  * test_sim_calibrate.c -- the pure parts of `mtrace calibrate`
  * (sim/calibrate.c): the cold wake-up sampler rejects impossible samples;
- * the trimmed mean and cv.
+ * the trimmed mean and cv; the rule for a lock block's CPU.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -71,6 +71,18 @@ test_sim_calibrate_trimmed_stats_drops_top_percent(void **state)
     assert_true(cv == 0.5); /* capped */
 }
 
+/* lock_block_cpu_us = the convoy's extra CPU per block - its extra CPU
+ * per switch: 31.5 us per block and 15 us per switch leave 16.5 us (the
+ * GIL wait's switch is charged by the GIL's rules); never below 0. */
+static void
+test_sim_calibrate_lock_block_rule(void **state)
+{
+    (void)state;
+    assert_true(fabs(sim_calibrate_lock_block_us(31.5, 15.0) - 16.5) < 1e-12);
+    assert_true(sim_calibrate_lock_block_us(10.0, 10.0) == 0.0);
+    assert_true(sim_calibrate_lock_block_us(3.0, 10.0) == 0.0);
+}
+
 int
 main(void)
 {
@@ -78,6 +90,7 @@ main(void)
         cmocka_unit_test(test_sim_calibrate_wake_sample_rejects_impossible),
         cmocka_unit_test(test_sim_calibrate_wake_sample_accepts_wakeups),
         cmocka_unit_test(test_sim_calibrate_trimmed_stats_drops_top_percent),
+        cmocka_unit_test(test_sim_calibrate_lock_block_rule),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

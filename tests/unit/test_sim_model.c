@@ -61,6 +61,45 @@ test_sim_model_one_thread_wake_and_ctx(void **state)
 }
 
 /* Free-threaded, 4 threads on 4 cores, one call each whose Python is all
+ * inside one driver-lock section (100 us); releases 1 (one send), server
+ * 1000 us; every connection and session pooled. */
+static void
+fifo_params(struct sim_params *p)
+{
+    quiet_params(p);
+    set(p, "runtime", "free-threaded");
+    set(p, "threads", "4");
+    set(p, "calls", "1");
+    set(p, "releases", "1");
+    set(p, "sys_us", "0");
+    set(p, "server_us", "1000");
+    set(p, "lock_sections", "1");
+    set(p, "lock_hold_us", "100");
+    set(p, "py_call_us", "100");
+    set(p, "pool_initial", "4");
+    set(p, "session_prefill", "4");
+}
+
+/* The k-th thread to get the lock takes 1100 + step * k us, k = 0..3 each
+ * once; 3 acquires blocked.  Frees res. */
+static void
+check_fifo(struct sim_result *res, uint64_t step)
+{
+    uint64_t seen = 0;
+
+    assert_int_equal(res->n, 4);
+    for (size_t i = 0; i < res->n; i++) {
+        uint64_t k = (res->lat_ns[i] / 1000 - 1100) / step;
+        assert_true(k < 4);
+        assert_int_equal(res->lat_ns[i], (1100 + step * k) * 1000);
+        seen |= 1u << k;
+    }
+    assert_int_equal(seen, 0xF);
+    assert_int_equal(res->lock_blocks, 3);
+    sim_result_free(res);
+}
+
+/* Free-threaded, 4 threads on 4 cores, one call each whose Python is all
  * inside one driver-lock section (100 us): the lock is a FIFO mutex,
  * thread k gets it at k * 100 us, so its call takes (k + 1) * 100 us plus
  * the round trip (releases 1: one send, server 1000 us). */
@@ -69,32 +108,28 @@ test_sim_model_lock_is_a_fifo_mutex(void **state)
 {
     struct sim_params p;
     struct sim_result res;
-    uint64_t seen = 0;
 
     (void)state;
-    quiet_params(&p);
-    set(&p, "runtime", "free-threaded");
-    set(&p, "threads", "4");
-    set(&p, "calls", "1");
-    set(&p, "releases", "1");
-    set(&p, "sys_us", "0");
-    set(&p, "server_us", "1000");
-    set(&p, "lock_sections", "1");
-    set(&p, "lock_hold_us", "100");
-    set(&p, "py_call_us", "100");
-    set(&p, "pool_initial", "4");
-    set(&p, "session_prefill", "4");
+    fifo_params(&p);
     run(&p, &res);
-    assert_int_equal(res.n, 4);
-    for (size_t i = 0; i < res.n; i++) {
-        uint64_t k = res.lat_ns[i] / 1000 / 100 - 11; /* 1100 + 100 k us */
-        assert_true(k < 4);
-        assert_int_equal(res.lat_ns[i], (1100 + 100 * k) * 1000);
-        seen |= 1u << k;
-    }
-    assert_int_equal(seen, 0xF);
-    assert_int_equal(res.lock_blocks, 3);
-    sim_result_free(&res);
+    check_fifo(&res, 100);
+}
+
+/* The same four threads with lock_block_cpu_us = 30: each acquire that
+ * blocked runs its section 30 us longer, so thread k >= 1 gets the lock
+ * at 100 + (k - 1) * 130 us and its call takes 1100 + 130 k us; thread 0,
+ * which did not block, 1100 us. */
+static void
+test_sim_model_lock_block_cpu(void **state)
+{
+    struct sim_params p;
+    struct sim_result res;
+
+    (void)state;
+    fifo_params(&p);
+    set(&p, "lock_block_cpu_us", "30");
+    run(&p, &res);
+    check_fifo(&res, 130);
 }
 
 /* One thread: lock sections add exactly their CPU (it is py_call_us's),
@@ -410,6 +445,7 @@ main(void)
         cmocka_unit_test(test_sim_model_one_thread_is_the_sum),
         cmocka_unit_test(test_sim_model_one_thread_wake_and_ctx),
         cmocka_unit_test(test_sim_model_lock_is_a_fifo_mutex),
+        cmocka_unit_test(test_sim_model_lock_block_cpu),
         cmocka_unit_test(test_sim_model_lock_one_thread_adds_its_sections),
         cmocka_unit_test(test_sim_model_lock_before_places_sections),
         cmocka_unit_test(test_sim_model_session_creation_costs_a_syscall),
