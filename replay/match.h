@@ -95,7 +95,11 @@ int match_req_from_msg(const struct wire_msg *m, struct match_req *req,
 /*
  * Writes a one-line description of how key a differs from key b ("filter
  * differs; limit only in the request") into out (size n, NUL-terminated).
- * Returns the number of fields that are equal in both.
+ * Returns the number of fields that are equal in both, the database
+ * included: fields are paired as a multiset (a repeated field counts as
+ * often as both keys hold it), so the count and the fields named do not
+ * depend on which key comes first.  The first 64 fields of each key are
+ * compared; cost O(64^2).
  */
 int match_key_diff(const char *a, size_t a_len, const char *b, size_t b_len,
                    char *out, size_t n);

@@ -434,6 +434,81 @@ test_match_key_diff_names_fields(void **state)
     assert_string_equal(disp, "d find=\"c\" f...");
 }
 
+/* Repeated fields pair as a multiset: the count and the fields named are
+ * the same either way round (the first occurrence is not paired twice). */
+static void
+test_match_key_diff_repeated_fields_symmetric(void **state)
+{
+    static const char *const keys[] = {
+        "d\x1f"
+        "insert=\"c\"\x1f"
+        "x=1\x1f"
+        "x=1",
+        "d\x1f"
+        "insert=\"c\"\x1f"
+        "x=1",
+        "d\x1f"
+        "insert=\"c\"\x1f"
+        "x=1\x1f"
+        "x=2",
+        "d\x1f"
+        "insert=\"c\"\x1f"
+        "x=2",
+        "d\x1f"
+        "insert=\"c\"\x1f"
+        "x=2\x1f"
+        "x=1",
+        "e\x1f"
+        "insert=\"c\"\x1f"
+        "x=3\x1f"
+        "y=1",
+    };
+    size_t nk = sizeof(keys) / sizeof(keys[0]);
+    char ab[256], ba[256];
+
+    for (size_t i = 0; i < nk; i++)
+        for (size_t j = 0; j < nk; j++) {
+            const char *a = keys[i], *b = keys[j];
+            int x = match_key_diff(a, strlen(a), b, strlen(b), ab, sizeof(ab));
+            int y = match_key_diff(b, strlen(b), a, strlen(a), ba, sizeof(ba));
+            assert_int_equal(x, y);
+            /* the same notes, request and recording swapped */
+            assert_int_equal(strlen(ab) == 0, strlen(ba) == 0);
+        }
+    /* x=1 x=1 against x=1: one pair, one x left in the request */
+    assert_int_equal(match_key_diff(keys[0], strlen(keys[0]), keys[1],
+                                    strlen(keys[1]), ab, sizeof(ab)),
+                     3);
+    assert_string_equal(ab, "x only in the request");
+    assert_int_equal(match_key_diff(keys[1], strlen(keys[1]), keys[0],
+                                    strlen(keys[0]), ab, sizeof(ab)),
+                     3);
+    assert_string_equal(ab, "x only in the recording");
+    /* x=1 x=2 against x=2: x=2 pairs with x=2, x=1 is left */
+    assert_int_equal(match_key_diff(keys[2], strlen(keys[2]), keys[3],
+                                    strlen(keys[3]), ab, sizeof(ab)),
+                     3);
+    assert_string_equal(ab, "x only in the request");
+    assert_int_equal(match_key_diff(keys[3], strlen(keys[3]), keys[2],
+                                    strlen(keys[2]), ab, sizeof(ab)),
+                     3);
+    assert_string_equal(ab, "x only in the recording");
+    /* x=1 x=2 against x=2 x=1: all equal, in any order */
+    assert_int_equal(match_key_diff(keys[2], strlen(keys[2]), keys[4],
+                                    strlen(keys[4]), ab, sizeof(ab)),
+                     4);
+    assert_string_equal(ab, "");
+    /* x=1 x=1 against x=1 x=2: one equal, one differing */
+    assert_int_equal(match_key_diff(keys[0], strlen(keys[0]), keys[2],
+                                    strlen(keys[2]), ab, sizeof(ab)),
+                     3);
+    assert_string_equal(ab, "x differs");
+    assert_int_equal(match_key_diff(keys[2], strlen(keys[2]), keys[0],
+                                    strlen(keys[0]), ab, sizeof(ab)),
+                     3);
+    assert_string_equal(ab, "x differs");
+}
+
 static void
 test_match_req_legacy_query(void **state)
 {
@@ -664,6 +739,7 @@ main(void)
         cmocka_unit_test(test_match_key_escapes_at_every_offset),
         cmocka_unit_test(test_match_key_numbers_by_value),
         cmocka_unit_test(test_match_key_diff_names_fields),
+        cmocka_unit_test(test_match_key_diff_repeated_fields_symmetric),
         cmocka_unit_test(test_match_req_legacy_query),
         cmocka_unit_test(test_match_key_ignores_after_cluster_time),
         cmocka_unit_test(test_match_key_depth_limited),
