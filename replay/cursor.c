@@ -183,18 +183,19 @@ cursor_count(struct cursor_table *t)
 }
 
 /*
- * Whether a finished walk of a document of len bytes ended at its
- * terminator (its last byte).  libbson's iterator stops, without telling
- * an error from the end, at the first element it cannot read and at the
- * first zero type byte, even one before the last byte: a document whose
- * last byte is not 0, which bson_validate lets through as a sub-document
- * since its visitor skips a sub-document it cannot open.  Either way off
- * is left where the walk stopped.
+ * Whether a finished walk of document d (len bytes) ended at its
+ * terminator, a zero last byte.  libbson's iterator stops, without telling
+ * an error from the end, at the first element it cannot read (off left on
+ * it, the last byte too when it is a type with no room for its key) and at
+ * the first zero type byte, even one before the last byte.  bson_validate
+ * lets such a sub-document through: its visitor skips a sub-document it
+ * cannot open.
  */
 static bool
-walked_to_end(const bson_iter_t *it, uint32_t len)
+walked_to_end(const bson_iter_t *it, const uint8_t *d, uint32_t len)
 {
-    return it->err_off == 0 && it->off + 1 == len;
+    return it->err_off == 0 && len >= 5 && it->off + 1 == len &&
+           d[len - 1] == 0;
 }
 
 static bool
@@ -218,7 +219,8 @@ rewrite_cursor_doc(bson_iter_t *it, int64_t id, bson_t *out)
     }
     /* an element that cannot be read ends the walk early: the rest of the
      * document would be dropped, not copied */
-    return bson_append_document_end(out, &sub) && ok && walked_to_end(&c, dlen);
+    return bson_append_document_end(out, &sub) && ok &&
+           walked_to_end(&c, d, dlen);
 }
 
 /*
@@ -250,10 +252,10 @@ overwrite_cursor_ids(bson_t *doc, int64_t id)
                 return 0;
             bson_iter_overwrite_int64(&c, id);
         }
-        if (!walked_to_end(&c, dlen))
+        if (!walked_to_end(&c, d, dlen))
             return MT_EBSON;
     }
-    return walked_to_end(&it, doc->len) ? 1 : MT_EBSON;
+    return walked_to_end(&it, bson_get_data(doc), doc->len) ? 1 : MT_EBSON;
 }
 
 /*
@@ -287,5 +289,5 @@ cursor_rewrite_reply(const uint8_t *body, size_t len, int64_t id, bson_t *out)
         if (!ok)
             return MT_EBSON;
     }
-    return walked_to_end(&it, b.len) ? 0 : MT_EBSON;
+    return walked_to_end(&it, body, b.len) ? 0 : MT_EBSON;
 }

@@ -183,7 +183,8 @@ test_cursor_rewrite_int32_id(void **state)
  * the sub-document, so a rebuild would have dropped what follows (and
  * once turned a reply bson_validate accepted into one it refuses:
  * tests/data/corpus/match/rewrite-validate-differs).  Refused, with an
- * Int32 id (rebuilt) and an Int64 one (overwritten in place). */
+ * Int32 id (rebuilt) and an Int64 one (overwritten in place), and when
+ * the walk stops on the last byte because it is not 0. */
 static void
 test_cursor_rewrite_refuses_cut_cursor_doc(void **state)
 {
@@ -219,6 +220,15 @@ test_cursor_rewrite_refuses_cut_cursor_doc(void **state)
     bson_reinit(&out);
     assert_int_equal(cursor_rewrite_reply(in64, sizeof(in64), 9, &out),
                      MT_EBSON);
+    /* null "xy" then the last byte 0x0a: a type byte with no room for its
+     * key, where the walk also stops, at the last byte (match/
+     * rewrite-cursor-last-byte-type) */
+    in[26] = 'y';
+    in[27] = 0x00;
+    assert_true(bson_init_static(&b, in, sizeof(in)));
+    assert_true(bson_validate(&b, BSON_VALIDATE_NONE, NULL));
+    bson_reinit(&out);
+    assert_int_equal(cursor_rewrite_reply(in, sizeof(in), 9, &out), MT_EBSON);
     bson_destroy(&out);
 }
 
