@@ -386,6 +386,9 @@ add_parsed(struct index *idx, const struct wire_msg *rq,
         rc = mt_err_set(err, -ENOMEM, 0, "out of memory indexing a key");
     if (rc == 0)
         rc = ex_new(idx, rq, rp, latency_ns, &ex);
+    if (rc == 0 && req.legacy_query)
+        idx->ex[ex].cursor_id = 0; /* an OP_REPLY: its documents are sent
+                                      as recorded, never a cursor.id */
     if (rc == 0) {
         match_shape_of(&idx->rules, &req, &idx->ex[ex].shape);
         idx->ex[ex].first_n = match_reply_first_n(rp->body, rp->body_len);

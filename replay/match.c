@@ -138,7 +138,34 @@ cmd_scan(struct match_req *req, struct mt_err *err)
     return 0;
 }
 
-/* OP_QUERY on <db>.$cmd: the query, unwrapped from {$query: ...}. */
+/*
+ * OP_QUERY on <db>.<collection>: a legacy find (MongoDB's OP_QUERY
+ * reference: the query, returnFieldsSelector, numberToSkip,
+ * numberToReturn and the flags say what is returned).
+ */
+static int
+req_from_legacy_find(const struct wire_msg *m, struct match_req *req,
+                     const char *dot, struct mt_err *err)
+{
+    bson_t b;
+
+    if (!bson_init_static(&b, m->body, m->body_len))
+        return mt_err_set(err, MT_EBSON, 0, "OP_QUERY query is not BSON");
+    memcpy(req->name, "find", 5);
+    req->cmd = m->body;
+    req->cmd_len = m->body_len;
+    req->legacy = req->legacy_query = true;
+    req->coll = dot + 1;
+    req->query_flags = m->query_flags;
+    req->number_to_skip = m->number_to_skip;
+    req->number_to_return = m->number_to_return;
+    req->fields = m->docs;
+    req->fields_len = m->docs_len;
+    return 0;
+}
+
+/* OP_QUERY on <db>.$cmd: the query, unwrapped from {$query: ...}; on
+ * another namespace, a legacy find. */
 static int
 req_from_query(const struct wire_msg *m, struct match_req *req,
                struct mt_err *err)
@@ -147,12 +174,14 @@ req_from_query(const struct wire_msg *m, struct match_req *req,
     bson_t b;
     bson_iter_t it;
 
-    if (fc == NULL || (dot = strchr(fc, '.')) == NULL ||
-        strcmp(dot, ".$cmd") != 0)
+    if (fc == NULL || (dot = strchr(fc, '.')) == NULL || dot == fc ||
+        dot[1] == '\0')
         return mt_err_set(err, MT_EUNSUPPORTED, 0,
-                          "legacy OP_QUERY on '%s' (only <db>.$cmd commands)",
+                          "legacy OP_QUERY on '%s' (want <db>.<collection>)",
                           fc ? fc : "");
     copy_str(req->db, sizeof(req->db), fc, (size_t)(dot - fc));
+    if (strcmp(dot, ".$cmd") != 0)
+        return req_from_legacy_find(m, req, dot, err);
     req->cmd = m->body;
     req->cmd_len = m->body_len;
     req->legacy = true;
@@ -418,7 +447,8 @@ match_shape_of(const struct match_rules *r, const struct match_req *req,
 
     memset(s, 0, sizeof(*s));
     s->batch = -1;
-    if (r->strict || (!find && strcmp(req->name, "aggregate") != 0) ||
+    if (r->strict || req->legacy_query ||
+        (!find && strcmp(req->name, "aggregate") != 0) ||
         !bson_init_static(&b, req->cmd, req->cmd_len) ||
         !bson_iter_init(&it, &b))
         return;

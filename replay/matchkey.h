@@ -19,7 +19,9 @@
  * an int64 and an integral double holding the same integer give the same
  * text); ObjectId _id fields of inserted documents are masked (drivers
  * generate them); a value whose text is longer than MATCH_VALUE_INLINE_MAX
- * is replaced by a digest of that text.  Only the top level is walked to
+ * is replaced by a digest of that text.  A legacy find (OP_QUERY on a
+ * collection) has a key of its own, made of the message's fields
+ * (matchkey.c, legacy_find_key).  Only the top level is walked to
  * find fields (seed 004); a value is expanded only when it is part of the
  * key.
  */

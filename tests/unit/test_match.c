@@ -509,6 +509,62 @@ test_match_key_diff_repeated_fields_symmetric(void **state)
     assert_string_equal(ab, "x differs");
 }
 
+/* The key of a legacy find (OP_QUERY d.c with numberToReturn ntr). */
+static void
+legacy_key(const struct match_rules *r, int32_t flags, int32_t ntr,
+           const char *query, char *out, size_t n)
+{
+    bson_t *q = bson_new_from_json((const uint8_t *)query, -1, NULL);
+    struct mt_buf m, key;
+    struct wire_msg w;
+    struct match_req req;
+    size_t used;
+
+    mt_buf_init(&m, WIRE_MSG_LEN_MAX);
+    mt_buf_init(&key, MATCH_KEY_LEN_MAX);
+    assert_non_null(q);
+    assert_int_equal(wire_encode_query(&m, 5, flags, "d.c", 0, ntr, q), 0);
+    assert_int_equal(wire_msg_parse(m.data, m.len, &w, &used, NULL), MT_OK);
+    assert_int_equal(match_req_from_msg(&w, &req, NULL), 0);
+    assert_int_equal(match_key_build(r, &req, &key, NULL), 0);
+    match_key_display((const char *)key.data, key.len, out, n);
+    mt_buf_free(&m);
+    mt_buf_free(&key);
+    bson_destroy(q);
+}
+
+/* numberToReturn 1 is -1 (the server's reading) unless strict; SlaveOk and
+ * a wrapped $readPreference are left out; the rest is kept. */
+static void
+test_match_key_legacy_find(void **state)
+{
+    struct match_rules r, strict;
+    char a[256], b[256];
+
+    match_rules_default(&r);
+    match_rules_default(&strict);
+    strict.strict = true;
+    legacy_key(&r, 0, -1, "{\"x\": 1}", a, sizeof(a));
+    assert_string_equal(a,
+                        "d OP_QUERY=\"c\" numberToReturn=-1 query={\"x\":1}");
+    legacy_key(&r, 4, 1, "{\"x\": 1}", b, sizeof(b));
+    assert_string_equal(a, b);
+    legacy_key(&strict, 0, 1, "{\"x\": 1}", b, sizeof(b));
+    assert_string_equal(b, "d OP_QUERY=\"c\" numberToReturn=1 query={\"x\":1}");
+    legacy_key(&r, 0, -2, "{\"x\": 1}", b, sizeof(b));
+    assert_string_not_equal(a, b);
+    legacy_key(&r, 2, -1, "{\"x\": 1}", b, sizeof(b)); /* tailable */
+    assert_string_equal(
+        b, "d OP_QUERY=\"c\" flags=2 numberToReturn=-1 query={\"x\":1}");
+    legacy_key(&r, 0, -1,
+               "{\"$query\": {\"x\": 1}, \"$readPreference\": {\"mode\": "
+               "\"nearest\"}, \"$orderby\": {\"y\": 1}}",
+               b, sizeof(b));
+    assert_string_equal(b,
+                        "d OP_QUERY=\"c\" numberToReturn=-1 "
+                        "query={\"$query\":{\"x\":1},\"$orderby\":{\"y\":1}}");
+}
+
 static void
 test_match_req_legacy_query(void **state)
 {
@@ -527,10 +583,28 @@ test_match_req_legacy_query(void **state)
     assert_string_equal(req.name, "isMaster");
     assert_string_equal(req.db, "admin");
     mt_buf_reset(&m);
-    assert_int_equal(wire_encode_query(&m, 5, 0, "db.coll", 0, -1, q), 0);
+    /* on a collection: a legacy find */
+    assert_int_equal(wire_encode_query(&m, 5, 4, "db.coll", 2, -1, q), 0);
+    assert_int_equal(wire_msg_parse(m.data, m.len, &w, &used, NULL), MT_OK);
+    assert_int_equal(match_req_from_msg(&w, &req, &err), 0);
+    assert_true(req.legacy && req.legacy_query);
+    assert_string_equal(req.name, "find");
+    assert_string_equal(req.db, "db");
+    assert_string_equal(req.coll, "coll");
+    assert_int_equal(req.number_to_return, -1);
+    assert_int_equal(req.number_to_skip, 2);
+    assert_int_equal(req.query_flags, 4);
+    assert_null(req.fields);
+    mt_buf_reset(&m);
+    /* no collection or no database: refused */
+    assert_int_equal(wire_encode_query(&m, 5, 0, "db.", 0, -1, q), 0);
     assert_int_equal(wire_msg_parse(m.data, m.len, &w, &used, NULL), MT_OK);
     assert_int_equal(match_req_from_msg(&w, &req, &err), MT_EUNSUPPORTED);
-    assert_non_null(strstr(err.msg, "db.coll"));
+    assert_non_null(strstr(err.msg, "'db.'"));
+    mt_buf_reset(&m);
+    assert_int_equal(wire_encode_query(&m, 5, 0, "nodot", 0, -1, q), 0);
+    assert_int_equal(wire_msg_parse(m.data, m.len, &w, &used, NULL), MT_OK);
+    assert_int_equal(match_req_from_msg(&w, &req, &err), MT_EUNSUPPORTED);
     mt_buf_free(&m);
     bson_destroy(q);
 }
@@ -741,6 +815,7 @@ main(void)
         cmocka_unit_test(test_match_key_diff_names_fields),
         cmocka_unit_test(test_match_key_diff_repeated_fields_symmetric),
         cmocka_unit_test(test_match_req_legacy_query),
+        cmocka_unit_test(test_match_key_legacy_find),
         cmocka_unit_test(test_match_key_ignores_after_cluster_time),
         cmocka_unit_test(test_match_key_depth_limited),
         cmocka_unit_test(test_index_cycles_and_chains),
