@@ -460,8 +460,8 @@ field_mode(const struct match_rules *r, const struct match_req *req,
 /*
  * A top-level field the equivalences leave out (not under strict rules):
  * the cursor-shaping fields of a shaped find or aggregate (compared by
- * match_shape_serves instead), and ordered: true of a write, the
- * server's default.
+ * match_shape_serves instead), ordered: true of a write, and remove,
+ * new and upsert false of a findAndModify: the server's defaults.
  */
 static bool
 field_equivalent(const struct match_rules *r, const struct match_req *req,
@@ -473,6 +473,10 @@ field_equivalent(const struct match_rules *r, const struct match_req *req,
         return false;
     if (shape->shaped && match_shape_field(req->name, k))
         return true;
+    if (strcmp(req->name, "findAndModify") == 0 && BSON_ITER_HOLDS_BOOL(it) &&
+        !bson_iter_bool(it))
+        return strcmp(k, "remove") == 0 || strcmp(k, "new") == 0 ||
+               strcmp(k, "upsert") == 0;
     return strcmp(k, "ordered") == 0 && BSON_ITER_HOLDS_BOOL(it) &&
            bson_iter_bool(it) &&
            (strcmp(req->name, "insert") == 0 ||
