@@ -4,8 +4,9 @@ getMore with exhaustAllowed, answered by a stream of moreToCome replies).
 
 No peer here streams a getMore: MockupDB 1.8 refuses the exhaustAllowed
 bit, pymongo 3.11 runs exhaust cursors over legacy OP_QUERY, and `mtrace
-replay` answers a getMore with one reply (it clears moreToCome, which a
-server may do; it streams only hello).  So the server is a small
+replay` answers a getMore with one reply (it clears moreToCome, which the
+OP_MSG spec lets a server do; it streams only hello).  So the server is a
+small
 wire-protocol server written here from the OP_MSG spec: it answers hello,
 find (cursor C, one document), ping, and a getMore with exhaustAllowed
 with three replies, the first two with moreToCome and C, the last with
@@ -18,7 +19,10 @@ the trace is played into another (C = 9).  Checks:
   - the second server got one getMore, with exhaustAllowed and its own
     cursor id 9 (remapped), never 7;
   - play's -o trace: the three streamed replies, and the ping sent after
-    the last of them (the connection waits for the stream's end).
+    the last of them (the connection waits for the stream's end);
+  - `mtrace replay` of the trace serves the streamed batches one per
+    getMore (the client goes on as when a server declines exhaust), in
+    order, the last closing the cursor, 0 misses.
 """
 import os
 import re
@@ -201,6 +205,34 @@ def main():
               "the ping was sent before the stream ended")
         print("ok: exhaust getMore played: sent with exhaustAllowed and the live cursor id, "
               "3 streamed replies taken, the next request sent after the last; %s" % first)
+
+        # replay of the same trace: it answers an exhaust getMore with one
+        # reply (no moreToCome); the client goes on with getMore and gets
+        # the streamed batches in order, the last closing the cursor
+        rep, port, log = env.start_replay(cap.out)
+        s = socket.create_connection(("127.0.0.1", port), timeout=10)
+        s.sendall(msg(1, 0, 0, {"hello": 1, "$db": "admin"}))
+        read_msg(s)
+        s.sendall(msg(2, 0, 0, {"find": "c", "filter": {}, "batchSize": 1, "$db": "d"}))
+        cid = read_msg(s)[3]["cursor"]["id"]
+        got = []
+        for i in range(3):
+            s.sendall(msg(3 + i, 0, EXHAUST_ALLOWED, {"getMore": Int64(cid), "collection": "c",
+                                                     "batchSize": 1, "$db": "d"}))
+            _, _, flags, doc = read_msg(s)
+            check(not flags & MORE_TO_COME, "replay streamed a getMore")
+            check(doc.get("ok") == 1.0, "getMore %d: %r" % (i, doc))
+            got += [d["_id"] for d in doc["cursor"]["nextBatch"]]
+            cid = doc["cursor"]["id"]
+        s.close()
+        check(got == [1, 2, 3] and cid == 0, "replay served %r, cursor %r" % (got, cid))
+        rep.terminate()
+        rep.wait(10)
+        with open(log) as f:
+            text = f.read()
+        check("missed 0," in text, "replay missed: %s" % text[-800:])
+        print("ok: replay of the exhaust trace: the 3 streamed batches served to 3 getMore, "
+              "0 misses")
 
 
 if __name__ == "__main__":

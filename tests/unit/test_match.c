@@ -800,6 +800,91 @@ test_index_load_skips_tls_records(void **state)
     free(buf);
 }
 
+/* Writes the OP_MSG of json as message rid answering to (0: a request)
+ * with OP_MSG flags, at t_ns. */
+static void
+put_msg(struct trace_writer *w, int32_t rid, int32_t to, uint32_t flags,
+        uint64_t t_ns, const char *json)
+{
+    struct trace_msg m = {.conn_id = 1, .t_ns = t_ns};
+    struct mt_buf b;
+
+    msg_from_json(&b, rid, json, NULL, NULL);
+    wr_le32(b.data + 8, (uint32_t)to);
+    wr_le32(b.data + 16, flags);
+    m.dir = to != 0 ? TRACE_DIR_S2C : TRACE_DIR_C2S;
+    m.wire = b.data;
+    m.wire_len = (uint32_t)b.len;
+    assert_int_equal(trace_writer_msg(w, &m), 0);
+    mt_buf_free(&b);
+}
+
+/* An exhaust getMore (exhaustAllowed) answered by a stream of moreToCome
+ * replies, each responseTo the one before: every streamed reply becomes
+ * the cursor's next batch, none is unpaired, and each one's latency counts
+ * from the reply before it. */
+static void
+test_index_load_exhaust_stream(void **state)
+{
+    struct trace_header h = {.source = TRACE_SRC_PROXY, .ts_precision_ns = 1};
+    struct trace_conn_open o = {.conn_id = 1, .t_ns = 10};
+    struct trace_writer *w;
+    struct trace_reader *r;
+    struct match_rules rules;
+    struct index idx;
+    struct mt_err err;
+    char *buf = NULL;
+    size_t n = 0;
+    FILE *fp = open_memstream(&buf, &n);
+    const struct index_exchange *find;
+
+    assert_non_null(fp);
+    snprintf(h.tool_version, sizeof(h.tool_version), "test");
+    w = trace_writer_open_fp(fp, &h, &err);
+    assert_non_null(w);
+    snprintf(o.client, sizeof(o.client), "127.0.0.1:1");
+    snprintf(o.server, sizeof(o.server), "127.0.0.1:2");
+    assert_int_equal(trace_writer_conn_open(w, &o), 0);
+    put_msg(w, 7, 0, 0, 100,
+            "{\"find\": \"c\", \"batchSize\": 1, \"$db\": \"d\"}");
+    put_msg(w, 8, 7, 0, 110,
+            "{\"cursor\": {\"id\": {\"$numberLong\": \"55\"}, \"firstBatch\": "
+            "[{\"_id\": 1}]}, \"ok\": 1}");
+    put_msg(w, 9, 0, WIRE_MSG_EXHAUST_ALLOWED, 200,
+            "{\"getMore\": {\"$numberLong\": \"55\"}, \"collection\": \"c\", "
+            "\"batchSize\": 1, \"$db\": \"d\"}");
+    put_msg(w, 10, 9, WIRE_MSG_MORE_TO_COME, 230,
+            "{\"cursor\": {\"id\": {\"$numberLong\": \"55\"}, \"nextBatch\": "
+            "[{\"_id\": 2}]}, \"ok\": 1}");
+    put_msg(w, 11, 10, WIRE_MSG_MORE_TO_COME, 270,
+            "{\"cursor\": {\"id\": {\"$numberLong\": \"55\"}, \"nextBatch\": "
+            "[{\"_id\": 3}]}, \"ok\": 1}");
+    put_msg(w, 12, 11, 0, 320,
+            "{\"cursor\": {\"id\": {\"$numberLong\": \"0\"}, \"nextBatch\": "
+            "[{\"_id\": 4}]}, \"ok\": 1}");
+    assert_int_equal(trace_writer_close(w), 0);
+    assert_int_equal(fclose(fp), 0);
+
+    r = trace_reader_open_mem(buf, n, &err);
+    assert_non_null(r);
+    match_rules_default(&rules);
+    index_init(&idx, &rules);
+    assert_int_equal(index_load(&idx, r, &err), 0);
+    assert_int_equal(idx.st.replies, 4);
+    assert_int_equal(idx.st.unpaired, 0);
+    assert_int_equal(idx.st.getmores, 3);
+    find = &idx.ex[0];
+    assert_int_equal(find->cursor_id, 55);
+    assert_int_equal(find->nmore, 3);
+    assert_int_equal(idx.ex[find->more[0]].latency_ns, 30);
+    assert_int_equal(idx.ex[find->more[1]].latency_ns, 40);
+    assert_int_equal(idx.ex[find->more[2]].latency_ns, 50);
+    assert_int_equal(idx.ex[find->more[2]].cursor_id, 0);
+    index_free(&idx);
+    trace_reader_free(r);
+    free(buf);
+}
+
 int
 main(void)
 {
@@ -820,6 +905,7 @@ main(void)
         cmocka_unit_test(test_match_key_depth_limited),
         cmocka_unit_test(test_index_cycles_and_chains),
         cmocka_unit_test(test_index_load_skips_tls_records),
+        cmocka_unit_test(test_index_load_exhaust_stream),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
