@@ -92,6 +92,21 @@ find_one(mongoc_collection_t *col)
     mongoc_cursor_destroy(c);
 }
 
+/* A write's count: {"call": call, "ok": reply.field} when it ran, else
+ * its error. */
+static void
+print_count(const char *call, bool ran, const bson_t *reply, const char *field,
+            const bson_error_t *e)
+{
+    bson_iter_t it;
+
+    if (ran && bson_iter_init_find(&it, reply, field))
+        printf("{\"call\": \"%s\", \"ok\": %" PRId64 "}\n", call,
+               bson_iter_as_int64(&it));
+    else
+        print_err(call, e);
+}
+
 /* A document value (or null) as {"call": call, "ok": JSON}. */
 static void
 print_value(const char *call, const bson_iter_t *it)
@@ -128,12 +143,9 @@ writes(mongoc_collection_t *col)
     else
         print_err("insert", &e);
     bson_destroy(&reply);
-    if (mongoc_collection_update_one(col, sel, upd, NULL, &reply, &e) &&
-        bson_iter_init_find(&it, &reply, "modifiedCount"))
-        printf("{\"call\": \"update\", \"ok\": %" PRId64 "}\n",
-               bson_iter_as_int64(&it));
-    else
-        print_err("update", &e);
+    print_count("update",
+                mongoc_collection_update_one(col, sel, upd, NULL, &reply, &e),
+                &reply, "modifiedCount", &e);
     bson_destroy(&reply);
     bson_destroy(upd);
     upd = BCON_NEW("$set", "{", "value", BCON_INT32(44), "}");
@@ -148,12 +160,9 @@ writes(mongoc_collection_t *col)
     bson_destroy(&reply);
     bson_destroy(sel);
     sel = BCON_NEW("_id", BCON_UTF8("ins-1"));
-    if (mongoc_collection_delete_one(col, sel, NULL, &reply, &e) &&
-        bson_iter_init_find(&it, &reply, "deletedCount"))
-        printf("{\"call\": \"delete\", \"ok\": %" PRId64 "}\n",
-               bson_iter_as_int64(&it));
-    else
-        print_err("delete", &e);
+    print_count("delete",
+                mongoc_collection_delete_one(col, sel, NULL, &reply, &e),
+                &reply, "deletedCount", &e);
     bson_destroy(&reply);
     bson_destroy(doc);
     bson_destroy(sel);

@@ -434,6 +434,17 @@ test_match_key_diff_names_fields(void **state)
     assert_string_equal(disp, "d find=\"c\" f...");
 }
 
+/* match_key_diff(a, b) counts `equal` fields and says `text`. */
+static void
+diff_is(const char *a, const char *b, int equal, const char *text)
+{
+    char out[256];
+
+    assert_int_equal(
+        match_key_diff(a, strlen(a), b, strlen(b), out, sizeof(out)), equal);
+    assert_string_equal(out, text);
+}
+
 /* Repeated fields pair as a multiset: the count and the fields named are
  * the same either way round (the first occurrence is not paired twice). */
 static void
@@ -476,37 +487,16 @@ test_match_key_diff_repeated_fields_symmetric(void **state)
             assert_int_equal(strlen(ab) == 0, strlen(ba) == 0);
         }
     /* x=1 x=1 against x=1: one pair, one x left in the request */
-    assert_int_equal(match_key_diff(keys[0], strlen(keys[0]), keys[1],
-                                    strlen(keys[1]), ab, sizeof(ab)),
-                     3);
-    assert_string_equal(ab, "x only in the request");
-    assert_int_equal(match_key_diff(keys[1], strlen(keys[1]), keys[0],
-                                    strlen(keys[0]), ab, sizeof(ab)),
-                     3);
-    assert_string_equal(ab, "x only in the recording");
+    diff_is(keys[0], keys[1], 3, "x only in the request");
+    diff_is(keys[1], keys[0], 3, "x only in the recording");
     /* x=1 x=2 against x=2: x=2 pairs with x=2, x=1 is left */
-    assert_int_equal(match_key_diff(keys[2], strlen(keys[2]), keys[3],
-                                    strlen(keys[3]), ab, sizeof(ab)),
-                     3);
-    assert_string_equal(ab, "x only in the request");
-    assert_int_equal(match_key_diff(keys[3], strlen(keys[3]), keys[2],
-                                    strlen(keys[2]), ab, sizeof(ab)),
-                     3);
-    assert_string_equal(ab, "x only in the recording");
+    diff_is(keys[2], keys[3], 3, "x only in the request");
+    diff_is(keys[3], keys[2], 3, "x only in the recording");
     /* x=1 x=2 against x=2 x=1: all equal, in any order */
-    assert_int_equal(match_key_diff(keys[2], strlen(keys[2]), keys[4],
-                                    strlen(keys[4]), ab, sizeof(ab)),
-                     4);
-    assert_string_equal(ab, "");
+    diff_is(keys[2], keys[4], 4, "");
     /* x=1 x=1 against x=1 x=2: one equal, one differing */
-    assert_int_equal(match_key_diff(keys[0], strlen(keys[0]), keys[2],
-                                    strlen(keys[2]), ab, sizeof(ab)),
-                     3);
-    assert_string_equal(ab, "x differs");
-    assert_int_equal(match_key_diff(keys[2], strlen(keys[2]), keys[0],
-                                    strlen(keys[0]), ab, sizeof(ab)),
-                     3);
-    assert_string_equal(ab, "x differs");
+    diff_is(keys[0], keys[2], 3, "x differs");
+    diff_is(keys[2], keys[0], 3, "x differs");
 }
 
 /* The key of a legacy find (OP_QUERY d.c with numberToReturn ntr). */
@@ -733,22 +723,14 @@ test_index_cycles_and_chains(void **state)
 /* A TLS proxy trace: tls records of both legs around a find and its
  * reply (and of another connection between them) change nothing that
  * replay loads (replay/index.c reads messages and closes only). */
-static void
-test_index_load_skips_tls_records(void **state)
+/* A proxy trace writer on fp with connection 1 opened at t 10. */
+static struct trace_writer *
+open_with_conn(FILE *fp)
 {
     struct trace_header h = {.source = TRACE_SRC_PROXY, .ts_precision_ns = 1};
     struct trace_conn_open o = {.conn_id = 1, .t_ns = 10};
-    struct trace_tls t = {.conn_id = 1, .t_ns = 20, .handshake_ns = 10};
-    struct trace_msg m = {.conn_id = 1, .t_ns = 30};
     struct trace_writer *w;
-    struct trace_reader *r;
-    struct match_rules rules;
-    struct index idx;
-    struct mt_buf q, p;
     struct mt_err err;
-    char *buf = NULL;
-    size_t n = 0;
-    FILE *fp = open_memstream(&buf, &n);
 
     assert_non_null(fp);
     snprintf(h.tool_version, sizeof(h.tool_version), "test");
@@ -757,6 +739,43 @@ test_index_load_skips_tls_records(void **state)
     snprintf(o.client, sizeof(o.client), "127.0.0.1:1");
     snprintf(o.server, sizeof(o.server), "127.0.0.1:2");
     assert_int_equal(trace_writer_conn_open(w, &o), 0);
+    return w;
+}
+
+/* Closes trace writer w (on fp, a memory stream of *buf, *n) and loads the
+ * trace into idx (default rules); returns the reader (to free). */
+static struct trace_reader *
+close_and_index(struct trace_writer *w, FILE *fp, char *const *buf,
+                const size_t *n, struct index *idx)
+{
+    struct match_rules rules;
+    struct trace_reader *r;
+    struct mt_err err;
+
+    assert_int_equal(trace_writer_close(w), 0);
+    assert_int_equal(fclose(fp), 0);
+    r = trace_reader_open_mem(*buf, *n, &err);
+    assert_non_null(r);
+    match_rules_default(&rules);
+    index_init(idx, &rules);
+    assert_int_equal(index_load(idx, r, &err), 0);
+    return r;
+}
+
+static void
+test_index_load_skips_tls_records(void **state)
+{
+    struct trace_tls t = {.conn_id = 1, .t_ns = 20, .handshake_ns = 10};
+    struct trace_msg m = {.conn_id = 1, .t_ns = 30};
+    struct trace_writer *w;
+    struct trace_reader *r;
+    struct index idx;
+    struct mt_buf q, p;
+    char *buf = NULL;
+    size_t n = 0;
+    FILE *fp = open_memstream(&buf, &n);
+
+    w = open_with_conn(fp);
     snprintf(t.version, sizeof(t.version), "TLSv1.3");
     assert_int_equal(trace_writer_tls(w, &t), 0);
     t.leg = TRACE_TLS_TARGET;
@@ -779,14 +798,7 @@ test_index_load_skips_tls_records(void **state)
     m.wire = p.data;
     m.wire_len = (uint32_t)p.len;
     assert_int_equal(trace_writer_msg(w, &m), 0);
-    assert_int_equal(trace_writer_close(w), 0);
-    assert_int_equal(fclose(fp), 0);
-
-    r = trace_reader_open_mem(buf, n, &err);
-    assert_non_null(r);
-    match_rules_default(&rules);
-    index_init(&idx, &rules);
-    assert_int_equal(index_load(&idx, r, &err), 0);
+    r = close_and_index(w, fp, &buf, &n, &idx);
     assert_int_equal(idx.st.records, 8); /* header .. end, 3 tls */
     assert_int_equal(idx.st.requests, 1);
     assert_int_equal(idx.st.replies, 1);
@@ -826,25 +838,15 @@ put_msg(struct trace_writer *w, int32_t rid, int32_t to, uint32_t flags,
 static void
 test_index_load_exhaust_stream(void **state)
 {
-    struct trace_header h = {.source = TRACE_SRC_PROXY, .ts_precision_ns = 1};
-    struct trace_conn_open o = {.conn_id = 1, .t_ns = 10};
     struct trace_writer *w;
     struct trace_reader *r;
-    struct match_rules rules;
     struct index idx;
-    struct mt_err err;
     char *buf = NULL;
     size_t n = 0;
     FILE *fp = open_memstream(&buf, &n);
     const struct index_exchange *find;
 
-    assert_non_null(fp);
-    snprintf(h.tool_version, sizeof(h.tool_version), "test");
-    w = trace_writer_open_fp(fp, &h, &err);
-    assert_non_null(w);
-    snprintf(o.client, sizeof(o.client), "127.0.0.1:1");
-    snprintf(o.server, sizeof(o.server), "127.0.0.1:2");
-    assert_int_equal(trace_writer_conn_open(w, &o), 0);
+    w = open_with_conn(fp);
     put_msg(w, 7, 0, 0, 100,
             "{\"find\": \"c\", \"batchSize\": 1, \"$db\": \"d\"}");
     put_msg(w, 8, 7, 0, 110,
@@ -862,14 +864,7 @@ test_index_load_exhaust_stream(void **state)
     put_msg(w, 12, 11, 0, 320,
             "{\"cursor\": {\"id\": {\"$numberLong\": \"0\"}, \"nextBatch\": "
             "[{\"_id\": 4}]}, \"ok\": 1}");
-    assert_int_equal(trace_writer_close(w), 0);
-    assert_int_equal(fclose(fp), 0);
-
-    r = trace_reader_open_mem(buf, n, &err);
-    assert_non_null(r);
-    match_rules_default(&rules);
-    index_init(&idx, &rules);
-    assert_int_equal(index_load(&idx, r, &err), 0);
+    r = close_and_index(w, fp, &buf, &n, &idx);
     assert_int_equal(idx.st.replies, 4);
     assert_int_equal(idx.st.unpaired, 0);
     assert_int_equal(idx.st.getmores, 3);
