@@ -291,9 +291,9 @@ note(char *out, size_t n, size_t *pos, const struct seg *s, const char *what)
  * a kind-1 sequence may share a field's name), so they are paired in two
  * passes: first each field with an unpaired identical one of the other key
  * (equal), then each field left with the first unpaired one of the same
- * name (differs).  The pairs found do not depend on which key comes first:
- * per distinct field the equal pairs are min(count in a, count in b), and
- * per name the differing ones the same of what is left.
+ * name (differs).  The counts do not depend on which key comes first: per
+ * distinct field there are min(count in a, count in b) equal pairs, and per
+ * name min(left in a, left in b) differing ones.
  */
 int
 match_key_diff(const char *a, size_t a_len, const char *b, size_t b_len,
