@@ -419,9 +419,12 @@ parse_query(struct rd *r, const uint8_t *base, bool deep, struct wire_msg *m,
     TRY(read_i32(r, base, "OP_QUERY numberToReturn", &m->number_to_return,
                  err));
     TRY(read_doc(r, base, deep, "OP_QUERY query", &m->body, &m->body_len, err));
-    if (r->left > 0)
+    if (r->left > 0) {
         TRY(read_doc(r, base, deep, "OP_QUERY returnFieldsSelector", &sel,
                      &sel_len, err));
+        m->docs = sel;
+        m->docs_len = sel_len;
+    }
     if (r->left > 0) {
         size_t o = off_of(base, r->p);
         rc =

@@ -121,7 +121,7 @@ struct wire_msg {
     int32_t number_to_return;
 
     /* OP_REPLY; docs also holds OP_COMMAND inputDocs / OP_COMMANDREPLY
-     * outputDocs */
+     * outputDocs, and OP_QUERY's returnFieldsSelector (NULL: none) */
     int32_t response_flags;
     int64_t cursor_id;
     int32_t starting_from;

@@ -182,13 +182,32 @@ cursor_count(struct cursor_table *t)
     return n;
 }
 
+/*
+ * Whether a finished walk of document d (len bytes) ended at its
+ * terminator, a zero last byte.  libbson's iterator stops, without telling
+ * an error from the end, at the first element it cannot read (off left on
+ * it, the last byte too when it is a type with no room for its key) and at
+ * the first zero type byte, even one before the last byte.  bson_validate
+ * lets such a sub-document through: its visitor skips a sub-document it
+ * cannot open.
+ */
+static bool
+walked_to_end(const bson_iter_t *it, const uint8_t *d, uint32_t len)
+{
+    return it->err_off == 0 && len >= 5 && it->off + 1 == len &&
+           d[len - 1] == 0;
+}
+
 static bool
 rewrite_cursor_doc(bson_iter_t *it, int64_t id, bson_t *out)
 {
     bson_iter_t c;
     bson_t sub;
     bool ok = true;
+    const uint8_t *d;
+    uint32_t dlen;
 
+    bson_iter_document(it, &dlen, &d);
     if (!bson_iter_recurse(it, &c))
         return false;
     bson_append_document_begin(out, "cursor", 6, &sub);
@@ -198,18 +217,24 @@ rewrite_cursor_doc(bson_iter_t *it, int64_t id, bson_t *out)
         else
             ok = wire_bson_append_iter(&sub, NULL, 0, &c);
     }
-    return bson_append_document_end(out, &sub) && ok;
+    /* an element that cannot be read ends the walk early: the rest of the
+     * document would be dropped, not copied */
+    return bson_append_document_end(out, &sub) && ok &&
+           walked_to_end(&c, d, dlen);
 }
 
 /*
  * Every Int64 cursor.id of doc overwritten in place with id: 1; 0 when a
  * cursor.id holds another type (the caller then rebuilds the reply, which
- * makes it an Int64); MT_EBSON when a cursor document cannot be walked.
+ * makes it an Int64); MT_EBSON when doc or a cursor document cannot be
+ * walked to its end.
  */
 static int
 overwrite_cursor_ids(bson_t *doc, int64_t id)
 {
     bson_iter_t it, c;
+    const uint8_t *d;
+    uint32_t dlen;
 
     if (!bson_iter_init(&it, doc))
         return MT_EBSON;
@@ -217,6 +242,7 @@ overwrite_cursor_ids(bson_t *doc, int64_t id)
         if (strcmp(bson_iter_key(&it), "cursor") != 0 ||
             !BSON_ITER_HOLDS_DOCUMENT(&it))
             continue;
+        bson_iter_document(&it, &dlen, &d);
         if (!bson_iter_recurse(&it, &c))
             return MT_EBSON;
         while (bson_iter_next(&c)) {
@@ -226,8 +252,10 @@ overwrite_cursor_ids(bson_t *doc, int64_t id)
                 return 0;
             bson_iter_overwrite_int64(&c, id);
         }
+        if (!walked_to_end(&c, d, dlen))
+            return MT_EBSON;
     }
-    return 1;
+    return walked_to_end(&it, bson_get_data(doc), doc->len) ? 1 : MT_EBSON;
 }
 
 /*
@@ -261,5 +289,5 @@ cursor_rewrite_reply(const uint8_t *body, size_t len, int64_t id, bson_t *out)
         if (!ok)
             return MT_EBSON;
     }
-    return 0;
+    return walked_to_end(&it, body, b.len) ? 0 : MT_EBSON;
 }

@@ -66,8 +66,10 @@ size_t cursor_count(struct cursor_table *t);
 /*
  * Copies reply body (a BSON document with a "cursor" sub-document) into
  * out (initialised and empty) with cursor.id replaced by id as an Int64:
- * the bytes as recorded but for the id's eight.  0 or MT_EBSON.  Walks the
- * top level and the cursor document only.
+ * the bytes as recorded but for the id's eight.  0, or MT_EBSON when the
+ * top level or a cursor document cannot be walked to its end (a reply
+ * that is not BSON is refused, never repaired).  Walks the top level and
+ * the cursor document only.
  */
 int cursor_rewrite_reply(const uint8_t *body, size_t len, int64_t id,
                          bson_t *out);

@@ -2,9 +2,12 @@
  * index.c -- the index of recorded exchanges (see index.h).
  *
  * Loading pairs each server-to-client message with the pending request of
- * the same connection whose requestID is its responseTo.  Replies that
- * answer nothing pending (exhaust hello streams, replies whose request was
- * lost) are counted as unpaired; requests with moreToCome expect no reply.
+ * the same connection whose requestID is its responseTo.  A reply with
+ * moreToCome (an exhaust stream) leaves its request pending under the
+ * reply's own requestID, the responseTo of the stream's next reply (OP_MSG
+ * spec), so a streamed getMore's batches become the cursor's next batches.
+ * Replies that answer nothing pending (their request was lost) are counted
+ * as unpaired; requests with moreToCome expect no reply.
  */
 #include "index.h"
 
@@ -386,6 +389,9 @@ add_parsed(struct index *idx, const struct wire_msg *rq,
         rc = mt_err_set(err, -ENOMEM, 0, "out of memory indexing a key");
     if (rc == 0)
         rc = ex_new(idx, rq, rp, latency_ns, &ex);
+    if (rc == 0 && req.legacy_query)
+        idx->ex[ex].cursor_id = 0; /* an OP_REPLY: its documents are sent
+                                      as recorded, never a cursor.id */
     if (rc == 0) {
         match_shape_of(&idx->rules, &req, &idx->ex[ex].shape);
         idx->ex[ex].first_n = match_reply_first_n(rp->body, rp->body_len);
@@ -658,6 +664,17 @@ on_reply(struct index *idx, struct loader *ld, const struct trace_msg *m,
     }
     rc = index_add(idx, pd.msg, pd.len, bytes, len,
                    m->t_ns >= pd.t_ns ? m->t_ns - pd.t_ns : 0, &e);
+    if (rc != -ENOMEM && w.h.op_code == WIRE_OP_MSG &&
+        (w.flags & WIRE_MSG_MORE_TO_COME)) {
+        /* the stream's next reply answers this one; its latency counts
+         * from this reply */
+        struct index_pending old;
+        if (pair_table_take(&ld->pend, m->conn_id, w.h.request_id, &old))
+            mt_free(old.msg);
+        pd.t_ns = m->t_ns;
+        if (pair_table_put(&ld->pend, m->conn_id, w.h.request_id, &pd) == 0)
+            pd.msg = NULL;
+    }
     mt_free(pd.msg);
     if (rc == -ENOMEM)
         return rc;

@@ -44,6 +44,8 @@ raw_bytes(struct keycache *kc, const struct match_rules *r,
     bool keep = false, ok;
 
     mt_buf_reset(&kc->raw);
+    if (req->legacy_query)
+        return false; /* its key is made of more than the query's bytes */
     ok = mt_buf_append(&kc->raw, req->db, strlen(req->db) + 1) == 0;
     if (!ok || !bson_init_static(&b, req->cmd, req->cmd_len) ||
         !bson_iter_init(&it, &b))

@@ -138,7 +138,34 @@ cmd_scan(struct match_req *req, struct mt_err *err)
     return 0;
 }
 
-/* OP_QUERY on <db>.$cmd: the query, unwrapped from {$query: ...}. */
+/*
+ * OP_QUERY on <db>.<collection>: a legacy find (MongoDB's OP_QUERY
+ * reference: the query, returnFieldsSelector, numberToSkip,
+ * numberToReturn and the flags say what is returned).
+ */
+static int
+req_from_legacy_find(const struct wire_msg *m, struct match_req *req,
+                     const char *dot, struct mt_err *err)
+{
+    bson_t b;
+
+    if (!bson_init_static(&b, m->body, m->body_len))
+        return mt_err_set(err, MT_EBSON, 0, "OP_QUERY query is not BSON");
+    memcpy(req->name, "find", 5);
+    req->cmd = m->body;
+    req->cmd_len = m->body_len;
+    req->legacy = req->legacy_query = true;
+    req->coll = dot + 1;
+    req->query_flags = m->query_flags;
+    req->number_to_skip = m->number_to_skip;
+    req->number_to_return = m->number_to_return;
+    req->fields = m->docs;
+    req->fields_len = m->docs_len;
+    return 0;
+}
+
+/* OP_QUERY on <db>.$cmd: the query, unwrapped from {$query: ...}; on
+ * another namespace, a legacy find. */
 static int
 req_from_query(const struct wire_msg *m, struct match_req *req,
                struct mt_err *err)
@@ -147,12 +174,14 @@ req_from_query(const struct wire_msg *m, struct match_req *req,
     bson_t b;
     bson_iter_t it;
 
-    if (fc == NULL || (dot = strchr(fc, '.')) == NULL ||
-        strcmp(dot, ".$cmd") != 0)
+    if (fc == NULL || (dot = strchr(fc, '.')) == NULL || dot == fc ||
+        dot[1] == '\0')
         return mt_err_set(err, MT_EUNSUPPORTED, 0,
-                          "legacy OP_QUERY on '%s' (only <db>.$cmd commands)",
+                          "legacy OP_QUERY on '%s' (want <db>.<collection>)",
                           fc ? fc : "");
     copy_str(req->db, sizeof(req->db), fc, (size_t)(dot - fc));
+    if (strcmp(dot, ".$cmd") != 0)
+        return req_from_legacy_find(m, req, dot, err);
     req->cmd = m->body;
     req->cmd_len = m->body_len;
     req->legacy = true;
@@ -232,13 +261,16 @@ split(const char *k, size_t len, struct seg *s, size_t max)
     return n;
 }
 
-static const struct seg *
-find_seg(const struct seg *s, size_t n, const struct seg *want)
+static bool
+seg_same(const struct seg *x, const struct seg *y)
 {
-    for (size_t i = 0; i < n; i++)
-        if (s[i].nlen == want->nlen && memcmp(s[i].p, want->p, want->nlen) == 0)
-            return &s[i];
-    return NULL;
+    return x->len == y->len && memcmp(x->p, y->p, x->len) == 0;
+}
+
+static bool
+seg_same_name(const struct seg *x, const struct seg *y)
+{
+    return x->nlen == y->nlen && memcmp(x->p, y->p, x->nlen) == 0;
 }
 
 static void
@@ -254,6 +286,15 @@ note(char *out, size_t n, size_t *pos, const struct seg *s, const char *what)
         *pos += (size_t)w < n - *pos ? (size_t)w : n - *pos - 1;
 }
 
+/*
+ * The fields of a key are a multiset (a command may repeat a field name,
+ * a kind-1 sequence may share a field's name), so they are paired in two
+ * passes: first each field with an unpaired identical one of the other key
+ * (equal), then each field left with the first unpaired one of the same
+ * name (differs).  The counts do not depend on which key comes first: per
+ * distinct field there are min(count in a, count in b) equal pairs, and per
+ * name min(left in a, left in b) differing ones.
+ */
 int
 match_key_diff(const char *a, size_t a_len, const char *b, size_t b_len,
                char *out, size_t n)
@@ -261,28 +302,43 @@ match_key_diff(const char *a, size_t a_len, const char *b, size_t b_len,
     struct seg sa[DIFF_SEGS], sb[DIFF_SEGS];
     size_t na = split(a, a_len, sa, DIFF_SEGS),
            nb = split(b, b_len, sb, DIFF_SEGS);
+    /* the b field each a field is paired with (-1: none), and whether
+     * a b field is paired; segment 0 (the database) stays out */
+    int pa[DIFF_SEGS];
+    bool ub[DIFF_SEGS] = {false};
+    bool same[DIFF_SEGS] = {false};
     size_t pos = 0;
     int equal = 0;
 
     out[0] = '\0';
-    /* segment 0 is the database */
-    if (na > 0 && nb > 0 &&
-        (sa[0].len != sb[0].len || memcmp(sa[0].p, sb[0].p, sa[0].len) != 0))
+    if (na > 0 && nb > 0 && !seg_same(&sa[0], &sb[0]))
         note(out, n, &pos, &(struct seg){"database", 8, 8}, "differs");
     else
         equal++;
-    for (size_t i = 1; i < na; i++) {
-        const struct seg *o = find_seg(sb + 1, nb > 0 ? nb - 1 : 0, &sa[i]);
-        if (o == NULL)
+    for (size_t i = 0; i < na; i++)
+        pa[i] = -1;
+    for (size_t i = 1; i < na; i++)
+        for (size_t j = 1; j < nb; j++)
+            if (!ub[j] && seg_same(&sa[i], &sb[j])) {
+                pa[i] = (int)j;
+                ub[j] = same[i] = true;
+                equal++;
+                break;
+            }
+    for (size_t i = 1; i < na; i++)
+        for (size_t j = 1; j < nb && pa[i] < 0; j++)
+            if (!ub[j] && seg_same_name(&sa[i], &sb[j])) {
+                pa[i] = (int)j;
+                ub[j] = true;
+            }
+    for (size_t i = 1; i < na; i++)
+        if (pa[i] < 0)
             note(out, n, &pos, &sa[i], "only in the request");
-        else if (o->len != sa[i].len || memcmp(o->p, sa[i].p, o->len) != 0)
+        else if (!same[i])
             note(out, n, &pos, &sa[i], "differs");
-        else
-            equal++;
-    }
-    for (size_t i = 1; i < nb; i++)
-        if (find_seg(sa + 1, na > 0 ? na - 1 : 0, &sb[i]) == NULL)
-            note(out, n, &pos, &sb[i], "only in the recording");
+    for (size_t j = 1; j < nb; j++)
+        if (!ub[j])
+            note(out, n, &pos, &sb[j], "only in the recording");
     return equal;
 }
 
@@ -391,7 +447,8 @@ match_shape_of(const struct match_rules *r, const struct match_req *req,
 
     memset(s, 0, sizeof(*s));
     s->batch = -1;
-    if (r->strict || (!find && strcmp(req->name, "aggregate") != 0) ||
+    if (r->strict || req->legacy_query ||
+        (!find && strcmp(req->name, "aggregate") != 0) ||
         !bson_init_static(&b, req->cmd, req->cmd_len) ||
         !bson_iter_init(&it, &b))
         return;

@@ -60,6 +60,14 @@ struct match_req {
     bool more_to_come; /* unacknowledged: no reply is sent */
     bool exhaust_allowed;
     bool checksum; /* the client sent a checksum: reply with one */
+    /* A legacy OP_QUERY on a collection (legacy set too): a find whose
+     * key matchkey.c writes from the message's fields; cmd is the query
+     * (a filter, or {$query: filter, $orderby: ...}), name "find". */
+    bool legacy_query;
+    const char *coll; /* its collection; borrowed from the message */
+    int32_t query_flags, number_to_skip, number_to_return;
+    const uint8_t *fields; /* returnFieldsSelector, NULL if none */
+    size_t fields_len;
 };
 
 /* Default rules: ignore lsid, $clusterTime, txnNumber, $readPreference,
@@ -84,10 +92,12 @@ bool match_rules_ignores_sub(const struct match_rules *r, const char *field,
                              size_t n);
 
 /*
- * Fills req from a parsed request: OP_MSG, OP_QUERY on "<db>.$cmd", or
+ * Fills req from a parsed request: OP_MSG, OP_QUERY on "<db>.$cmd" (a
+ * command) or on "<db>.<collection>" (a legacy find, legacy_query), or
  * the legacy OP_COMMAND (database field + commandArgs; MongoDB 3.2-3.6).
- * MT_EUNSUPPORTED for other opcodes and legacy queries on a collection,
- * MT_EBSON for an unusable command document; err says which.
+ * MT_EUNSUPPORTED for other opcodes and an OP_QUERY namespace without a
+ * database or collection, MT_EBSON for an unusable document; err says
+ * which.
  */
 int match_req_from_msg(const struct wire_msg *m, struct match_req *req,
                        struct mt_err *err);
@@ -95,7 +105,11 @@ int match_req_from_msg(const struct wire_msg *m, struct match_req *req,
 /*
  * Writes a one-line description of how key a differs from key b ("filter
  * differs; limit only in the request") into out (size n, NUL-terminated).
- * Returns the number of fields that are equal in both.
+ * Returns the number of fields that are equal in both, the database
+ * included: fields are paired as a multiset (a repeated field counts as
+ * often as both keys hold it), so the count and the fields named do not
+ * depend on which key comes first.  The first 64 fields of each key are
+ * compared; cost O(64^2).
  */
 int match_key_diff(const char *a, size_t a_len, const char *b, size_t b_len,
                    char *out, size_t n);
@@ -105,8 +119,9 @@ int match_key_diff(const char *a, size_t a_len, const char *b, size_t b_len,
 void match_key_display(const char *key, size_t len, char *out, size_t n);
 
 /*
- * The shape of req under rules r: shaped only for find and aggregate with
- * rules that are not strict and well-typed shaping fields (any other
+ * The shape of req under rules r: shaped only for find and aggregate
+ * commands (not a legacy find) with rules that are not strict and
+ * well-typed shaping fields (any other
  * value keeps the fields in the key, and the shape unshaped).  Walks the
  * top level only.
  */

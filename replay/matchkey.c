@@ -460,8 +460,8 @@ field_mode(const struct match_rules *r, const struct match_req *req,
 /*
  * A top-level field the equivalences leave out (not under strict rules):
  * the cursor-shaping fields of a shaped find or aggregate (compared by
- * match_shape_serves instead), and ordered: true of a write, the
- * server's default.
+ * match_shape_serves instead), ordered: true of a write, and remove,
+ * new and upsert false of a findAndModify: the server's defaults.
  */
 static bool
 field_equivalent(const struct match_rules *r, const struct match_req *req,
@@ -473,6 +473,10 @@ field_equivalent(const struct match_rules *r, const struct match_req *req,
         return false;
     if (shape->shaped && match_shape_field(req->name, k))
         return true;
+    if (strcmp(req->name, "findAndModify") == 0 && BSON_ITER_HOLDS_BOOL(it) &&
+        !bson_iter_bool(it))
+        return strcmp(k, "remove") == 0 || strcmp(k, "new") == 0 ||
+               strcmp(k, "upsert") == 0;
     return strcmp(k, "ordered") == 0 && BSON_ITER_HOLDS_BOOL(it) &&
            bson_iter_bool(it) &&
            (strcmp(req->name, "insert") == 0 ||
@@ -597,6 +601,90 @@ fields_of_sequences(const struct match_rules *r, const struct match_req *req,
     return 0;
 }
 
+/* OP_QUERY flag bits (MongoDB's OP_QUERY reference). */
+#define QUERY_SLAVE_OK 4u /* read from a secondary: a read preference */
+
+/*
+ * The key of a legacy find (OP_QUERY on a collection):
+ *
+ *     <db>\x1fOP_QUERY="<coll>"\x1ffields=<json>\x1fflags=<n>
+ *         \x1fnumberToReturn=<n>\x1fnumberToSkip=<n>\x1fquery=<json>
+ *
+ * fields only with a returnFieldsSelector, flags and numberToSkip only
+ * when not 0.  flags leave out SlaveOk (a read preference, ignored like
+ * $readPreference); a query wrapped as {$query: ..., $orderby: ...}
+ * leaves out the modifiers the rules ignore.  Unless the rules are
+ * strict, numberToReturn 1 is written -1: the server takes 1 as -1 (one
+ * document, cursor closed; OP_QUERY reference).  The first field names no
+ * command, so these keys never meet an OP_MSG find's.
+ */
+static int
+legacy_find_key(const struct match_rules *r, const struct match_req *req,
+                struct kw *w, struct mt_err *err)
+{
+    int32_t ntr = req->number_to_return;
+    uint32_t flags = (uint32_t)req->query_flags & ~QUERY_SLAVE_OK;
+    bool wrapped, first = true;
+    bson_t b, f;
+    bson_iter_t it;
+
+    if (!r->strict && ntr == 1)
+        ntr = -1;
+    if (!bson_init_static(&b, req->cmd, req->cmd_len) ||
+        !bson_iter_init(&it, &b) ||
+        (req->fields != NULL &&
+         !bson_init_static(&f, req->fields, req->fields_len)))
+        return mt_err_set(err, MT_EBSON, 0, "OP_QUERY document is not BSON");
+    wrapped = bson_iter_init_find(&it, &b, "$query");
+    kw_str(w, req->db);
+    kw_str(w, "\x1fOP_QUERY=");
+    kw_quoted(w, req->coll, strlen(req->coll));
+    if (req->fields != NULL && bson_iter_init(&it, &f)) {
+        kw_str(w, "\x1f"
+                  "fields=");
+        kw_value_begin(w);
+        kw_doc(w, &it, false, 1, 0);
+        kw_value_end(w);
+    }
+    if (flags != 0) {
+        kw_str(w, "\x1f"
+                  "flags=");
+        kw_int(w, flags);
+    }
+    kw_str(w, "\x1fnumberToReturn=");
+    kw_int(w, ntr);
+    if (req->number_to_skip != 0) {
+        kw_str(w, "\x1fnumberToSkip=");
+        kw_int(w, req->number_to_skip);
+    }
+    kw_str(w, "\x1fquery=");
+    kw_value_begin(w);
+    (void)bson_iter_init(&it, &b);
+    if (!wrapped) {
+        kw_doc(w, &it, false, 1, 0);
+    } else {
+        kw_put(w, "{", 1);
+        while (w->rc == 0 && bson_iter_next(&it)) {
+            const char *k = bson_iter_key(&it);
+            if (match_rules_ignored_n(r, k, bson_iter_key_len(&it)))
+                continue;
+            if (!first)
+                kw_put(w, ",", 1);
+            first = false;
+            kw_quoted(w, k, strlen(k));
+            kw_put(w, ":", 1);
+            kw_value(w, &it, 1, 0);
+        }
+        kw_put(w, "}", 1);
+    }
+    kw_value_end(w);
+    if (w->rc != 0)
+        return mt_err_set(err, w->rc, 0,
+                          "cannot build the key of a legacy find: %s",
+                          mt_strerror(w->rc));
+    return 0;
+}
+
 int
 match_key_build(const struct match_rules *r, const struct match_req *req,
                 struct mt_buf *key, struct mt_err *err)
@@ -610,6 +698,8 @@ match_key_build(const struct match_rules *r, const struct match_req *req,
     int rc;
 
     mt_buf_reset(key);
+    if (req->legacy_query)
+        return legacy_find_key(r, req, &w, err);
     if (!bson_init_static(&b, req->cmd, req->cmd_len) ||
         !bson_iter_init(&it, &b))
         return mt_err_set(err, MT_EBSON, 0, "command document is not BSON");

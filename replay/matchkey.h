@@ -13,14 +13,16 @@
  * fields, sorted with the others.  Unless the rules are strict, the
  * equivalences leave out a find's or aggregate's cursor-shaping fields
  * (match_shape_of; compared by match_shape_serves instead), writes'
- * ordered: true and update statements' multi/upsert: false (the server's
- * defaults).  Values are written as compact relaxed JSON by walking that one
- * value with libbson's iterator; numbers are written by value (an int32,
- * an int64 and an integral double holding the same integer give the same
- * text); ObjectId _id fields of inserted documents are masked (drivers
- * generate them); a value whose text is longer than MATCH_VALUE_INLINE_MAX
- * is replaced by a digest of that text.  Only the top level is walked to
- * find fields (seed 004); a value is expanded only when it is part of the
+ * ordered: true, update statements' multi/upsert: false and
+ * findAndModify's remove/new/upsert: false (the server's defaults).  Values are
+ * written as compact relaxed JSON by walking that one value with libbson's
+ * iterator; numbers are written by value (an int32, an int64 and an integral
+ * double holding the same integer give the same text); ObjectId _id fields of
+ * inserted documents are masked (drivers generate them); a value whose text is
+ * longer than MATCH_VALUE_INLINE_MAX is replaced by a digest of that text.  A
+ * legacy find (OP_QUERY on a collection) has a key of its own, made of the
+ * message's fields (matchkey.c, legacy_find_key).  Only the top level is walked
+ * to find fields (seed 004); a value is expanded only when it is part of the
  * key.
  */
 #ifndef MT_REPLAY_MATCHKEY_H

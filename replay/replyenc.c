@@ -50,6 +50,37 @@ encode_command_reply(struct mt_buf *out, int32_t rid, int32_t to,
     return 0;
 }
 
+/*
+ * A reply replay builds for a legacy find is an error (a miss, or
+ * authentication required): an OP_REPLY with QueryFailure and
+ * {$err: errmsg, code: code}, as a legacy server fails a query; an
+ * {ok: 0} document would read as a found document.
+ */
+static int
+legacy_find_failure(const struct replyenc_to *to, const bson_t *body,
+                    int32_t rid, struct mt_buf *out)
+{
+    const bson_t *docs[1];
+    bson_iter_t it;
+    const char *msg = "mtrace replay: query failed";
+    int32_t code = 2;
+    bson_t doc;
+    int rc;
+
+    if (bson_iter_init_find(&it, body, "errmsg") && BSON_ITER_HOLDS_UTF8(&it))
+        msg = bson_iter_utf8(&it, NULL);
+    if (bson_iter_init_find(&it, body, "code") && BSON_ITER_HOLDS_INT32(&it))
+        code = bson_iter_int32(&it);
+    bson_init(&doc);
+    BSON_APPEND_UTF8(&doc, "$err", msg);
+    BSON_APPEND_INT32(&doc, "code", code);
+    docs[0] = &doc;
+    rc = wire_encode_reply(out, rid, to->request_id, 2 /* QueryFailure */, 0, 0,
+                           docs, 1);
+    bson_destroy(&doc);
+    return rc;
+}
+
 int
 replyenc_write_doc(const struct replyenc_to *to, const bson_t *body,
                    uint32_t flags, struct mt_buf *out, int32_t *rid)
@@ -57,6 +88,8 @@ replyenc_write_doc(const struct replyenc_to *to, const bson_t *body,
     const bson_t *docs[1] = {body};
 
     *rid = replyenc_take_id(to->next_id);
+    if (to->req->legacy_query)
+        return legacy_find_failure(to, body, *rid, out);
     if (to->req->op_command)
         return encode_command_reply(out, *rid, to->request_id, body);
     if (to->req->legacy)
@@ -103,6 +136,27 @@ patch_msg(const struct replyenc_to *to, const struct wire_msg *rec,
     return 0;
 }
 
+/*
+ * The recorded OP_REPLY of a legacy find with a new header: its flags,
+ * cursorID, startingFrom and documents are sent as recorded.
+ */
+static int
+patch_reply(const struct replyenc_to *to, const struct wire_msg *rec,
+            struct mt_buf *out)
+{
+    uint8_t *p;
+    int rc = mt_buf_reserve(out, rec->raw_len);
+
+    if (rc < 0)
+        return rc;
+    p = out->data + out->len;
+    memcpy(p, rec->raw, rec->raw_len);
+    wr_le32(p + 4, (uint32_t)replyenc_take_id(to->next_id));
+    wr_le32(p + 8, (uint32_t)to->request_id);
+    out->len += rec->raw_len;
+    return 0;
+}
+
 int
 replyenc_write_recorded(const struct replyenc_to *to, const uint8_t *rec,
                         size_t rec_len, int64_t cursor_id, struct mt_buf *out)
@@ -116,6 +170,8 @@ replyenc_write_recorded(const struct replyenc_to *to, const uint8_t *rec,
     rc = wire_msg_parse_opts(rec, rec_len,
                              WIRE_PARSE_SHALLOW | WIRE_PARSE_NO_CHECKSUM, &m,
                              &used, NULL);
+    if (rc == MT_OK && to->req->legacy_query && m.h.op_code == WIRE_OP_REPLY)
+        return patch_reply(to, &m, out); /* documents: none or many */
     if (rc != MT_OK || m.body == NULL)
         return MT_ECORRUPT;
     if (cursor_id < 0 && !to->req->legacy && !to->req->op_command &&

@@ -34,7 +34,9 @@ int32_t replyenc_take_id(int32_t *next);
 /*
  * Appends body as the reply to `to` (OP_REPLY with AwaitCapable,
  * OP_COMMANDREPLY, or OP_MSG with flags, plus checksumPresent when the
- * request had one).  *rid: the reply's requestID (taken from to->next_id).
+ * request had one; to a legacy find, always an error: OP_REPLY with
+ * QueryFailure and body's errmsg and code as $err and code).  *rid: the
+ * reply's requestID (taken from to->next_id).
  * 0 or MT_ETOOBIG / -ENOMEM (out over its len_max); out may then hold a
  * partial message: the caller discards it.
  */
@@ -46,7 +48,9 @@ int replyenc_write_doc(const struct replyenc_to *to, const bson_t *body,
  * it was parsed when the trace was loaded) as the reply to `to`.
  * cursor_id >= 0 replaces its cursor.id; -1 keeps it.  A recorded OP_MSG
  * answering an OP_MSG request without a cursor rewrite is copied section
- * for section (only the header and checksum change).  0, MT_ECORRUPT (rec
+ * for section (only the header and checksum change), and a recorded
+ * OP_REPLY answering a legacy find is copied whole (only the header's
+ * requestID and responseTo change).  0, MT_ECORRUPT (rec
  * does not parse), MT_EBSON, MT_ETOOBIG or -ENOMEM.
  */
 int replyenc_write_recorded(const struct replyenc_to *to, const uint8_t *rec,

@@ -1,7 +1,9 @@
 /*
  * mongoc_matrix.c -- the libmongoc side of the cross-driver replay matrix
  * (tests/integration/test_replay_matrix.py): the calls of
- * tests/integration/matrix_workload.py, one JSON line each:
+ * tests/integration/matrix_workload.py (find_and_modify with
+ * mongoc_collection_find_and_modify, delete with
+ * mongoc_collection_delete_one), one JSON line each:
  * {"call": NAME, "ok": RESULT} or {"call": NAME, "error": CODE}.
  *
  *     mongoc_matrix URI
@@ -90,6 +92,42 @@ find_one(mongoc_collection_t *col)
     mongoc_cursor_destroy(c);
 }
 
+/* A write's count: {"call": call, "ok": reply.field} when it ran, else
+ * its error. */
+static void
+print_count(const char *call, bool ran, const bson_t *reply, const char *field,
+            const bson_error_t *e)
+{
+    bson_iter_t it;
+
+    if (ran && bson_iter_init_find(&it, reply, field))
+        printf("{\"call\": \"%s\", \"ok\": %" PRId64 "}\n", call,
+               bson_iter_as_int64(&it));
+    else
+        print_err(call, e);
+}
+
+/* A document value (or null) as {"call": call, "ok": JSON}. */
+static void
+print_value(const char *call, const bson_iter_t *it)
+{
+    const uint8_t *data;
+    uint32_t len;
+    bson_t d;
+    char *j;
+
+    if (!BSON_ITER_HOLDS_DOCUMENT(it)) {
+        printf("{\"call\": \"%s\", \"ok\": null}\n", call);
+        return;
+    }
+    bson_iter_document(it, &len, &data);
+    if (!bson_init_static(&d, data, len))
+        return;
+    j = bson_as_relaxed_extended_json(&d, NULL);
+    printf("{\"call\": \"%s\", \"ok\": %s}\n", call, j);
+    bson_free(j);
+}
+
 static void
 writes(mongoc_collection_t *col)
 {
@@ -105,12 +143,26 @@ writes(mongoc_collection_t *col)
     else
         print_err("insert", &e);
     bson_destroy(&reply);
-    if (mongoc_collection_update_one(col, sel, upd, NULL, &reply, &e) &&
-        bson_iter_init_find(&it, &reply, "modifiedCount"))
-        printf("{\"call\": \"update\", \"ok\": %" PRId64 "}\n",
-               bson_iter_as_int64(&it));
-    else
-        print_err("update", &e);
+    print_count("update",
+                mongoc_collection_update_one(col, sel, upd, NULL, &reply, &e),
+                &reply, "modifiedCount", &e);
+    bson_destroy(&reply);
+    bson_destroy(upd);
+    upd = BCON_NEW("$set", "{", "value", BCON_INT32(44), "}");
+    /* the document before the change (new: false, the default) */
+    if (mongoc_collection_find_and_modify(col, sel, NULL, upd, NULL, false,
+                                          false, false, &reply, &e) &&
+        bson_iter_init_find(&it, &reply, "value")) {
+        print_value("find_and_modify", &it);
+    } else {
+        print_err("find_and_modify", &e);
+    }
+    bson_destroy(&reply);
+    bson_destroy(sel);
+    sel = BCON_NEW("_id", BCON_UTF8("ins-1"));
+    print_count("delete",
+                mongoc_collection_delete_one(col, sel, NULL, &reply, &e),
+                &reply, "deletedCount", &e);
     bson_destroy(&reply);
     bson_destroy(doc);
     bson_destroy(sel);

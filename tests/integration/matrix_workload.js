@@ -20,6 +20,8 @@ function calls(db) {
     ['count', () => many.estimatedDocumentCount()],
     ['insert', async () => (await col.insertOne({ _id: 'ins-1', value: 7 })).acknowledged],
     ['update', async () => (await col.updateOne({ _id: 'test-doc-1' }, { $set: { value: 43 } })).modifiedCount],
+    ['find_and_modify', () => col.findOneAndUpdate({ _id: 'test-doc-1' }, { $set: { value: 44 } })],
+    ['delete', async () => (await col.deleteOne({ _id: 'ins-1' })).deletedCount],
     ['fail', () => db.command({ fail_me: 1 })],
   ];
 }

@@ -26,6 +26,9 @@ def calls(db):
         ("insert", lambda: col.insert_one({"_id": "ins-1", "value": 7}).acknowledged),
         ("update", lambda: col.update_one({"_id": "test-doc-1"},
                                           {"$set": {"value": 43}}).modified_count),
+        ("find_and_modify", lambda: col.find_one_and_update({"_id": "test-doc-1"},
+                                                            {"$set": {"value": 44}})),
+        ("delete", lambda: col.delete_one({"_id": "ins-1"}).deleted_count),
         ("fail", lambda: db.command("fail_me")),
     ]
 

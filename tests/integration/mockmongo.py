@@ -17,6 +17,8 @@ What it answers (everything else: ok 0, code 59 CommandNotFound):
              of batchSize (default 101) with a server cursor; getMore pages.
   getMore, killCursors
   insert / update / delete  acknowledged with n
+  findAndModify  value: the test_col document before the change when the
+             query's _id is its _id, else null
   aggregate  benchmark_db.many: [{count: N}]
   count      n: N
   fail_me    any database: ok 0 code 2 BadValue errmsg "fail_me requested"
@@ -119,6 +121,10 @@ class Mongo70:
         if cmd == "update":
             n = len(doc.get("updates", []))
             return request.ok(n=n, nModified=n)
+        if cmd == "findAndModify":
+            hit = doc.get("query", {}).get("_id") == TEST_DOC["_id"]
+            return request.ok(value=TEST_DOC if hit else None,
+                              lastErrorObject={"n": int(hit), "updatedExisting": hit})
         if cmd == "count":
             return request.ok(n=MANY_N)
         if cmd == "aggregate":

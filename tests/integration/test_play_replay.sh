@@ -14,7 +14,9 @@
 #  2. play A.zst at 1x through a second capture proxy in front of replay
 #     (C.zst): per connection, the sequence of commands (handshakes and
 #     authentication aside) of C equals A's; getMore cursor ids in C are
-#     the ones replay handed out, not A's.
+#     the ones replay handed out, not A's; C's think times (a reply to the
+#     next request) are never shorter than A's (how much longer is
+#     printed beside play's lateness, not asserted: no timed assertion).
 #  3. --repeat 2 --connections-per-recorded 3: six times the requests on six
 #     connections (distinct ids in the -o trace), six sessions, 0 misses;
 #     --skip-writes sends no insert/update/delete; --only-commands find
@@ -98,6 +100,7 @@ stop_wait $CAPTURE_PID || fail "second capture exited $?"
 stop_wait $REPLAY_PID
 grep -q "missed 0," "$TMP/replay.$REP2.log" || fail "replay (1x) saw misses"
 grep -q 'send lateness against the schedule' "$TMP/play2.out" || fail "no lateness at 1x"
+grep 'send lateness against the schedule' "$TMP/play2.out"
 "$MTRACE" dump --json "$TMP/A.zst" >"$TMP/A.json"
 "$MTRACE" dump --json "$TMP/C.zst" >"$TMP/C.json"
 "$PYTHON" - "$TMP/A.json" "$TMP/C.json" <<'PY' || fail "round trip: request sequences differ"
@@ -127,6 +130,44 @@ assert len(gma) == len(gmc) >= 2, (len(gma), len(gmc))
 assert not set(gma) & set(gmc), "getMore sent recorded cursor ids: %r %r" % (gma, gmc)
 print("ok: %d connections, %d requests in the same per-connection order"
       % (len(a), sum(len(s) for s in a)))
+
+# timing: a request that followed a reply on its connection is sent its
+# recorded think time after that reply or later, never earlier (the
+# proxy stamps a reply before play can read it, and a request after play
+# wrote it); how much later is printed beside play's lateness.  Only
+# connections whose request sequence is unique in A, so that A's and C's
+# pair up.
+def gaps(path):
+    conns = {}
+    for line in open(path):
+        r = json.loads(line)
+        if r.get("type") != "msg":
+            continue
+        c = conns.setdefault(r["conn"], {"seq": [], "gaps": {}, "prev": None})
+        if r["dir"] == "c2s" and r.get("cmd") not in SKIP:
+            p = c["prev"]
+            if p is not None and p[0] == "s2c" and p[2] and c["seq"]:
+                c["gaps"][len(c["seq"])] = r["t_ns"] - p[1]
+            c["seq"].append((r.get("cmd"), r.get("db"), r.get("coll")))
+        c["prev"] = (r["dir"], r["t_ns"], r["dir"] == "s2c" or r.get("cmd") not in SKIP)
+    return {tuple(c["seq"]): c["gaps"] for c in conns.values() if c["seq"]}, \
+        [tuple(c["seq"]) for c in conns.values() if c["seq"]]
+ga, seqa = gaps(sys.argv[1])
+gc, _ = gaps(sys.argv[2])
+excess = []
+for sq, g in ga.items():
+    if seqa.count(sq) != 1:
+        continue
+    for i, t in g.items():
+        if i in gc.get(sq, {}):
+            assert gc[sq][i] >= t, "request %d of %r sent %d ns after its reply, " \
+                "recorded %d ns: early" % (i, sq[i], gc[sq][i], t)
+            excess.append(gc[sq][i] - t)
+excess.sort()
+assert len(excess) >= 5 or len(set(seqa)) < len(seqa), "%d gaps compared" % len(excess)
+if excess:
+    print("ok: %d think times kept, none early; later than recorded by p50 %.3f ms, "
+          "max %.3f ms" % (len(excess), excess[len(excess) // 2] / 1e6, excess[-1] / 1e6))
 PY
 echo "ok: $mode: play against replay: $(head -1 "$TMP/play1.out")"
 [ $mode = seq ] && cp "$TMP/A.zst" "$TMP/seq.zst"

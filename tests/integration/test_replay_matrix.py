@@ -4,15 +4,18 @@
 Each driver (pymongo, the Node.js driver, libmongoc) runs the same calls
 (matrix_workload.py, matrix_workload.js, tests/helpers/mongoc_matrix.c:
 find_one, a find with no match, a find over three batches, aggregate,
-count, insert, update, a failing command) through `mtrace capture` to
+count, insert, update, find-and-modify, delete, a failing command) through
+`mtrace capture` to
 MockupDB; the three drivers see the same answers.  Each trace is then
 replayed by `mtrace replay` to each of the other two drivers: 0 misses, and
 every answer equals the recorded one.  The drivers send the same operations
 differently: find_one is limit 1 + singleBatch from pymongo and Node,
 limit 1 alone from libmongoc (an application's find with limit 1); pymongo
 sends update statements with multi: false, upsert: false, the others
-without; Node sends insert's documents in the command, pymongo and
-libmongoc as a kind-1 sequence;
+without; findAndModify carries new: false, upsert: false from pymongo,
+remove: false too from Node, none of them from libmongoc; Node sends
+insert's documents in the command, pymongo and libmongoc as a kind-1
+sequence;
 so with --strict (exact matching) every trace misses calls of each other
 driver and replay exits 1.
 """
@@ -28,7 +31,7 @@ HERE = os.path.join(TOP, "tests", "integration")
 BUILD = os.environ.get("BUILD", "build/release")
 MONGOC = os.path.join(TOP, BUILD, "helpers", "mongoc_matrix")
 CALLS = ["find_one", "find_empty", "find_batches", "aggregate", "count", "insert",
-         "update", "fail"]
+         "update", "find_and_modify", "delete", "fail"]
 DRIVERS = {
     "pymongo": lambda uri: [PYTHON, os.path.join(HERE, "matrix_workload.py"), uri],
     "node": lambda uri: ["node", os.path.join(HERE, "matrix_workload.js"), uri],

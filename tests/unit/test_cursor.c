@@ -178,6 +178,60 @@ test_cursor_rewrite_int32_id(void **state)
     bson_destroy(in);
 }
 
+/* A cursor document whose last byte is not its terminator: libbson's
+ * iterator stops at the zero type byte before it and bson_validate skips
+ * the sub-document, so a rebuild would have dropped what follows (and
+ * once turned a reply bson_validate accepted into one it refuses:
+ * tests/data/corpus/match/rewrite-validate-differs).  Refused, with an
+ * Int32 id (rebuilt) and an Int64 one (overwritten in place), and when
+ * the walk stops on the last byte because it is not 0. */
+static void
+test_cursor_rewrite_refuses_cut_cursor_doc(void **state)
+{
+    uint8_t in[] = {
+        0x26, 0x00, 0x00, 0x00,                /*  0 document length 38 */
+        0x03, 'c',  'u',  'r',  's', 'o', 'r', /*  4 document "cursor" */
+        0x00,                                  /* 11 */
+        0x11, 0x00, 0x00, 0x00,                /* 12 its length 17 */
+        0x10, 'i',  'd',  0x00,                /* 16 int32 "id" */
+        0x05, 0x00, 0x00, 0x00,                /* 20 5 */
+        0x0a, 'x',  0x00,                      /* 24 null "x" */
+        0x00,                                  /* 27 a zero type byte */
+        0x0a,                                  /* 28 its last byte: not 0 */
+        0x10, 'o',  'k',  0x00,                /* 29 int32 "ok" */
+        0x01, 0x00, 0x00, 0x00,                /* 33 1 */
+        0x00,                                  /* 37 end */
+    };
+    uint8_t in64[sizeof(in) + 4];
+    bson_t b, out = BSON_INITIALIZER;
+
+    assert_true(bson_init_static(&b, in, sizeof(in)));
+    assert_true(
+        bson_validate(&b, BSON_VALIDATE_NONE, NULL)); /* it is let through */
+    assert_int_equal(cursor_rewrite_reply(in, sizeof(in), 9, &out), MT_EBSON);
+    /* the same with an Int64 id: the in-place path */
+    memcpy(in64, in, 16);
+    in64[0] = sizeof(in64);
+    in64[12] = 0x15;
+    in64[16] = 0x12;
+    memcpy(in64 + 17, "id\0\5\0\0\0\0\0\0\0", 11);
+    memcpy(in64 + 28, in + 24, sizeof(in) - 24);
+    assert_true(bson_init_static(&b, in64, sizeof(in64)));
+    bson_reinit(&out);
+    assert_int_equal(cursor_rewrite_reply(in64, sizeof(in64), 9, &out),
+                     MT_EBSON);
+    /* null "xy" then the last byte 0x0a: a type byte with no room for its
+     * key, where the walk also stops, at the last byte (match/
+     * rewrite-cursor-last-byte-type) */
+    in[26] = 'y';
+    in[27] = 0x00;
+    assert_true(bson_init_static(&b, in, sizeof(in)));
+    assert_true(bson_validate(&b, BSON_VALIDATE_NONE, NULL));
+    bson_reinit(&out);
+    assert_int_equal(cursor_rewrite_reply(in, sizeof(in), 9, &out), MT_EBSON);
+    bson_destroy(&out);
+}
+
 int
 main(void)
 {
@@ -187,6 +241,7 @@ main(void)
         cmocka_unit_test(test_cursor_rewrite_reply),
         cmocka_unit_test(test_cursor_rewrite_keeps_bytes),
         cmocka_unit_test(test_cursor_rewrite_int32_id),
+        cmocka_unit_test(test_cursor_rewrite_refuses_cut_cursor_doc),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

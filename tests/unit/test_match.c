@@ -434,6 +434,127 @@ test_match_key_diff_names_fields(void **state)
     assert_string_equal(disp, "d find=\"c\" f...");
 }
 
+/* match_key_diff(a, b) counts `equal` fields and says `text`. */
+static void
+diff_is(const char *a, const char *b, int equal, const char *text)
+{
+    char out[256];
+
+    assert_int_equal(
+        match_key_diff(a, strlen(a), b, strlen(b), out, sizeof(out)), equal);
+    assert_string_equal(out, text);
+}
+
+/* Repeated fields pair as a multiset: the count and the fields named are
+ * the same either way round (the first occurrence is not paired twice). */
+static void
+test_match_key_diff_repeated_fields_symmetric(void **state)
+{
+    static const char *const keys[] = {
+        "d\x1f"
+        "insert=\"c\"\x1f"
+        "x=1\x1f"
+        "x=1",
+        "d\x1f"
+        "insert=\"c\"\x1f"
+        "x=1",
+        "d\x1f"
+        "insert=\"c\"\x1f"
+        "x=1\x1f"
+        "x=2",
+        "d\x1f"
+        "insert=\"c\"\x1f"
+        "x=2",
+        "d\x1f"
+        "insert=\"c\"\x1f"
+        "x=2\x1f"
+        "x=1",
+        "e\x1f"
+        "insert=\"c\"\x1f"
+        "x=3\x1f"
+        "y=1",
+    };
+    size_t nk = sizeof(keys) / sizeof(keys[0]);
+    char ab[256], ba[256];
+
+    for (size_t i = 0; i < nk; i++)
+        for (size_t j = 0; j < nk; j++) {
+            const char *a = keys[i], *b = keys[j];
+            int x = match_key_diff(a, strlen(a), b, strlen(b), ab, sizeof(ab));
+            int y = match_key_diff(b, strlen(b), a, strlen(a), ba, sizeof(ba));
+            assert_int_equal(x, y);
+            /* the same notes, request and recording swapped */
+            assert_int_equal(strlen(ab) == 0, strlen(ba) == 0);
+        }
+    /* x=1 x=1 against x=1: one pair, one x left in the request */
+    diff_is(keys[0], keys[1], 3, "x only in the request");
+    diff_is(keys[1], keys[0], 3, "x only in the recording");
+    /* x=1 x=2 against x=2: x=2 pairs with x=2, x=1 is left */
+    diff_is(keys[2], keys[3], 3, "x only in the request");
+    diff_is(keys[3], keys[2], 3, "x only in the recording");
+    /* x=1 x=2 against x=2 x=1: all equal, in any order */
+    diff_is(keys[2], keys[4], 4, "");
+    /* x=1 x=1 against x=1 x=2: one equal, one differing */
+    diff_is(keys[0], keys[2], 3, "x differs");
+    diff_is(keys[2], keys[0], 3, "x differs");
+}
+
+/* The key of a legacy find (OP_QUERY d.c with numberToReturn ntr). */
+static void
+legacy_key(const struct match_rules *r, int32_t flags, int32_t ntr,
+           const char *query, char *out, size_t n)
+{
+    bson_t *q = bson_new_from_json((const uint8_t *)query, -1, NULL);
+    struct mt_buf m, key;
+    struct wire_msg w;
+    struct match_req req;
+    size_t used;
+
+    mt_buf_init(&m, WIRE_MSG_LEN_MAX);
+    mt_buf_init(&key, MATCH_KEY_LEN_MAX);
+    assert_non_null(q);
+    assert_int_equal(wire_encode_query(&m, 5, flags, "d.c", 0, ntr, q), 0);
+    assert_int_equal(wire_msg_parse(m.data, m.len, &w, &used, NULL), MT_OK);
+    assert_int_equal(match_req_from_msg(&w, &req, NULL), 0);
+    assert_int_equal(match_key_build(r, &req, &key, NULL), 0);
+    match_key_display((const char *)key.data, key.len, out, n);
+    mt_buf_free(&m);
+    mt_buf_free(&key);
+    bson_destroy(q);
+}
+
+/* numberToReturn 1 is -1 (the server's reading) unless strict; SlaveOk and
+ * a wrapped $readPreference are left out; the rest is kept. */
+static void
+test_match_key_legacy_find(void **state)
+{
+    struct match_rules r, strict;
+    char a[256], b[256];
+
+    match_rules_default(&r);
+    match_rules_default(&strict);
+    strict.strict = true;
+    legacy_key(&r, 0, -1, "{\"x\": 1}", a, sizeof(a));
+    assert_string_equal(a,
+                        "d OP_QUERY=\"c\" numberToReturn=-1 query={\"x\":1}");
+    legacy_key(&r, 4, 1, "{\"x\": 1}", b, sizeof(b));
+    assert_string_equal(a, b);
+    legacy_key(&strict, 0, 1, "{\"x\": 1}", b, sizeof(b));
+    assert_string_equal(b, "d OP_QUERY=\"c\" numberToReturn=1 query={\"x\":1}");
+    legacy_key(&r, 0, -2, "{\"x\": 1}", b, sizeof(b));
+    assert_string_not_equal(a, b);
+    legacy_key(&r, 2, -1, "{\"x\": 1}", b, sizeof(b)); /* tailable */
+    assert_string_equal(
+        b, "d OP_QUERY=\"c\" flags=2 numberToReturn=-1 query={\"x\":1}");
+    legacy_key(&r, 0, -1,
+               "{\"$query\": {\"x\": 1}, \"$readPreference\": {\"mode\": "
+               "\"nearest\"}, \"$orderby\": {\"y\": 1}}",
+               b, sizeof(b));
+    assert_string_equal(b,
+                        "d OP_QUERY=\"c\" numberToReturn=-1 "
+                        "query={\"$query\":{\"x\":1},\"$orderby\":{\"y\":1}}");
+}
+
 static void
 test_match_req_legacy_query(void **state)
 {
@@ -452,10 +573,28 @@ test_match_req_legacy_query(void **state)
     assert_string_equal(req.name, "isMaster");
     assert_string_equal(req.db, "admin");
     mt_buf_reset(&m);
-    assert_int_equal(wire_encode_query(&m, 5, 0, "db.coll", 0, -1, q), 0);
+    /* on a collection: a legacy find */
+    assert_int_equal(wire_encode_query(&m, 5, 4, "db.coll", 2, -1, q), 0);
+    assert_int_equal(wire_msg_parse(m.data, m.len, &w, &used, NULL), MT_OK);
+    assert_int_equal(match_req_from_msg(&w, &req, &err), 0);
+    assert_true(req.legacy && req.legacy_query);
+    assert_string_equal(req.name, "find");
+    assert_string_equal(req.db, "db");
+    assert_string_equal(req.coll, "coll");
+    assert_int_equal(req.number_to_return, -1);
+    assert_int_equal(req.number_to_skip, 2);
+    assert_int_equal(req.query_flags, 4);
+    assert_null(req.fields);
+    mt_buf_reset(&m);
+    /* no collection or no database: refused */
+    assert_int_equal(wire_encode_query(&m, 5, 0, "db.", 0, -1, q), 0);
     assert_int_equal(wire_msg_parse(m.data, m.len, &w, &used, NULL), MT_OK);
     assert_int_equal(match_req_from_msg(&w, &req, &err), MT_EUNSUPPORTED);
-    assert_non_null(strstr(err.msg, "db.coll"));
+    assert_non_null(strstr(err.msg, "'db.'"));
+    mt_buf_reset(&m);
+    assert_int_equal(wire_encode_query(&m, 5, 0, "nodot", 0, -1, q), 0);
+    assert_int_equal(wire_msg_parse(m.data, m.len, &w, &used, NULL), MT_OK);
+    assert_int_equal(match_req_from_msg(&w, &req, &err), MT_EUNSUPPORTED);
     mt_buf_free(&m);
     bson_destroy(q);
 }
@@ -584,22 +723,14 @@ test_index_cycles_and_chains(void **state)
 /* A TLS proxy trace: tls records of both legs around a find and its
  * reply (and of another connection between them) change nothing that
  * replay loads (replay/index.c reads messages and closes only). */
-static void
-test_index_load_skips_tls_records(void **state)
+/* A proxy trace writer on fp with connection 1 opened at t 10. */
+static struct trace_writer *
+open_with_conn(FILE *fp)
 {
     struct trace_header h = {.source = TRACE_SRC_PROXY, .ts_precision_ns = 1};
     struct trace_conn_open o = {.conn_id = 1, .t_ns = 10};
-    struct trace_tls t = {.conn_id = 1, .t_ns = 20, .handshake_ns = 10};
-    struct trace_msg m = {.conn_id = 1, .t_ns = 30};
     struct trace_writer *w;
-    struct trace_reader *r;
-    struct match_rules rules;
-    struct index idx;
-    struct mt_buf q, p;
     struct mt_err err;
-    char *buf = NULL;
-    size_t n = 0;
-    FILE *fp = open_memstream(&buf, &n);
 
     assert_non_null(fp);
     snprintf(h.tool_version, sizeof(h.tool_version), "test");
@@ -608,6 +739,43 @@ test_index_load_skips_tls_records(void **state)
     snprintf(o.client, sizeof(o.client), "127.0.0.1:1");
     snprintf(o.server, sizeof(o.server), "127.0.0.1:2");
     assert_int_equal(trace_writer_conn_open(w, &o), 0);
+    return w;
+}
+
+/* Closes trace writer w (on fp, a memory stream of *buf, *n) and loads the
+ * trace into idx (default rules); returns the reader (to free). */
+static struct trace_reader *
+close_and_index(struct trace_writer *w, FILE *fp, char *const *buf,
+                const size_t *n, struct index *idx)
+{
+    struct match_rules rules;
+    struct trace_reader *r;
+    struct mt_err err;
+
+    assert_int_equal(trace_writer_close(w), 0);
+    assert_int_equal(fclose(fp), 0);
+    r = trace_reader_open_mem(*buf, *n, &err);
+    assert_non_null(r);
+    match_rules_default(&rules);
+    index_init(idx, &rules);
+    assert_int_equal(index_load(idx, r, &err), 0);
+    return r;
+}
+
+static void
+test_index_load_skips_tls_records(void **state)
+{
+    struct trace_tls t = {.conn_id = 1, .t_ns = 20, .handshake_ns = 10};
+    struct trace_msg m = {.conn_id = 1, .t_ns = 30};
+    struct trace_writer *w;
+    struct trace_reader *r;
+    struct index idx;
+    struct mt_buf q, p;
+    char *buf = NULL;
+    size_t n = 0;
+    FILE *fp = open_memstream(&buf, &n);
+
+    w = open_with_conn(fp);
     snprintf(t.version, sizeof(t.version), "TLSv1.3");
     assert_int_equal(trace_writer_tls(w, &t), 0);
     t.leg = TRACE_TLS_TARGET;
@@ -630,14 +798,7 @@ test_index_load_skips_tls_records(void **state)
     m.wire = p.data;
     m.wire_len = (uint32_t)p.len;
     assert_int_equal(trace_writer_msg(w, &m), 0);
-    assert_int_equal(trace_writer_close(w), 0);
-    assert_int_equal(fclose(fp), 0);
-
-    r = trace_reader_open_mem(buf, n, &err);
-    assert_non_null(r);
-    match_rules_default(&rules);
-    index_init(&idx, &rules);
-    assert_int_equal(index_load(&idx, r, &err), 0);
+    r = close_and_index(w, fp, &buf, &n, &idx);
     assert_int_equal(idx.st.records, 8); /* header .. end, 3 tls */
     assert_int_equal(idx.st.requests, 1);
     assert_int_equal(idx.st.replies, 1);
@@ -648,6 +809,74 @@ test_index_load_skips_tls_records(void **state)
     trace_reader_free(r);
     mt_buf_free(&q);
     mt_buf_free(&p);
+    free(buf);
+}
+
+/* Writes the OP_MSG of json as message rid answering to (0: a request)
+ * with OP_MSG flags, at t_ns. */
+static void
+put_msg(struct trace_writer *w, int32_t rid, int32_t to, uint32_t flags,
+        uint64_t t_ns, const char *json)
+{
+    struct trace_msg m = {.conn_id = 1, .t_ns = t_ns};
+    struct mt_buf b;
+
+    msg_from_json(&b, rid, json, NULL, NULL);
+    wr_le32(b.data + 8, (uint32_t)to);
+    wr_le32(b.data + 16, flags);
+    m.dir = to != 0 ? TRACE_DIR_S2C : TRACE_DIR_C2S;
+    m.wire = b.data;
+    m.wire_len = (uint32_t)b.len;
+    assert_int_equal(trace_writer_msg(w, &m), 0);
+    mt_buf_free(&b);
+}
+
+/* An exhaust getMore (exhaustAllowed) answered by a stream of moreToCome
+ * replies, each responseTo the one before: every streamed reply becomes
+ * the cursor's next batch, none is unpaired, and each one's latency counts
+ * from the reply before it. */
+static void
+test_index_load_exhaust_stream(void **state)
+{
+    struct trace_writer *w;
+    struct trace_reader *r;
+    struct index idx;
+    char *buf = NULL;
+    size_t n = 0;
+    FILE *fp = open_memstream(&buf, &n);
+    const struct index_exchange *find;
+
+    w = open_with_conn(fp);
+    put_msg(w, 7, 0, 0, 100,
+            "{\"find\": \"c\", \"batchSize\": 1, \"$db\": \"d\"}");
+    put_msg(w, 8, 7, 0, 110,
+            "{\"cursor\": {\"id\": {\"$numberLong\": \"55\"}, \"firstBatch\": "
+            "[{\"_id\": 1}]}, \"ok\": 1}");
+    put_msg(w, 9, 0, WIRE_MSG_EXHAUST_ALLOWED, 200,
+            "{\"getMore\": {\"$numberLong\": \"55\"}, \"collection\": \"c\", "
+            "\"batchSize\": 1, \"$db\": \"d\"}");
+    put_msg(w, 10, 9, WIRE_MSG_MORE_TO_COME, 230,
+            "{\"cursor\": {\"id\": {\"$numberLong\": \"55\"}, \"nextBatch\": "
+            "[{\"_id\": 2}]}, \"ok\": 1}");
+    put_msg(w, 11, 10, WIRE_MSG_MORE_TO_COME, 270,
+            "{\"cursor\": {\"id\": {\"$numberLong\": \"55\"}, \"nextBatch\": "
+            "[{\"_id\": 3}]}, \"ok\": 1}");
+    put_msg(w, 12, 11, 0, 320,
+            "{\"cursor\": {\"id\": {\"$numberLong\": \"0\"}, \"nextBatch\": "
+            "[{\"_id\": 4}]}, \"ok\": 1}");
+    r = close_and_index(w, fp, &buf, &n, &idx);
+    assert_int_equal(idx.st.replies, 4);
+    assert_int_equal(idx.st.unpaired, 0);
+    assert_int_equal(idx.st.getmores, 3);
+    find = &idx.ex[0];
+    assert_int_equal(find->cursor_id, 55);
+    assert_int_equal(find->nmore, 3);
+    assert_int_equal(idx.ex[find->more[0]].latency_ns, 30);
+    assert_int_equal(idx.ex[find->more[1]].latency_ns, 40);
+    assert_int_equal(idx.ex[find->more[2]].latency_ns, 50);
+    assert_int_equal(idx.ex[find->more[2]].cursor_id, 0);
+    index_free(&idx);
+    trace_reader_free(r);
     free(buf);
 }
 
@@ -664,11 +893,14 @@ main(void)
         cmocka_unit_test(test_match_key_escapes_at_every_offset),
         cmocka_unit_test(test_match_key_numbers_by_value),
         cmocka_unit_test(test_match_key_diff_names_fields),
+        cmocka_unit_test(test_match_key_diff_repeated_fields_symmetric),
         cmocka_unit_test(test_match_req_legacy_query),
+        cmocka_unit_test(test_match_key_legacy_find),
         cmocka_unit_test(test_match_key_ignores_after_cluster_time),
         cmocka_unit_test(test_match_key_depth_limited),
         cmocka_unit_test(test_index_cycles_and_chains),
         cmocka_unit_test(test_index_load_skips_tls_records),
+        cmocka_unit_test(test_index_load_exhaust_stream),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

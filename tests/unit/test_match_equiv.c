@@ -343,6 +343,61 @@ test_match_key_refused_write_defaults(void **state)
         "\"upsert\":false}]");
 }
 
+/* findAndModify: remove, new and upsert false are the server's defaults
+ * (pymongo sends new and upsert, the Node driver all three, libmongoc
+ * none); true values, other types and --strict keep them. */
+static void
+test_match_key_find_and_modify_defaults(void **state)
+{
+    struct match_rules r;
+    char a[1024];
+
+    match_rules_default(&r);
+    snprintf(a, sizeof(a), "%s",
+             key_shape(&r,
+                       "{\"findAndModify\": \"c\", \"query\": {\"_id\": 1}, "
+                       "\"update\": {\"$set\": {\"v\": 1}}, \"$db\": \"d\"}",
+                       NULL, NULL, NULL));
+    assert_string_equal(a, "d findAndModify=\"c\" query={\"_id\":1} "
+                           "update={\"$set\":{\"v\":1}}");
+    assert_string_equal(
+        key_shape(&r,
+                  "{\"findAndModify\": \"c\", \"query\": {\"_id\": 1}, "
+                  "\"new\": false, \"update\": {\"$set\": {\"v\": 1}}, "
+                  "\"upsert\": false, \"$db\": \"d\"}",
+                  NULL, NULL, NULL),
+        a);
+    assert_string_equal(
+        key_shape(&r,
+                  "{\"findAndModify\": \"c\", \"query\": {\"_id\": 1}, "
+                  "\"update\": {\"$set\": {\"v\": 1}}, \"remove\": false, "
+                  "\"new\": false, \"upsert\": false, \"$db\": \"d\"}",
+                  NULL, NULL, NULL),
+        a);
+    /* other values are kept */
+    assert_string_equal(
+        key_shape(&r,
+                  "{\"findAndModify\": \"c\", \"query\": {\"_id\": 1}, "
+                  "\"update\": {\"$set\": {\"v\": 1}}, \"new\": true, "
+                  "\"upsert\": 0, \"$db\": \"d\"}",
+                  NULL, NULL, NULL),
+        "d findAndModify=\"c\" new=true query={\"_id\":1} "
+        "update={\"$set\":{\"v\":1}} upsert=0");
+    /* only findAndModify's: another command's new: false is kept */
+    assert_string_equal(key_shape(&r,
+                                  "{\"count\": \"c\", \"new\": false, "
+                                  "\"$db\": \"d\"}",
+                                  NULL, NULL, NULL),
+                        "d count=\"c\" new=false");
+    r.strict = true;
+    assert_string_equal(
+        key_shape(&r,
+                  "{\"findAndModify\": \"c\", \"query\": {\"_id\": 1}, "
+                  "\"remove\": false, \"$db\": \"d\"}",
+                  NULL, NULL, NULL),
+        "d findAndModify=\"c\" query={\"_id\":1} remove=false");
+}
+
 /* ---- the index picks by shape ---- */
 
 static void
@@ -462,6 +517,7 @@ main(void)
         cmocka_unit_test(test_match_shape_serves_refused_find_one),
         cmocka_unit_test(test_match_shape_serves_refused_whole_result),
         cmocka_unit_test(test_match_key_refused_write_defaults),
+        cmocka_unit_test(test_match_key_find_and_modify_defaults),
     };
     int rc = cmocka_run_group_tests_name("equivalences", valid, NULL, NULL);
 

@@ -730,12 +730,152 @@ test_conn_hello_damaged_array(void **state)
     bson_destroy(rec);
 }
 
+/* Records a legacy find: OP_QUERY on ns with numberToReturn ntr, and its
+ * OP_REPLY of the JSON documents docs (a JSON array). */
+static void
+record_legacy_find(struct index *idx, int32_t rid, const char *ns,
+                   int32_t flags, int32_t ntr, const char *query,
+                   const char *docs)
+{
+    bson_t *q = json(query), *arr = json(docs);
+    const bson_t *d[8];
+    bson_t el[8];
+    struct mt_buf mq, mp;
+    struct mt_err err;
+    bson_iter_t it;
+    size_t n = 0;
+
+    mt_buf_init(&mq, WIRE_MSG_LEN_MAX);
+    mt_buf_init(&mp, WIRE_MSG_LEN_MAX);
+    assert_int_equal(wire_encode_query(&mq, rid, flags, ns, 0, ntr, q), 0);
+    assert_true(bson_iter_init(&it, arr));
+    while (bson_iter_next(&it) && n < 8) {
+        uint32_t l;
+        const uint8_t *p;
+        bson_iter_document(&it, &l, &p);
+        assert_true(bson_init_static(&el[n], p, l));
+        d[n] = &el[n];
+        n++;
+    }
+    assert_int_equal(wire_encode_reply(&mp, 500 + rid, rid, 8, 0, 0, d, n), 0);
+    assert_int_equal(
+        index_add(idx, mq.data, mq.len, mp.data, mp.len, 250000, &err), 0);
+    mt_buf_free(&mq);
+    mt_buf_free(&mp);
+    bson_destroy(q);
+    bson_destroy(arr);
+}
+
+/* Sends a legacy find; returns its one reply, parsed. */
+static void
+legacy_find(struct fixture *f, int32_t rid, int32_t flags, int32_t ntr,
+            const char *query, struct wire_msg *w)
+{
+    bson_t *q = json(query);
+    struct mt_buf m;
+    size_t used, before = f->nout;
+
+    mt_buf_init(&m, WIRE_MSG_LEN_MAX);
+    assert_int_equal(wire_encode_query(&m, rid, flags, "d.people", 0, ntr, q),
+                     0);
+    assert_int_equal(replay_conn_input(&f->c, m.data, m.len, 1000, &used, NULL),
+                     0);
+    assert_int_equal(f->nout, before + 1);
+    assert_int_equal(wire_msg_parse(f->out[before]->bytes, f->out[before]->len,
+                                    w, &used, NULL),
+                     MT_OK);
+    assert_int_equal(w->h.op_code, WIRE_OP_REPLY);
+    assert_int_equal(w->h.response_to, rid);
+    mt_buf_free(&m);
+    bson_destroy(q);
+}
+
+/* A legacy driver's find (OP_QUERY on a collection) is answered from the
+ * recording: the recorded OP_REPLY, every document, as recorded; a
+ * numberToReturn of 1 gets the answer recorded for -1 (the server reads
+ * 1 as -1); SlaveOk and a wrapped $readPreference are ignored; an
+ * unrecorded query fails as a legacy server fails one (QueryFailure,
+ * $err), never as a document; an OP_MSG find of the same filter does not
+ * share the legacy key. */
+static void
+test_conn_legacy_find_from_recording(void **state)
+{
+    struct fixture *f = *state;
+    struct wire_msg w;
+    bson_t body;
+    bson_iter_t it;
+
+    record_legacy_find(&f->idx, 21, "d.people", 0, -1, "{\"name\": \"a\"}",
+                       "[{\"_id\": 1, \"name\": \"a\"}]");
+    record_legacy_find(&f->idx, 22, "d.people", 4, -2,
+                       "{\"$query\": {}, \"$orderby\": {\"_id\": 1}, "
+                       "\"$readPreference\": {\"mode\": "
+                       "\"secondaryPreferred\"}}",
+                       "[{\"_id\": 1}, {\"_id\": 2}]");
+    record_legacy_find(&f->idx, 23, "d.empty", 0, -1, "{}", "[]");
+
+    legacy_find(f, 61, 0, -1, "{\"name\": \"a\"}", &w);
+    assert_int_equal(w.response_flags, 8);
+    assert_int_equal(w.cursor_id, 0);
+    assert_int_equal(w.number_returned, 1);
+    assert_true(bson_init_static(&body, w.body, w.body_len));
+    assert_true(bson_iter_init_find(&it, &body, "name"));
+    assert_string_equal(bson_iter_utf8(&it, NULL), "a");
+
+    legacy_find(f, 62, 0, 1, "{\"name\": \"a\"}", &w);
+    assert_int_equal(w.number_returned, 1);
+
+    legacy_find(f, 63, 0, -2, "{\"$query\": {}, \"$orderby\": {\"_id\": 1}}",
+                &w);
+    assert_int_equal(w.response_flags, 8);
+    assert_int_equal(w.number_returned, 2);
+
+    legacy_find(f, 64, 0, -1, "{\"name\": \"b\"}", &w);
+    assert_int_equal(w.response_flags & 2, 2); /* QueryFailure */
+    assert_int_equal(w.number_returned, 1);
+    assert_true(bson_init_static(&body, w.body, w.body_len));
+    assert_true(bson_iter_init_find(&it, &body, "$err"));
+    assert_non_null(strstr(bson_iter_utf8(&it, NULL), "no recorded reply"));
+    assert_false(has(&body, "ok"));
+
+    /* no document recorded: none sent */
+    {
+        bson_t *q = json("{}");
+        struct mt_buf m;
+        size_t used, before = f->nout;
+        mt_buf_init(&m, WIRE_MSG_LEN_MAX);
+        assert_int_equal(wire_encode_query(&m, 65, 0, "d.empty", 0, -1, q), 0);
+        assert_int_equal(
+            replay_conn_input(&f->c, m.data, m.len, 1000, &used, NULL), 0);
+        assert_int_equal(f->nout, before + 1);
+        assert_int_equal(wire_msg_parse(f->out[before]->bytes,
+                                        f->out[before]->len, &w, &used, NULL),
+                         MT_OK);
+        assert_int_equal(w.response_flags, 8);
+        assert_int_equal(w.number_returned, 0);
+        mt_buf_free(&m);
+        bson_destroy(q);
+    }
+
+    /* the OP_MSG find of the recorded legacy filter: not the legacy key */
+    assert_int_equal(send_cmd(f, 66, 0,
+                              "{\"find\": \"people\", \"filter\": {\"name\": "
+                              "\"a\"}, \"$db\": \"d\"}",
+                              1000),
+                     1);
+    reply_of(f->out[f->nout - 1], &w, &body);
+    assert_int_equal(w.h.op_code, WIRE_OP_MSG);
+    assert_int_equal(i64_at(&body, "code"), 47);
+}
+
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_conn_legacy_ismaster, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_conn_legacy_find_from_recording,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_conn_matched_reply_and_header,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(
