@@ -546,26 +546,19 @@ dump_cli_main(int argc, char **argv)
 {
     struct dump d;
     struct trace_reader *r;
-    struct mt_err err;
     struct tool_args args;
-    const char *path;
     int status;
 
     memset(&d, 0, sizeof(d));
-    if (!tool_args_parse("dump", "mtrace dump [--json] TRACE.zst", usage, 0,
-                         argc, argv, &args, &status))
+    r = tool_args_open("dump", "mtrace dump [--json] TRACE.zst", usage, 0, argc,
+                       argv, &args, &status);
+    if (r == NULL)
         return status;
     d.json = args.json;
-    path = args.path;
-    r = trace_reader_open_arg(path, &err);
-    if (r == NULL) {
-        fprintf(stderr, "mtrace dump: %s: %s\n", path, err.msg);
-        return 1;
-    }
     d.out = stdout;
     mt_buf_init(&d.scratch, WIRE_MSG_LEN_MAX);
     pair_table_init(&d.pend, sizeof(struct msginfo_pending), PENDING_MAX);
-    status = dump_run(&d, r, path);
+    status = dump_run(&d, r, args.path);
     pair_table_free(&d.pend);
     mt_buf_free(&d.scratch);
     trace_reader_free(r);

@@ -451,28 +451,19 @@ stats_cli_main(int argc, char **argv)
 {
     struct stats s;
     struct trace_reader *r;
-    struct mt_err err;
     struct tool_args args;
+    struct mt_err err = {0}; /* its msg: what the read lost */
     const char *path;
-    bool json;
-    size_t top;
-    char err_msg[sizeof(err.msg)] = "";
     int status;
 
     if (compare_requested(argc, argv))
         return compare_cli_main(argc, argv);
-    if (!tool_args_parse("stats", "mtrace stats [--json] [--top N] TRACE.zst",
-                         usage, STATS_TOP_MAX, argc, argv, &args, &status))
+    r = tool_args_open("stats", "mtrace stats [--json] [--top N] TRACE.zst",
+                       usage, STATS_TOP_MAX, argc, argv, &args, &status);
+    if (r == NULL)
         return status;
-    json = args.json;
-    top = args.top;
     path = args.path;
-    r = trace_reader_open_arg(path, &err);
-    if (r == NULL) {
-        fprintf(stderr, "mtrace stats: %s: %s\n", path, err.msg);
-        return 1;
-    }
-    if (stats_init(&s) < 0 || stats_set_top(&s, top) < 0) {
+    if (stats_init(&s) < 0 || stats_set_top(&s, args.top) < 0) {
         fprintf(stderr, "mtrace stats: out of memory\n");
         trace_reader_free(r);
         return 1;
@@ -480,11 +471,11 @@ stats_cli_main(int argc, char **argv)
     /* The reader's header: the file's, or, when the first frame was
      * damaged and no header record comes, one that says so. */
     s.hdr = *trace_reader_header(r);
-    status = stats_read(&s, r, path, err_msg, sizeof(err_msg));
+    status = stats_read(&s, r, path, err.msg, sizeof(err.msg));
     stats_finish(&s);
     stats_sort_slow(&s);
-    if (json)
-        print_json(stdout, &s, path, status ? err_msg : NULL);
+    if (args.json)
+        print_json(stdout, &s, path, status ? err.msg : NULL);
     else
         print_text(stdout, &s, path);
     fflush(stdout);

@@ -8,14 +8,16 @@
 #include <string.h>
 
 #include "core/cli.h"
+#include "core/err.h"
+#include "core/trace.h"
 
 enum { OPT_JSON = 256, OPT_TOP };
 
-/* See tool_args.h. */
-bool
-tool_args_parse(const char *cmd, const char *synopsis, void (*usage)(FILE *f),
-                size_t top_max, int argc, char **argv, struct tool_args *a,
-                int *status)
+/* The options into *a; true to go on to the trace, false to exit with
+ * *status. */
+static bool
+parse(const char *cmd, const char *synopsis, void (*usage)(FILE *f),
+      size_t top_max, int argc, char **argv, struct tool_args *a, int *status)
 {
     static const struct option all[] = {
         {"json", no_argument, NULL, OPT_JSON},
@@ -62,4 +64,23 @@ tool_args_parse(const char *cmd, const char *synopsis, void (*usage)(FILE *f),
     }
     *status = cli_take_trace(cmd, synopsis, argc, argv, &a->path);
     return *status == 0;
+}
+
+/* See tool_args.h. */
+struct trace_reader *
+tool_args_open(const char *cmd, const char *synopsis, void (*usage)(FILE *f),
+               size_t top_max, int argc, char **argv, struct tool_args *a,
+               int *status)
+{
+    struct trace_reader *r;
+    struct mt_err err;
+
+    if (!parse(cmd, synopsis, usage, top_max, argc, argv, a, status))
+        return NULL;
+    r = trace_reader_open_arg(a->path, &err);
+    if (r == NULL) {
+        fprintf(stderr, "mtrace %s: %s: %s\n", cmd, a->path, err.msg);
+        *status = CLI_EXIT_FAIL;
+    }
+    return r;
 }

@@ -16,15 +16,20 @@ struct tool_args {
     const char *path; /* borrowed: argv's TRACE operand */
 };
 
+struct trace_reader;
+
 /*
  * Parses argv (getopt_long from argv[1]) into *a: --json, --help (usage
  * printed to stdout) and, when top_max > 0, --top N in 1..top_max; then
  * the one TRACE operand (synopsis goes into the usage line when it is
- * missing).  True: run; false: exit with *status (0 after --help, 2 bad
- * usage with core/cli.h's one line printed for cmd).
+ * missing), which it opens.  Returns the reader (the caller's:
+ * trace_reader_free), or NULL to exit with *status: 0 after --help, 1 when
+ * the trace cannot be opened ("mtrace CMD: PATH: why" on stderr), 2 bad
+ * usage (core/cli.h's one line printed for cmd).
  */
-bool tool_args_parse(const char *cmd, const char *synopsis,
-                     void (*usage)(FILE *f), size_t top_max, int argc,
-                     char **argv, struct tool_args *a, int *status);
+struct trace_reader *tool_args_open(const char *cmd, const char *synopsis,
+                                    void (*usage)(FILE *f), size_t top_max,
+                                    int argc, char **argv, struct tool_args *a,
+                                    int *status);
 
 #endif
