@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "core/buf.h"
 #include "core/err.h"
 #include "core/mem.h"
 
@@ -13,8 +14,7 @@
 int
 pbuf_reserve(struct pbuf *b, size_t n, size_t len_max)
 {
-    size_t len = pbuf_len(b), cap;
-    uint8_t *p;
+    size_t len = pbuf_len(b);
 
     if (b->cap - b->tail >= n)
         return 0;
@@ -27,17 +27,7 @@ pbuf_reserve(struct pbuf *b, size_t n, size_t len_max)
     }
     if (n > len_max - len)
         return MT_ETOOBIG;
-    cap = b->cap ? b->cap : 64 * 1024;
-    while (cap - len < n)
-        cap *= 2;
-    if (cap > len_max)
-        cap = len_max;
-    p = mt_realloc(b->data, cap);
-    if (p == NULL)
-        return -ENOMEM;
-    b->data = p;
-    b->cap = cap;
-    return 0;
+    return mt_buf_grow(&b->data, &b->cap, 64 * 1024, len + n, len_max);
 }
 
 /* See pbuf.h. */

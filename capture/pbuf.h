@@ -1,8 +1,11 @@
 /*
  * pbuf.h -- the proxy's per-direction out buffer: bytes read from one side
  * that the other side has not accepted yet, in [head, tail) of data.
- * Grows on demand (64 KiB first), compacts before growing, never past the
- * max the caller passes.
+ * Grows on demand (64 KiB first; core/buf.h's mt_buf_grow), compacts
+ * before growing, never past the max the caller passes.  Not an mt_buf:
+ * consuming moves head (O(1)) and the waiting bytes move only when room is
+ * needed, where mt_buf keeps its bytes at data and moves them on every
+ * consume (its users parse from data[0]).
  */
 #ifndef MT_CAPTURE_PBUF_H
 #define MT_CAPTURE_PBUF_H

@@ -28,27 +28,33 @@ mt_buf_free(struct mt_buf *b)
 }
 
 int
-mt_buf_reserve(struct mt_buf *b, size_t n)
+mt_buf_grow(uint8_t **data, size_t *cap, size_t first, size_t want,
+            size_t len_max)
 {
-    size_t want, cap;
+    size_t c = *cap ? *cap : first;
     uint8_t *p;
 
-    if (n > b->len_max - b->len)
-        return MT_ETOOBIG;
-    want = b->len + n;
-    if (want <= b->cap)
+    MT_ASSERT(want <= len_max);
+    if (*cap >= want)
         return 0;
-    cap = b->cap ? b->cap : 256;
-    while (cap < want)
-        cap = cap > SIZE_MAX / 2 ? want : cap * 2;
-    if (cap > b->len_max)
-        cap = b->len_max;
-    p = mt_realloc(b->data, cap);
+    while (c < want)
+        c = c > SIZE_MAX / 2 ? want : c * 2;
+    if (c > len_max)
+        c = len_max;
+    p = mt_realloc(*data, c);
     if (p == NULL)
         return -ENOMEM;
-    b->data = p;
-    b->cap = cap;
+    *data = p;
+    *cap = c;
     return 0;
+}
+
+int
+mt_buf_reserve(struct mt_buf *b, size_t n)
+{
+    if (n > b->len_max - b->len)
+        return MT_ETOOBIG;
+    return mt_buf_grow(&b->data, &b->cap, 256, b->len + n, b->len_max);
 }
 
 int

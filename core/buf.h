@@ -19,6 +19,15 @@ void mt_buf_init(struct mt_buf *b, size_t len_max);
 void
 mt_buf_free(struct mt_buf *b); /* releases data; b may be reused after init */
 
+/*
+ * The growth of mt_buf and of capture's FIFO (capture/pbuf.h): *data (of
+ * *cap bytes, owned) is reallocated to *cap (first when 0) doubled until it
+ * holds want bytes, at most len_max; want <= len_max.  Nothing is done
+ * when *cap >= want.  0, or -ENOMEM with *data and *cap unchanged.
+ */
+int mt_buf_grow(uint8_t **data, size_t *cap, size_t first, size_t want,
+                size_t len_max);
+
 /* Ensures room for n more bytes. 0, MT_ETOOBIG or -ENOMEM. */
 int mt_buf_reserve(struct mt_buf *b, size_t n);
 

@@ -4,6 +4,7 @@
  */
 #include "cli.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -64,6 +65,24 @@ cli_parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *v)
         return false;
     errno = 0;
     x = strtoull(s, &end, 10);
+    if (errno != 0 || *end != '\0' || x < lo || x > hi)
+        return false;
+    *v = x;
+    return true;
+}
+
+bool
+cli_parse_u64_hex(const char *s, uint64_t lo, uint64_t hi, uint64_t *v)
+{
+    char *end;
+    unsigned long long x;
+
+    if (s[0] != '0' || (s[1] != 'x' && s[1] != 'X'))
+        return cli_parse_u64(s, lo, hi, v);
+    if (!isxdigit((unsigned char)s[2]))
+        return false;
+    errno = 0;
+    x = strtoull(s + 2, &end, 16);
     if (errno != 0 || *end != '\0' || x < lo || x > hi)
         return false;
     *v = x;

@@ -44,6 +44,10 @@ int cli_take_trace(const char *cmd, const char *synopsis, int argc, char **argv,
  * overflow or range, *v untouched then. */
 bool cli_parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *v);
 
+/* cli_parse_u64's decimal, or hexadecimal after "0x" or "0X" (a seed, a
+ * mask): "0x" then hex digits only; false on junk, overflow or range. */
+bool cli_parse_u64_hex(const char *s, uint64_t lo, uint64_t hi, uint64_t *v);
+
 /* A decimal int in [lo, hi], an optional leading '-'; false on junk,
  * overflow or range. */
 bool cli_parse_int(const char *s, int lo, int hi, int *v);

@@ -9,79 +9,31 @@
 
 #include "core/mem.h"
 
-static size_t
-hist_index(uint64_t ns)
-{
-    unsigned msb;
-
-    if (ns < RUNCMP_HIST_SUB)
-        return (size_t)ns;
-    msb = 63u - (unsigned)__builtin_clzll(ns);
-    /* ns in [2^msb, 2^(msb+1)): keep its top RUNCMP_HIST_SUB_BITS bits
-     * below the leading one. */
-    return (size_t)(msb - RUNCMP_HIST_SUB_BITS + 1) * RUNCMP_HIST_SUB +
-           (size_t)((ns >> (msb - RUNCMP_HIST_SUB_BITS)) &
-                    (RUNCMP_HIST_SUB - 1));
-}
-
-/* The largest value of bucket i. */
-static uint64_t
-hist_upper(size_t i)
-{
-    size_t e = i / RUNCMP_HIST_SUB, s = i % RUNCMP_HIST_SUB;
-    unsigned shift;
-
-    if (e == 0)
-        return (uint64_t)s;
-    shift = (unsigned)(e - 1);
-    return (((uint64_t)(RUNCMP_HIST_SUB + s) + 1) << shift) - 1;
-}
-
 int
 runcmp_hist_add(struct runcmp_hist *h, uint64_t ns)
 {
-    size_t i = hist_index(ns);
-
-    if (h->b == NULL) {
-        h->b = mt_calloc(RUNCMP_HIST_BUCKETS, sizeof(*h->b));
-        if (h->b == NULL)
+    if (h->d == NULL) {
+        h->d = delay_hist_new();
+        if (h->d == NULL)
             return -ENOMEM;
     }
-    MT_ASSERT(i < RUNCMP_HIST_BUCKETS);
-    h->b[i]++;
+    delay_hist_add(h->d, ns);
     h->count++;
-    h->sum_ns += ns;
-    if (ns > h->max_ns)
-        h->max_ns = ns;
     return 0;
 }
 
 uint64_t
 runcmp_hist_pct(const struct runcmp_hist *h, double p)
 {
-    uint64_t rank, seen = 0;
-
-    if (h->count == 0 || h->b == NULL)
+    if (h->count == 0 || h->d == NULL)
         return 0;
-    rank = (uint64_t)(p / 100.0 * (double)h->count + 0.999999);
-    if (rank < 1)
-        rank = 1;
-    if (rank > h->count)
-        rank = h->count;
-    for (size_t i = 0; i < RUNCMP_HIST_BUCKETS; i++) {
-        seen += h->b[i];
-        if (seen >= rank) {
-            uint64_t v = hist_upper(i);
-            return v > h->max_ns ? h->max_ns : v;
-        }
-    }
-    return h->max_ns;
+    return delay_hist_quantile_upper(h->d, p / 100.0);
 }
 
 void
 runcmp_hist_free(struct runcmp_hist *h)
 {
-    mt_free(h->b);
+    delay_hist_free(h->d);
     memset(h, 0, sizeof(*h));
 }
 
@@ -270,7 +222,13 @@ ms(uint64_t ns)
 static double
 mean_ms(const struct runcmp_hist *h)
 {
-    return h->count ? (double)h->sum_ns / (double)h->count / 1e6 : 0.0;
+    return h->count ? h->d->sum_ns / (double)h->count / 1e6 : 0.0;
+}
+
+static double
+max_ms(const struct runcmp_hist *h)
+{
+    return h->count ? ms(h->d->max_ns) : 0.0;
 }
 
 static void
@@ -318,7 +276,7 @@ runcmp_print_text(FILE *out, const struct report *r)
                 "send lateness against the schedule: p50 %.3f ms, p99 %.3f "
                 "ms, max %.3f ms (%" PRIu64 " requests)\n",
                 ms(runcmp_hist_pct(&r->late, 50)),
-                ms(runcmp_hist_pct(&r->late, 99)), ms(r->late.max_ns),
+                ms(runcmp_hist_pct(&r->late, 99)), max_ms(&r->late),
                 r->late.count);
 }
 
@@ -386,6 +344,6 @@ runcmp_print_json(FILE *out, const struct report *r)
                 ",\"lateness_ms\":{\"count\":%" PRIu64
                 ",\"p50\":%.6f,\"p99\":%.6f,\"max\":%.6f}",
                 r->late.count, ms(runcmp_hist_pct(&r->late, 50)),
-                ms(runcmp_hist_pct(&r->late, 99)), ms(r->late.max_ns));
+                ms(runcmp_hist_pct(&r->late, 99)), max_ms(&r->late));
     fputc('}', out);
 }

@@ -6,8 +6,8 @@
  * Per command and per side: count, mean, p50, p99 of request->reply
  * latency, errors by code; per command: replies whose shape differs
  * (ok/error, number of documents, cursor exhausted or not).  Latencies go
- * into a log-linear histogram (RUNCMP_HIST_BUCKETS buckets, relative error
- * under 1/RUNCMP_HIST_SUB), so memory does not grow with the trace.
+ * into core/delay_hist.h's histogram (relative error under 0.2 %),
+ * allocated at the first sample, so memory does not grow with the trace.
  */
 #ifndef MT_RUNCMP_H
 #define MT_RUNCMP_H
@@ -17,26 +17,22 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "core/delay_hist.h"
 #include "core/wire.h"
 
-/* 2^RUNCMP_HIST_SUB_BITS sub-buckets per power of two, up to 2^63 ns. */
-#define RUNCMP_HIST_SUB_BITS 6
-#define RUNCMP_HIST_SUB (1u << RUNCMP_HIST_SUB_BITS)
-#define RUNCMP_HIST_BUCKETS (64u * RUNCMP_HIST_SUB)
 #define RUNCMP_CMD_MAX 128 /* distinct command names; more: "(other)" */
 #define RUNCMP_ERR_MAX 32  /* distinct error codes per command and side */
 
 struct runcmp_hist {
     uint64_t count;
-    uint64_t sum_ns;
-    uint64_t max_ns;
-    uint64_t *b; /* owned: RUNCMP_HIST_BUCKETS counters, NULL until used */
+    struct delay_hist *d; /* owned: NULL until the first sample */
 };
 
 /* Adds one sample.  0 or -ENOMEM (the sample is then lost). */
 int runcmp_hist_add(struct runcmp_hist *h, uint64_t ns);
 /* The nearest-rank percentile p (0..100); 0 for an empty histogram.  The
- * value is the upper bound of its bucket, clamped to max_ns. */
+ * value is the upper bound of its bucket, clamped to the largest sample
+ * (delay_hist_quantile_upper). */
 uint64_t runcmp_hist_pct(const struct runcmp_hist *h, double p);
 void runcmp_hist_free(struct runcmp_hist *h);
 

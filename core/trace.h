@@ -319,6 +319,10 @@ struct trace_reader;
 struct trace_reader *trace_reader_open(const char *path, struct mt_err *err);
 /* fp borrowed (not closed). */
 struct trace_reader *trace_reader_open_fp(FILE *fp, struct mt_err *err);
+/* A command line's TRACE operand: the file at path, or standard input
+ * (not closed) when path is "-". */
+struct trace_reader *trace_reader_open_arg(const char *path,
+                                           struct mt_err *err);
 /* buf borrowed: valid for the reader's lifetime. */
 struct trace_reader *trace_reader_open_mem(const void *buf, size_t len,
                                            struct mt_err *err);

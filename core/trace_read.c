@@ -763,6 +763,13 @@ trace_reader_open_fp(FILE *fp, struct mt_err *err)
 }
 
 struct trace_reader *
+trace_reader_open_arg(const char *path, struct mt_err *err)
+{
+    return strcmp(path, "-") == 0 ? trace_reader_open_fp(stdin, err)
+                                  : trace_reader_open(path, err);
+}
+
+struct trace_reader *
 trace_reader_open_mem(const void *buf, size_t len, struct mt_err *err)
 {
     static const uint8_t empty[1];

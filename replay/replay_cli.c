@@ -20,9 +20,7 @@
  */
 #include "replay_cli.h"
 
-#include <errno.h>
 #include <getopt.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -137,37 +135,6 @@ usage(FILE *out)
 /* Prints a usage error (core/cli.h's one line); returns exit status 2. */
 #define bad(...) cli_usage_error("replay", __VA_ARGS__)
 
-static int
-parse_double(const char *s, double lo, double hi, double *out)
-{
-    char *end;
-    double v;
-
-    errno = 0;
-    v = strtod(s, &end);
-    if (errno != 0 || end == s || *end != '\0' || !isfinite(v) || v < lo ||
-        v > hi)
-        return -1;
-    *out = v;
-    return 0;
-}
-
-static int
-parse_u64(const char *s, uint64_t hi, uint64_t *out)
-{
-    char *end;
-    unsigned long long v;
-
-    errno = 0;
-    if (*s == '-')
-        return -1;
-    v = strtoull(s, &end, 0);
-    if (errno != 0 || end == s || *end != '\0' || v > hi)
-        return -1;
-    *out = v;
-    return 0;
-}
-
 /* HOST:PORT or [V6]:PORT (core/addr.h): a numeric address or a name
  * such as localhost.  0, or the exit status 2. */
 static int
@@ -273,7 +240,6 @@ static int
 parse_opt(struct replay_opts *c, int opt, const char *a)
 {
     struct delay_cfg *d = &c->so.delay;
-    double v;
     uint64_t u;
 
     switch (opt) {
@@ -281,18 +247,18 @@ parse_opt(struct replay_opts *c, int opt, const char *a)
         return parse_listen(a, &c->so);
     case OPT_DELAY:
     case OPT_JITTER:
-        if (parse_double(a, 0, 3600e3, &v) < 0)
+        if (!cli_parse_duration_ns(a, 0, 3600e3, 1e6,
+                                   opt == OPT_DELAY ? &d->delay_ns
+                                                    : &d->jitter_ns))
             return bad("bad %s '%s' (milliseconds, 0..3600000)",
                        opt == OPT_DELAY ? "--delay-ms" : "--jitter-ms", a);
-        *(opt == OPT_DELAY ? &d->delay_ns : &d->jitter_ns) =
-            (uint64_t)llround(v * 1e6);
         return 0;
     case OPT_DIST:
         return delay_dist_parse(a, &d->dist) < 0
                    ? bad("bad --delay-dist '%s'", a)
                    : 0;
     case OPT_SEED:
-        return parse_u64(a, UINT64_MAX, &d->seed) < 0
+        return !cli_parse_u64_hex(a, 0, UINT64_MAX, &d->seed)
                    ? bad("bad --seed '%s'", a)
                    : 0;
     case OPT_TIMING:
@@ -301,7 +267,7 @@ parse_opt(struct replay_opts *c, int opt, const char *a)
         d->timing = a[0] == 'r' ? DELAY_TIMING_RECORDED : DELAY_TIMING_NONE;
         return 0;
     case OPT_SPEED:
-        if (parse_double(a, 1e-6, 1e6, &d->speed) < 0)
+        if (!cli_parse_double(a, 1e-6, 1e6, &d->speed))
             return bad("bad --speed '%s' (> 0)", a);
         return 0;
     case OPT_MODE:
@@ -314,12 +280,12 @@ parse_opt(struct replay_opts *c, int opt, const char *a)
         c->rules.strict = true;
         return 0;
     case OPT_THREADS:
-        if (parse_u64(a, SERVER_THREADS_MAX, &u) < 0 || u == 0)
+        if (!cli_parse_u64(a, 1, SERVER_THREADS_MAX, &u))
             return bad("bad --threads '%s' (1..256)", a);
         c->so.threads = (int)u;
         return 0;
     case OPT_CONNS:
-        if (parse_u64(a, 1000000, &u) < 0 || u == 0)
+        if (!cli_parse_u64(a, 1, 1000000, &u))
             return bad("bad --max-conns '%s'", a);
         c->so.conns_max = (size_t)u;
         return 0;
@@ -338,13 +304,13 @@ parse_opt(struct replay_opts *c, int opt, const char *a)
             c->so.spin_ns = c->spin_max_ns;
             return 0;
         }
-        if (parse_u64(a, 1000000, &u) < 0)
+        if (!cli_parse_u64(a, 0, 1000000, &u))
             return bad("bad --spin-us '%s' (auto, or 0..1000000 us)", a);
         c->so.spin_auto = false;
         c->so.spin_ns = u * 1000;
         return 0;
     case OPT_SPINMAX:
-        if (parse_u64(a, 1000000, &u) < 0 || u == 0)
+        if (!cli_parse_u64(a, 1, 1000000, &u))
             return bad("bad --spin-max-us '%s' (1..1000000 us)", a);
         c->spin_max_ns = u * 1000;
         if (c->so.spin_auto)
@@ -355,20 +321,20 @@ parse_opt(struct replay_opts *c, int opt, const char *a)
         return 0;
     case OPT_IDLE:
     case OPT_MSGTO:
-        if (parse_double(a, 0, 31536000.0, &v) < 0)
+        if (!cli_parse_duration_ns(a, 0, 31536000.0, 1e9,
+                                   opt == OPT_IDLE ? &c->so.idle_ns
+                                                   : &c->so.msg_timeout_ns))
             return bad("bad %s '%s' (seconds, >= 0, fractions allowed)",
                        opt == OPT_IDLE ? "--idle-timeout-s" : "--msg-timeout-s",
                        a);
-        *(opt == OPT_IDLE ? &c->so.idle_ns : &c->so.msg_timeout_ns) =
-            (uint64_t)llround(v * 1e9);
         return 0;
     case OPT_MSGMAX:
-        if (parse_u64(a, WIRE_MSG_LEN_MAX, &u) < 0 || u < WIRE_HEADER_LEN)
+        if (!cli_parse_u64(a, WIRE_HEADER_LEN, WIRE_MSG_LEN_MAX, &u))
             return bad("bad --max-msg-bytes '%s' (16..48000000)", a);
         c->so.msg_max = (size_t)u;
         return 0;
     case OPT_RTPRIO:
-        if (parse_u64(a, SCHED_RT_PRIO_MAX, &u) < 0)
+        if (!cli_parse_u64(a, 0, SCHED_RT_PRIO_MAX, &u))
             return bad("bad --rt-prio '%s' (0..%d; 0: normal scheduling)", a,
                        SCHED_RT_PRIO_MAX);
         c->so.rt_prio = (int)u;
@@ -380,7 +346,7 @@ parse_opt(struct replay_opts *c, int opt, const char *a)
         c->so.batch_loops = true;
         return 0;
     case OPT_DMALAT:
-        if (parse_u64(a, PMQOS_US_MAX, &u) < 0)
+        if (!cli_parse_u64(a, 0, PMQOS_US_MAX, &u))
             return bad("bad --cpu-dma-latency '%s' (0..%d microseconds)", a,
                        PMQOS_US_MAX);
         c->dma_lat_us = (int)u;
@@ -409,7 +375,7 @@ parse_opt(struct replay_opts *c, int opt, const char *a)
         c->auth_source = a;
         return 0;
     case OPT_SCRAMITER:
-        if (parse_u64(a, SCRAM_ITER_MAX, &u) < 0 || u < SCRAM_ITER_MIN)
+        if (!cli_parse_u64(a, SCRAM_ITER_MIN, SCRAM_ITER_MAX, &u))
             return bad("bad --scram-iterations '%s' (%u..%u: drivers refuse "
                        "fewer than %u)",
                        a, SCRAM_ITER_MIN, SCRAM_ITER_MAX, SCRAM_ITER_MIN);

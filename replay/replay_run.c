@@ -24,9 +24,7 @@ static int
 load(const struct replay_opts *c, struct index *idx)
 {
     struct mt_err err = {0};
-    struct trace_reader *tr = strcmp(c->trace, "-") == 0
-                                  ? trace_reader_open_fp(stdin, &err)
-                                  : trace_reader_open(c->trace, &err);
+    struct trace_reader *tr = trace_reader_open_arg(c->trace, &err);
     int rc;
 
     if (tr == NULL) {

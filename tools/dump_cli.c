@@ -12,7 +12,6 @@
  */
 #include "dump_cli.h"
 
-#include <getopt.h>
 #include <inttypes.h>
 #include <string.h>
 #include <time.h>
@@ -24,6 +23,7 @@
 #include "core/trace.h"
 #include "core/wire.h"
 #include "tools/msginfo.h"
+#include "tools/tool_args.h"
 
 #define PENDING_MAX (1u << 20)
 
@@ -541,67 +541,24 @@ dump_run(struct dump *d, struct trace_reader *r, const char *path)
     return status;
 }
 
-enum { OPT_JSON = 256 };
-
-/*
- * argv into *json and *path.  True: run; false: exit with *status (0
- * after --help, 2 bad usage, its line printed).
- */
-static bool
-dump_parse_args(int argc, char **argv, bool *json, const char **path,
-                int *status)
-{
-    static const struct option longopts[] = {
-        {"json", no_argument, NULL, OPT_JSON},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    int c;
-
-    opterr = 0;
-    optind = 1;
-    *status = CLI_EXIT_USAGE;
-    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'h':
-            usage(stdout);
-            *status = CLI_EXIT_OK;
-            return false;
-        case OPT_JSON:
-            *json = true;
-            break;
-        default:
-            cli_option_error("dump", c, argv);
-            return false;
-        }
-    }
-    *status = cli_take_trace("dump", "mtrace dump [--json] TRACE.zst", argc,
-                             argv, path);
-    return *status == 0;
-}
-
 int
 dump_cli_main(int argc, char **argv)
 {
     struct dump d;
     struct trace_reader *r;
-    struct mt_err err;
-    const char *path = NULL;
+    struct tool_args args;
     int status;
 
     memset(&d, 0, sizeof(d));
-    if (!dump_parse_args(argc, argv, &d.json, &path, &status))
+    r = tool_args_open("dump", "mtrace dump [--json] TRACE.zst", usage, 0, argc,
+                       argv, &args, &status);
+    if (r == NULL)
         return status;
-    r = strcmp(path, "-") == 0 ? trace_reader_open_fp(stdin, &err)
-                               : trace_reader_open(path, &err);
-    if (r == NULL) {
-        fprintf(stderr, "mtrace dump: %s: %s\n", path, err.msg);
-        return 1;
-    }
+    d.json = args.json;
     d.out = stdout;
     mt_buf_init(&d.scratch, WIRE_MSG_LEN_MAX);
     pair_table_init(&d.pend, sizeof(struct msginfo_pending), PENDING_MAX);
-    status = dump_run(&d, r, path);
+    status = dump_run(&d, r, args.path);
     pair_table_free(&d.pend);
     mt_buf_free(&d.scratch);
     trace_reader_free(r);

@@ -13,7 +13,6 @@
  */
 #include "stats_cli.h"
 
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +24,7 @@
 #include "tools/compare.h"
 #include "tools/msginfo.h"
 #include "tools/stats.h"
+#include "tools/tool_args.h"
 
 static void
 usage(FILE *f)
@@ -446,80 +446,24 @@ stats_read(struct stats *s, struct trace_reader *r, const char *path,
     return status;
 }
 
-enum { OPT_JSON = 256, OPT_TOP };
-
-/*
- * argv into *json, *top and *path.  True: run; false: exit with *status
- * (0 after --help, 2 bad usage, its line printed).
- */
-static bool
-stats_parse_args(int argc, char **argv, bool *json, size_t *top,
-                 const char **path, int *status)
-{
-    static const struct option longopts[] = {
-        {"json", no_argument, NULL, OPT_JSON},
-        {"top", required_argument, NULL, OPT_TOP},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    uint64_t n;
-    int c;
-
-    opterr = 0;
-    optind = 1;
-    *status = CLI_EXIT_USAGE;
-    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'h':
-            usage(stdout);
-            *status = CLI_EXIT_OK;
-            return false;
-        case OPT_JSON:
-            *json = true;
-            break;
-        case OPT_TOP:
-            if (!cli_parse_u64(optarg, 1, STATS_TOP_MAX, &n)) {
-                cli_usage_error("stats",
-                                "--top takes a number of exchanges from 1 "
-                                "to %d",
-                                STATS_TOP_MAX);
-                return false;
-            }
-            *top = (size_t)n;
-            break;
-        default:
-            cli_option_error("stats", c, argv);
-            return false;
-        }
-    }
-    *status = cli_take_trace(
-        "stats", "mtrace stats [--json] [--top N] TRACE.zst", argc, argv, path);
-    return *status == 0;
-}
-
 int
 stats_cli_main(int argc, char **argv)
 {
     struct stats s;
     struct trace_reader *r;
-    struct mt_err err;
-    const char *path = NULL;
-    bool json = false;
-    size_t top = 0;
-    char err_msg[sizeof(err.msg)] = "";
+    struct tool_args args;
+    struct mt_err err = {0}; /* its msg: what the read lost */
+    const char *path;
     int status;
 
     if (compare_requested(argc, argv))
         return compare_cli_main(argc, argv);
-    if (!stats_parse_args(argc, argv, &json, &top, &path, &status))
+    r = tool_args_open("stats", "mtrace stats [--json] [--top N] TRACE.zst",
+                       usage, STATS_TOP_MAX, argc, argv, &args, &status);
+    if (r == NULL)
         return status;
-    r = strcmp(path, "-") == 0 ? trace_reader_open_fp(stdin, &err)
-                               : trace_reader_open(path, &err);
-    if (r == NULL) {
-        fprintf(stderr, "mtrace stats: %s: %s\n", path, err.msg);
-        return 1;
-    }
-    if (stats_init(&s) < 0 || stats_set_top(&s, top) < 0) {
+    path = args.path;
+    if (stats_init(&s) < 0 || stats_set_top(&s, args.top) < 0) {
         fprintf(stderr, "mtrace stats: out of memory\n");
         trace_reader_free(r);
         return 1;
@@ -527,11 +471,11 @@ stats_cli_main(int argc, char **argv)
     /* The reader's header: the file's, or, when the first frame was
      * damaged and no header record comes, one that says so. */
     s.hdr = *trace_reader_header(r);
-    status = stats_read(&s, r, path, err_msg, sizeof(err_msg));
+    status = stats_read(&s, r, path, err.msg, sizeof(err.msg));
     stats_finish(&s);
     stats_sort_slow(&s);
-    if (json)
-        print_json(stdout, &s, path, status ? err_msg : NULL);
+    if (args.json)
+        print_json(stdout, &s, path, status ? err.msg : NULL);
     else
         print_text(stdout, &s, path);
     fflush(stdout);

@@ -27,6 +27,23 @@ test_cli_parse_u64_valid(void **state)
     assert_int_equal(v, 65535);
 }
 
+/* A seed as decimal or 0x hex; the decimal form as cli_parse_u64 takes
+ * it. */
+static void
+test_cli_parse_u64_hex_valid(void **state)
+{
+    uint64_t v = 0;
+
+    assert_true(cli_parse_u64_hex("0x10", 0, UINT64_MAX, &v));
+    assert_int_equal(v, 16);
+    assert_true(cli_parse_u64_hex("0XfFfFfFfFfFfFfFfF", 0, UINT64_MAX, &v));
+    assert_true(v == UINT64_MAX);
+    assert_true(cli_parse_u64_hex("010", 0, 100, &v));
+    assert_int_equal(v, 10); /* decimal, not octal */
+    assert_true(cli_parse_u64_hex("0", 0, 100, &v));
+    assert_int_equal(v, 0);
+}
+
 static void
 test_cli_parse_double_valid(void **state)
 {
@@ -69,6 +86,18 @@ test_cli_parse_invalid(void **state)
         assert_false(cli_parse_u64(bad_u64[k], 0, UINT64_MAX, &v));
     assert_false(cli_parse_u64("11", 0, 10, &v));
     assert_false(cli_parse_u64("0", 1, 10, &v));
+    assert_int_equal(v, 7);
+    static const char *const bad_hex[] = {
+        "0x",  "0x-1", "0x 1", "0x+1", "0x1g", "0x10000000000000000",
+        "x10", " 0x1",
+    };
+    for (size_t k = 0; k < sizeof(bad_hex) / sizeof(bad_hex[0]); k++)
+        assert_false(cli_parse_u64_hex(bad_hex[k], 0, UINT64_MAX, &v));
+    for (size_t k = 0; k < sizeof(bad_u64) / sizeof(bad_u64[0]); k++)
+        if (strcmp(bad_u64[k], "0x10") != 0)
+            assert_false(cli_parse_u64_hex(bad_u64[k], 0, UINT64_MAX, &v));
+    assert_false(cli_parse_u64_hex("0x11", 0, 16, &v));
+    assert_false(cli_parse_u64_hex("0x0", 1, 16, &v));
     assert_int_equal(v, 7);
     assert_false(cli_parse_int("2147483648", -5, 2147483647, &i));
     assert_false(cli_parse_int("-6", -5, 5, &i));
@@ -142,6 +171,7 @@ main(void)
 {
     const struct CMUnitTest valid[] = {
         cmocka_unit_test(test_cli_parse_u64_valid),
+        cmocka_unit_test(test_cli_parse_u64_hex_valid),
         cmocka_unit_test(test_cli_parse_double_valid),
         cmocka_unit_test(test_cli_usage_error_line),
         cmocka_unit_test(test_cli_take_trace_operands),

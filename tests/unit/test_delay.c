@@ -142,6 +142,40 @@ test_delay_hist_quantiles(void **state)
     assert_int_equal(m.max_ns, UINT64_MAX);
 }
 
+static void
+test_delay_hist_quantile_upper(void **state)
+{
+    struct delay_hist *h = delay_hist_new();
+
+    (void)state;
+    assert_non_null(h);
+    assert_int_equal(h->n, 0);
+    assert_int_equal(h->min_ns, UINT64_MAX);
+    assert_int_equal(delay_hist_quantile_upper(h, 0.5), 0);
+    for (uint64_t i = 1; i <= 1000; i++)
+        delay_hist_add(h, i * 1000 + 7); /* off the bucket edges */
+    /* never below the nearest-rank value, at most 0.2 % above it */
+    for (uint64_t k = 1; k <= 1000; k++) {
+        uint64_t exact = k * 1000 + 7;
+        uint64_t up = delay_hist_quantile_upper(h, (double)k / 1000.0);
+        assert_true(up >= exact);
+        assert_true(up - exact <= exact / 512);
+    }
+    assert_int_equal(delay_hist_quantile_upper(h, 1.0), 1000007);
+    assert_int_equal(delay_hist_quantile_upper(h, 2.0), 1000007);
+    /* rank at least 1: q <= 0 is the smallest value's bucket */
+    assert_true(delay_hist_quantile_upper(h, 0.0) >= 1007);
+    assert_true(delay_hist_quantile_upper(h, -1.0) <= 1007 + 1007 / 512);
+    delay_hist_free(h);
+    delay_hist_free(NULL);
+    h = delay_hist_new();
+    delay_hist_add(h, 300); /* exact below 512 ns */
+    assert_int_equal(delay_hist_quantile_upper(h, 0.5), 300);
+    delay_hist_add(h, UINT64_MAX); /* the last bucket's bound */
+    assert_int_equal(delay_hist_quantile_upper(h, 1.0), UINT64_MAX);
+    delay_hist_free(h);
+}
+
 int
 main(void)
 {
@@ -151,6 +185,7 @@ main(void)
         cmocka_unit_test(test_delay_distributions),
         cmocka_unit_test(test_delay_dist_parse),
         cmocka_unit_test(test_delay_hist_quantiles),
+        cmocka_unit_test(test_delay_hist_quantile_upper),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -108,6 +108,40 @@ test_buf_alloc_failure(void **state)
     mt_buf_free(&b);
 }
 
+/* The growth mt_buf and capture/pbuf share: first, doubled until want
+ * fits, capped at len_max; nothing when it fits; -ENOMEM leaves it. */
+static size_t
+grown(size_t cap, size_t first, size_t want, size_t len_max)
+{
+    uint8_t *data = cap ? mt_malloc(cap) : NULL;
+
+    assert_int_equal(mt_buf_grow(&data, &cap, first, want, len_max), 0);
+    assert_true(data != NULL || cap == 0);
+    mt_free(data);
+    return cap;
+}
+
+static void
+test_buf_grow(void **state)
+{
+    uint8_t *data = NULL;
+    size_t cap = 0;
+
+    (void)state;
+    assert_int_equal(grown(0, 256, 1, 1 << 20), 256);
+    assert_int_equal(grown(0, 256, 257, 1 << 20), 512);
+    assert_int_equal(grown(0, 65536, 100, 1 << 20), 65536);
+    assert_int_equal(grown(0, 65536, 100, 1000), 1000);
+    assert_int_equal(grown(512, 256, 513, 1 << 20), 1024);
+    assert_int_equal(grown(512, 256, 5000, 5000), 5000);
+    assert_int_equal(grown(512, 256, 512, 1 << 20), 512);
+    mt_mem_fail_after(1);
+    assert_int_equal(mt_buf_grow(&data, &cap, 256, 10, 100), -ENOMEM);
+    mt_mem_fail_after(0);
+    assert_null(data);
+    assert_int_equal(cap, 0);
+}
+
 static void
 test_err_strerror(void **state)
 {
@@ -130,6 +164,7 @@ main(void)
         cmocka_unit_test(test_rd_bytes_huge_length),
         cmocka_unit_test(test_buf_limit_is_an_error),
         cmocka_unit_test(test_buf_alloc_failure),
+        cmocka_unit_test(test_buf_grow),
         cmocka_unit_test(test_err_strerror),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
