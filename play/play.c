@@ -139,11 +139,15 @@ feed_request(struct player *pl, struct play_rconn *rc,
 {
     struct wire_msg m;
     struct wire_cmd cmd;
-    bool compressed;
+    bool compressed, plain;
     const struct play_opts *o = pl->o;
+    struct runcmp_cmd *rcmd;
+    size_t nlen;
 
     run_of(pl)->f.c2s++;
-    if (!play_rec_parse(tm, &pl->scratch, &m, &compressed) || wire_msg_command(&m, &cmd) < 0)
+    /* validated in full: its bytes are sent as recorded */
+    if (!play_rec_parse(tm, 0, &pl->scratch, &m, &compressed) ||
+        wire_msg_command(&m, &cmd) < 0)
         return 0;
     pl->requests_read++;
     if (cmd.is_hello) {
@@ -166,13 +170,19 @@ feed_request(struct player *pl, struct play_rconn *rc,
         pl->filtered++;
         return 0;
     }
+    plain = remap_is_plain(pl->rm, &m);
+    rcmd = runcmp_cmd_get(&pl->rep, cmd.name);
+    nlen = strnlen(cmd.name, sizeof(((struct play_req *)0)->cmd) - 1);
     for (uint32_t k = 0; k < o->copies; k++) {
-        struct play_req *r = mt_calloc(1, sizeof(*r));
-        if (r == NULL || (r->msg = mt_malloc(m.raw_len)) == NULL) {
-            mt_free(r);
+        /* one allocation: the struct, then the message */
+        struct play_req *r = mt_malloc(sizeof(*r) + m.raw_len);
+        if (r == NULL)
             return -ENOMEM;
-        }
+        memset(r, 0, sizeof(*r));
+        r->msg = (uint8_t *)(r + 1);
         memcpy(r->msg, m.raw, m.raw_len);
+        r->plain = plain;
+        r->rcmd = rcmd;
         r->len = m.raw_len;
         r->rec_t_ns = tm->t_ns;
         r->gap_ns = tm->t_ns > rc->anchor_ns ? tm->t_ns - rc->anchor_ns : 0;
@@ -182,7 +192,8 @@ feed_request(struct player *pl, struct play_rconn *rc,
         r->compressed = compressed;
         r->rec_rid = m.h.request_id;
         r->rec_done = !r->expects_reply;
-        snprintf(r->cmd, sizeof(r->cmd), "%s", cmd.name);
+        memcpy(r->cmd, cmd.name, nlen);
+        r->cmd[nlen] = '\0';
         play_conn_push(rc->copies[k], r);
         if (pl->stop)
             return 0;
@@ -237,7 +248,10 @@ feed_reply(struct player *pl, struct play_rconn *rc,
     bool compressed, more;
     int err;
 
-    if (!play_rec_parse(tm, &pl->scratch, &m, &compressed))
+    /* only walked with libbson's bounded iterator (its shape, the
+     * requestID it answers): bounds are enough */
+    if (!play_rec_parse(tm, WIRE_PARSE_SHALLOW, &pl->scratch, &m,
+                        &compressed))
         return 0;
     more = m.h.op_code == WIRE_OP_MSG &&
            (m.flags & WIRE_MSG_MORE_TO_COME) != 0;

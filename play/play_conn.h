@@ -29,14 +29,18 @@
 
 struct play_req {
     struct play_req *next; /* owned by the connection's queue */
-    uint8_t *msg;          /* owned: the recorded request, plain form */
+    uint8_t *msg; /* borrowed: the recorded request, plain form, stored
+                     after the struct in the same allocation */
     size_t len;
+    struct runcmp_cmd *rcmd; /* borrowed from the player's report */
     uint64_t rec_t_ns; /* recorded send time */
     uint64_t gap_ns;   /* recorded time since the event it followed */
     bool first;        /* the connection's first request */
     bool after_reply;  /* recorded after the previous request's reply */
     bool expects_reply;
     bool compressed; /* recorded as OP_COMPRESSED */
+    bool plain;      /* nothing to remap (remap_is_plain): sent as recorded
+                        with a new requestID */
     int32_t rec_rid, live_rid;
     char cmd[64];
     /* the recorded reply */

@@ -1,7 +1,9 @@
 /*
  * test_play.c -- play/: the latency histogram, reply shapes, the
  * remapping of recorded requests (cursors, legacy OP_GET_MORE and
- * OP_KILL_CURSORS ids, sessions, cluster time, $db)
+ * OP_KILL_CURSORS ids, sessions, cluster time, $db and legacy
+ * fullCollectionName renames, the plain copy of a request with nothing to
+ * rewrite)
  * and the SCRAM client against the RFC 7677 and MongoDB auth spec example
  * conversations (client nonce injected).
  */
@@ -213,6 +215,136 @@ test_play_remap_legacy_cursor_ids(void **state)
     mt_buf_reset(&out);
     assert_int_equal(remap_msg(rm, 0, &m, 11, &out, &res, &cur), 0);
     assert_int_equal(res, REMAP_NOCURSOR);
+    mt_buf_free(&in);
+    mt_buf_free(&out);
+    remap_free(rm);
+}
+
+/* remap_is_plain: a request with nothing to rewrite is copied (header
+ * and checksum renewed), one with a key rebuild_body rewrites is not. */
+static void
+test_play_remap_plain_copy(void **state)
+{
+    const char *from[] = {"prod"}, *to[] = {"stage"};
+    struct remap *none = remap_new(NULL, NULL, 0),
+                 *ren = remap_new(from, to, 1);
+    struct mt_buf in, out;
+    struct wire_msg m, back;
+    struct mt_err err;
+    enum remap_result res;
+    bson_t *find = BCON_NEW("find", "c", "filter", "{", "_id", BCON_INT32(1),
+                            "}", "$db", "prod");
+    bson_t *sess = BCON_NEW("find", "c", "lsid", "{", "id", BCON_INT32(1), "}",
+                            "$db", "prod");
+    bson_t *ct =
+        BCON_NEW("ping", BCON_INT32(1), "$clusterTime", "{", "}", "$db", "x");
+    int64_t cur;
+    int32_t rid;
+    size_t used;
+
+    (void)state;
+    mt_buf_init(&in, 1 << 16);
+    mt_buf_init(&out, 1 << 16);
+    /* with a checksum: the copy carries a new requestID and a valid CRC */
+    assert_int_equal(
+        wire_encode_msg(&in, 77, 0, WIRE_MSG_CHECKSUM_PRESENT, find, NULL, 0),
+        0);
+    assert_int_equal(wire_msg_parse(in.data, in.len, &m, &used, &err), MT_OK);
+    assert_true(remap_is_plain(none, &m));
+    assert_false(remap_is_plain(ren, &m)); /* its $db is renamed */
+    assert_int_equal(remap_msg(none, 0, &m, 9, &out, &res, &cur), 0);
+    assert_int_equal(res, REMAP_OK);
+    assert_int_equal(out.len, in.len);
+    memcpy(&rid, out.data + 4, 4);
+    assert_int_equal(rid, 9);
+    assert_memory_equal(out.data + 16, in.data + 16, in.len - 20);
+    assert_int_equal(wire_msg_parse(out.data, out.len, &back, &used, &err),
+                     MT_OK); /* the checksum is verified */
+    mt_buf_reset(&out);
+    assert_int_equal(remap_plain_copy(in.data, in.len, 10, &out), 0);
+    assert_int_equal(wire_msg_parse(out.data, out.len, &back, &used, &err),
+                     MT_OK);
+    assert_int_equal(back.h.request_id, 10);
+    assert_int_equal(back.h.response_to, 0);
+    /* keys that are rewritten */
+    mt_buf_reset(&in);
+    assert_int_equal(wire_encode_msg(&in, 1, 0, 0, sess, NULL, 0), 0);
+    assert_int_equal(wire_msg_parse(in.data, in.len, &m, &used, &err), MT_OK);
+    assert_false(remap_is_plain(none, &m));
+    mt_buf_reset(&in);
+    assert_int_equal(wire_encode_msg(&in, 1, 0, 0, ct, NULL, 0), 0);
+    assert_int_equal(wire_msg_parse(in.data, in.len, &m, &used, &err), MT_OK);
+    assert_false(remap_is_plain(none, &m));
+    assert_false(remap_is_plain(ren, &m));
+    bson_destroy(find);
+    bson_destroy(sess);
+    bson_destroy(ct);
+    mt_buf_free(&in);
+    mt_buf_free(&out);
+    remap_free(none);
+    remap_free(ren);
+}
+
+/* --db renames the database of a legacy fullCollectionName: OP_QUERY
+ * commands ("prod.$cmd") and queries ("prod.c"), OP_GET_MORE; other
+ * databases and a database that only starts with the name are kept. */
+static void
+test_play_remap_legacy_db_rename(void **state)
+{
+    const char *from[] = {"prod"}, *to[] = {"staging"};
+    struct remap *rm = remap_new(from, to, 1);
+    struct mt_buf in, out;
+    struct wire_msg m, back;
+    struct mt_err err;
+    enum remap_result res;
+    bson_t *q = BCON_NEW("isMaster", BCON_INT32(1));
+    static const char *const names[] = {"prod.$cmd", "prod.c", "production.c",
+                                        "other.$cmd", "prod"};
+    static const char *const want[] = {"staging.$cmd", "staging.c",
+                                       "production.c", "other.$cmd", "staging"};
+    /* OP_GET_MORE: int32 0, "prod.c", int32 numberToReturn 2, int64 555 */
+    static const uint8_t gm[] = {0,    0,   0, 0, 'p', 'r', 'o', 'd',
+                                 '.',  'c', 0, 2, 0,   0,   0,   0x2b,
+                                 0x02, 0,   0, 0, 0,   0,   0};
+    int64_t cur, v;
+    size_t used;
+
+    (void)state;
+    mt_buf_init(&in, 1 << 16);
+    mt_buf_init(&out, 1 << 16);
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        mt_buf_reset(&in);
+        mt_buf_reset(&out);
+        assert_int_equal(wire_encode_query(&in, 3, 4, names[i], 0, -1, q), 0);
+        assert_int_equal(wire_msg_parse(in.data, in.len, &m, &used, &err),
+                         MT_OK);
+        assert_int_equal(remap_is_plain(rm, &m), i >= 2 && i <= 3);
+        assert_int_equal(remap_msg(rm, 0, &m, 8, &out, &res, &cur), 0);
+        assert_int_equal(res, REMAP_OK);
+        assert_int_equal(wire_msg_parse(out.data, out.len, &back, &used, &err),
+                         MT_OK);
+        assert_int_equal(used, out.len);
+        assert_int_equal(back.h.request_id, 8);
+        assert_string_equal(back.full_collection, want[i]);
+        assert_int_equal(back.query_flags, 4);
+        assert_int_equal(back.number_to_return, -1);
+        assert_int_equal(back.body_len, m.body_len);
+        assert_memory_equal(back.body, m.body, m.body_len);
+    }
+    /* OP_GET_MORE: renamed, and its cursor id still patched at the end */
+    legacy(&in, WIRE_OP_GET_MORE, gm, sizeof(gm), &m);
+    assert_int_equal(remap_cursor_open(rm, 0, 555), 0);
+    remap_cursor_set(rm, 0, 555, 4242);
+    mt_buf_reset(&out);
+    assert_int_equal(remap_msg(rm, 0, &m, 9, &out, &res, &cur), 0);
+    assert_int_equal(res, REMAP_OK);
+    assert_int_equal(out.len, in.len + 3);
+    assert_int_equal(wire_msg_parse(out.data, out.len, &back, &used, &err),
+                     MT_OK);
+    assert_string_equal(back.full_collection, "staging.c");
+    memcpy(&v, out.data + out.len - 8, 8);
+    assert_int_equal(v, 4242);
+    bson_destroy(q);
     mt_buf_free(&in);
     mt_buf_free(&out);
     remap_free(rm);
@@ -458,6 +590,8 @@ main(void)
         cmocka_unit_test(test_play_remap_cursors),
         cmocka_unit_test(test_play_remap_sessions_and_cluster_time),
         cmocka_unit_test(test_play_remap_legacy_cursor_ids),
+        cmocka_unit_test(test_play_remap_plain_copy),
+        cmocka_unit_test(test_play_remap_legacy_db_rename),
         cmocka_unit_test(test_play_auth_rfc7677),
         cmocka_unit_test(test_play_auth_spec_sha1),
         cmocka_unit_test(test_play_auth_bad_server_signature),
