@@ -19,8 +19,12 @@
 #define RC_BUCKETS 4096u
 #define TICK_NS (50u * 1000 * 1000)
 /* Records read per turn of the loop: sends and replies are served in
- * between, so reading ahead does not delay a due request much. */
+ * between, so reading ahead does not delay a due request much.  On a
+ * schedule (not --max-speed) a turn also ends after FEED_BUDGET_NS of
+ * reading, so a request due meanwhile waits at most that long for the
+ * reader (at the start the reader fills PLAY_LOOKAHEAD_NS of schedule). */
 #define FEED_BATCH 64
+#define FEED_BUDGET_NS 5000u
 
 /* Reader state of one run over the trace. */
 struct feed {
@@ -372,7 +376,7 @@ feed_read(struct player *pl)
 {
     struct feed *f = &run_of(pl)->f;
     struct mt_err err;
-    uint64_t now, t, due;
+    uint64_t now, t, due, start = loop_update_time(pl->loop);
     int rc, n = 0;
 
     if (f->eof) {
@@ -381,7 +385,9 @@ feed_read(struct player *pl)
         return;
     }
     while (!f->eof && !pl->stop) {
-        if (n++ == FEED_BATCH) {
+        if (n++ == FEED_BATCH ||
+            (!pl->o->max_speed && n > 1 &&
+             loop_update_time(pl->loop) - start >= FEED_BUDGET_NS)) {
             loop_timer_start(pl->loop, &f->tm, loop_now_ns(pl->loop),
                              feed_timer, pl);
             return;
@@ -541,46 +547,37 @@ tick(struct loop *l, struct loop_timer *t, void *arg)
         loop_timer_start(l, t, now + TICK_NS, tick, pl);
 }
 
+/* The counters of text line `line` (PLAY_COUNTERS), in list order. */
+static void
+summary_line(FILE *out, const struct player *pl, int line)
+{
+#define XX(field, json, ln, text)                                              \
+    if (ln == line)                                                            \
+        fprintf(out, text, (unsigned long long)pl->field);
+    PLAY_COUNTERS(XX)
+#undef XX
+}
+
 static void
 summary_text(FILE *out, struct player *pl, double secs)
 {
-    struct remap_stats rs;
-
-    remap_stats_get(pl->rm, &rs);
-    fprintf(out,
-            "played %s -> %s: %" PRIu64 " requests sent, %" PRIu64
-            " answered, %" PRIu64 " without reply by design (moreToCome), "
-            "%" PRIu64 " unanswered, %" PRIu64 " not sent, in %.3f s over %" PRIu64
-            " connections\n",
-            pl->o->trace, pl->o->target, pl->sent, pl->answered, pl->no_reply,
-            pl->unanswered, pl->not_sent, secs, pl->conns_opened);
-    fprintf(out,
-            "never re-sent: %" PRIu64 " recorded handshakes, %" PRIu64
-            " authentication messages; %" PRIu64
-            " filtered out; %" PRIu64 " getMore/killCursors without a live "
-            "cursor; %" PRIu64 " cursors and %" PRIu64 " sessions remapped\n",
-            pl->hello_skipped, pl->auth_skipped, pl->filtered, pl->nocursor,
-            rs.cursors, rs.sessions);
+    fprintf(out, "played %s -> %s: ", pl->o->trace, pl->o->target);
+    summary_line(out, pl, 1);
+    fprintf(out, " in %.3f s\nnever re-sent: ", secs);
+    summary_line(out, pl, 2);
+    fputc('\n', out);
     runcmp_print_text(out, &pl->rep);
 }
 
 static void
 summary_json(FILE *out, struct player *pl, double secs)
 {
-    struct remap_stats rs;
-
-    remap_stats_get(pl->rm, &rs);
-    fprintf(out,
-            "{\"sent\":%" PRIu64 ",\"answered\":%" PRIu64
-            ",\"no_reply_expected\":%" PRIu64 ",\"unanswered\":%" PRIu64
-            ",\"not_sent\":%" PRIu64 ",\"seconds\":%.6f,\"connections\":%" PRIu64
-            ",\"handshakes_skipped\":%" PRIu64 ",\"auth_skipped\":%" PRIu64
-            ",\"filtered\":%" PRIu64 ",\"no_live_cursor\":%" PRIu64
-            ",\"cursors_remapped\":%" PRIu64 ",\"sessions_remapped\":%" PRIu64
-            ",\"failed\":%s,\"report\":",
-            pl->sent, pl->answered, pl->no_reply, pl->unanswered, pl->not_sent,
-            secs, pl->conns_opened, pl->hello_skipped, pl->auth_skipped,
-            pl->filtered, pl->nocursor, rs.cursors, rs.sessions,
+    fputc('{', out);
+#define XX(field, json, ln, text)                                              \
+    fprintf(out, "\"%s\":%llu,", json, (unsigned long long)pl->field);
+    PLAY_COUNTERS(XX)
+#undef XX
+    fprintf(out, "\"seconds\":%.6f,\"failed\":%s,\"report\":", secs,
             pl->failed ? "true" : "false");
     runcmp_print_json(out, &pl->rep);
     fputs("}\n", out);
@@ -669,6 +666,7 @@ play_run(const struct play_opts *o)
 {
     struct run *run = mt_calloc(1, sizeof(*run));
     struct player *pl;
+    struct remap_stats rs;
     uint64_t start;
     int status = 0, rc;
     double secs;
@@ -706,6 +704,9 @@ play_run(const struct play_opts *o)
     if (pl->w != NULL && (rc = trace_writer_close(pl->w)) < 0 && !pl->failed)
         play__fail(pl, "%s: writing the trace: %s", o->out, mt_strerror(rc));
     pl->w = NULL;
+    remap_stats_get(pl->rm, &rs);
+    pl->cursors = rs.cursors;
+    pl->sessions = rs.sessions;
     if (o->json)
         summary_json(stdout, pl, secs);
     else

@@ -66,6 +66,30 @@ enum play_conn_state {
     PLAY_CONN_CLOSED,
 };
 
+/*
+ * The summary's counters, declared once: XX(field, json_key, line, text).
+ * line: the text line that shows it (1: "played ...:", 2: "never
+ * re-sent: ...", 0: JSON only); text: its piece of that line,
+ * printf-style with one %llu, the pieces of a line in list order.
+ * cursors and sessions are copied from the remap tables at the end.
+ */
+#define PLAY_COUNTERS(XX)                                                      \
+    XX(sent, "sent", 1, "%llu requests sent")                                  \
+    XX(answered, "answered", 1, ", %llu answered")                             \
+    XX(no_reply, "no_reply_expected", 1,                                       \
+       ", %llu without reply by design (moreToCome)")                          \
+    XX(unanswered, "unanswered", 1, ", %llu unanswered")                       \
+    XX(not_sent, "not_sent", 1, ", %llu not sent")                             \
+    XX(conns_opened, "connections", 1, ", over %llu connections")              \
+    XX(hello_skipped, "handshakes_skipped", 2, "%llu recorded handshakes")     \
+    XX(auth_skipped, "auth_skipped", 2, ", %llu authentication messages")      \
+    XX(filtered, "filtered", 2, "; %llu filtered out")                         \
+    XX(nocursor, "no_live_cursor", 2,                                          \
+       "; %llu getMore/killCursors without a live cursor")                     \
+    XX(cursors, "cursors_remapped", 2, "; %llu cursors")                       \
+    XX(sessions, "sessions_remapped", 2, " and %llu sessions remapped")        \
+    XX(requests_read, "requests_read", 0, "%llu")
+
 struct play_rconn;
 struct player;
 
@@ -137,9 +161,10 @@ struct player {
     struct mt_buf tmp;     /* owned: encoding */
     bool failed, stop;
     char why[256]; /* the first failure */
-    /* counters */
-    uint64_t requests_read, sent, answered, no_reply, hello_skipped,
-        auth_skipped, filtered, nocursor, unanswered, not_sent, conns_opened;
+    /* counters (PLAY_COUNTERS) */
+#define XX(field, json, line, text) uint64_t field;
+    PLAY_COUNTERS(XX)
+#undef XX
 };
 
 /* New live connection for copy of rc, connecting at open_ns. NULL on
