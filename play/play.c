@@ -523,6 +523,26 @@ play__conn_done(struct player *pl)
                          pl);
 }
 
+/*
+ * The queues are full and nothing queued can move: every request is sent
+ * and answered, and waits only for its recorded reply, which the trace
+ * holds past the queues' room (a connection that pipelined more requests
+ * than the queues hold before its first recorded reply).  The reader
+ * would wait for ever; the answered requests are reaped without their
+ * recorded replies instead (play_conn_reap_unread).
+ */
+static bool
+queues_stuck(const struct player *pl)
+{
+    if (((const struct run *)pl)->f.eof || feed_room(pl))
+        return false;
+    for (const struct play_conn *c = pl->conns; c != NULL; c = c->next_all)
+        if (c->st != PLAY_CONN_CLOSED &&
+            (c->outstanding > 0 || c->exhaust != NULL || c->next != NULL))
+            return false;
+    return true;
+}
+
 static void
 tick(struct loop *l, struct loop_timer *t, void *arg)
 {
@@ -540,6 +560,10 @@ tick(struct loop *l, struct loop_timer *t, void *arg)
          c = c->next_all)
         play_conn_check_timeout(c, now);
     conns_sweep(pl);
+    if (!pl->stop && queues_stuck(pl))
+        for (struct play_conn *c = pl->conns; c != NULL && !pl->stop;
+             c = c->next_all)
+            play_conn_reap_unread(c);
     play__unblock(pl);
     if (!run->f.eof && !loop_timer_active(&run->f.tm) && feed_room(pl))
         feed_pump(pl);

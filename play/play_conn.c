@@ -454,6 +454,21 @@ play_conn_reap(struct play_conn *c, bool all)
         play__reaped(c->pl);
 }
 
+void
+play_conn_reap_unread(struct play_conn *c)
+{
+    for (struct play_req *r = c->head;
+         r != NULL && r->live_done && r != c->next && r != c->exhaust;
+         r = r->next)
+        if (!r->rec_done) {
+            r->rec_done = true; /* its recorded reply, if read later, is
+                                   ignored: it answers nothing queued */
+            c->pl->rec_unread++;
+        }
+    c->rec_scan = NULL;
+    play_conn_reap(c, false);
+}
+
 /* The request a live reply answers: replies come in order on a
  * connection, so the search starts at the oldest unanswered one. */
 static struct play_req *

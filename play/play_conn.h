@@ -86,6 +86,8 @@ enum play_conn_state {
     XX(filtered, "filtered", 2, "; %llu filtered out")                         \
     XX(nocursor, "no_live_cursor", 2,                                          \
        "; %llu getMore/killCursors without a live cursor")                     \
+    XX(rec_unread, "recorded_reply_unread", 2,                                 \
+       "; %llu recorded replies left unread (past the queue)")                 \
     XX(cursors, "cursors_remapped", 2, "; %llu cursors")                       \
     XX(sessions, "sessions_remapped", 2, " and %llu sessions remapped")        \
     XX(requests_read, "requests_read", 0, "%llu")
@@ -181,6 +183,11 @@ void play_conn_pump(struct play_conn *c);
 /* Reports and frees the requests at the head that are complete; with
  * all, every one left (the run ended). */
 void play_conn_reap(struct play_conn *c, bool all);
+/* Reaps the requests at the head that the live server answered without
+ * waiting for their recorded replies, which the trace holds past what the
+ * queues can hold (counted in rec_unread; the reader is stuck otherwise:
+ * see play.c's queues_stuck). */
+void play_conn_reap_unread(struct play_conn *c);
 /* Closes the socket (if open) and records the close; idempotent. */
 void play_conn_close(struct play_conn *c, uint8_t reason);
 /* Frees c (its socket closed first). */
