@@ -15,6 +15,7 @@
 #include "core/mem.h"
 #include "classify.h"
 #include "play_conn.h"
+#include "reader.h"
 
 #define RC_BUCKETS 4096u
 #define TICK_NS (50u * 1000 * 1000)
@@ -28,9 +29,10 @@
 
 /* Reader state of one run over the trace. */
 struct feed {
-    struct trace_reader *rd; /* owned */
-    struct trace_rec rec;    /* borrowed from rd: the record held back */
+    struct play_reader *rd; /* owned */
+    struct trace_rec rec;   /* borrowed from rd: the record held back */
     bool held, eof;
+    bool starved; /* rd had no record ready: its thread wakes the loop */
     int err_code;
     char err[160];
     struct play_rconn *rc[RC_BUCKETS]; /* owned */
@@ -393,7 +395,11 @@ feed_read(struct player *pl)
             return;
         }
         if (!f->held) {
-            rc = trace_reader_next(f->rd, &f->rec, &err);
+            rc = play_reader_next(f->rd, &f->rec, &err);
+            if (rc == MT_PARTIAL) {
+                f->starved = true; /* feed_hook reads on */
+                return;
+            }
             if (rc == MT_END) {
                 f->eof = true;
                 break;
@@ -458,18 +464,33 @@ feed_timer(struct loop *l, struct loop_timer *t, void *arg)
     feed_pump(arg);
 }
 
+/* Before the loop sleeps: the reader thread queued records the feed
+ * waited for (it woke the loop). */
+static void
+feed_hook(struct loop *l, void *arg)
+{
+    struct player *pl = arg;
+    struct feed *f = &run_of(pl)->f;
+
+    (void)l;
+    if (f->starved && !pl->stop) {
+        f->starved = false;
+        feed_pump(pl);
+    }
+}
+
 static int
 feed_start(struct player *pl)
 {
     struct feed *f = &run_of(pl)->f;
     struct mt_err err;
 
-    f->rd = trace_reader_open(pl->o->trace, &err);
+    f->rd = play_reader_open(pl->o->trace, pl->loop, &err);
     if (f->rd == NULL) {
         play__fail(pl, "%s: %s", pl->o->trace, err.msg);
         return -1;
     }
-    f->eof = f->held = false;
+    f->eof = f->held = f->starved = false;
     pl->t0_set = false;
     return 0;
 }
@@ -480,7 +501,7 @@ run_end(struct player *pl)
 {
     struct feed *f = &run_of(pl)->f;
 
-    trace_reader_free(f->rd);
+    play_reader_free(f->rd);
     f->rd = NULL;
     rconn_free_all(f);
     for (uint32_t k = 0; k < pl->o->copies; k++)
@@ -676,7 +697,7 @@ player_free(struct run *run)
         play_conn_free(c);
     }
     rconn_free_all(&run->f);
-    trace_reader_free(run->f.rd);
+    play_reader_free(run->f.rd);
     remap_free(pl->rm);
     tls_ctx_free(pl->tls);
     runcmp_free(&pl->rep);
@@ -709,6 +730,7 @@ play_run(const struct play_opts *o)
         return 1;
     }
     start = mt_now_ns();
+    loop_set_before_sleep(pl->loop, feed_hook, pl);
     if (feed_start(pl) == 0) {
         loop_timer_start(pl->loop, &run->f.tm, loop_now_ns(pl->loop),
                          feed_timer, pl);

@@ -3,7 +3,7 @@
  * remapping of recorded requests (cursors, legacy OP_GET_MORE and
  * OP_KILL_CURSORS ids, sessions, cluster time, $db and legacy
  * fullCollectionName renames, the plain copy of a request with nothing to
- * rewrite)
+ * rewrite), the reader thread against core/trace's reader
  * and the SCRAM client against the RFC 7677 and MongoDB auth spec example
  * conversations (client nonce injected).
  */
@@ -13,11 +13,17 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/buf.h"
 #include "core/wire.h"
+#include "core/loop.h"
+#include "core/trace.h"
 #include "play/auth.h"
+#include "play/reader.h"
 #include "play/remap.h"
 #include "core/runcmp.h"
 
@@ -350,6 +356,137 @@ test_play_remap_legacy_db_rename(void **state)
     remap_free(rm);
 }
 
+/* A trace of nconn connections x nmsg messages at path; the file size. */
+static long
+reader_trace(const char *path, int nconn, int nmsg)
+{
+    struct trace_header h = {.source = TRACE_SRC_SYNTH, .ts_precision_ns = 1};
+    struct mt_err err;
+    struct trace_writer *w = trace_writer_open(path, TRACE_W_FORCE, &h, &err);
+    uint8_t msg[200];
+    FILE *fp;
+    long size;
+
+    assert_non_null(w);
+    for (int c = 1; c <= nconn; c++) {
+        struct trace_conn_open o = {.conn_id = (uint64_t)c,
+                                    .t_ns = (uint64_t)c};
+        assert_int_equal(trace_writer_conn_open(w, &o), 0);
+    }
+    for (int i = 0; i < nmsg; i++)
+        for (int c = 1; c <= nconn; c++) {
+            struct trace_msg m = {.conn_id = (uint64_t)c,
+                                  .t_ns = (uint64_t)(1000 + i),
+                                  .dir = (uint8_t)(i & 1),
+                                  .wire = msg,
+                                  .wire_len = (uint32_t)(16 + (i % 150))};
+            for (size_t k = 0; k < sizeof(msg); k++)
+                msg[k] = (uint8_t)(k * 7 + (size_t)i + (size_t)c);
+            assert_int_equal(trace_writer_msg(w, &m), 0);
+        }
+    for (int c = 1; c <= nconn; c++) {
+        struct trace_conn_close cl = {.conn_id = (uint64_t)c, .t_ns = 99999};
+        assert_int_equal(trace_writer_conn_close(w, &cl), 0);
+    }
+    assert_int_equal(trace_writer_close(w), 0);
+    fp = fopen(path, "rb");
+    assert_non_null(fp);
+    fseek(fp, 0, SEEK_END);
+    size = ftell(fp);
+    fclose(fp);
+    return size;
+}
+
+/* Reads path through play/reader (the loop woken while it waits) and
+ * trace_reader side by side: the same records, statuses and messages;
+ * returns the last status (MT_END, or the error that ended the file). */
+static int
+reader_compare(const char *path)
+{
+    struct mt_err err, err2;
+    struct loop *l = loop_new(NULL, 64, &err);
+    struct play_reader *pr;
+    struct trace_reader *tr;
+    struct trace_rec a, b;
+    int ra, rb, last = MT_END;
+
+    assert_non_null(l);
+    pr = play_reader_open(path, l, &err);
+    tr = trace_reader_open(path, &err2);
+    assert_non_null(pr);
+    assert_non_null(tr);
+    for (;;) {
+        do {
+            rb = trace_reader_next(tr, &b, &err2);
+        } while (rb == MT_OK && b.type != TRACE_REC_CONN_OPEN &&
+                 b.type != TRACE_REC_MSG && b.type != TRACE_REC_CONN_CLOSE);
+        while ((ra = play_reader_next(pr, &a, &err)) == MT_PARTIAL)
+            assert_true(loop_run_once(l, 2000000000ull) >= 0);
+        assert_int_equal(ra, rb);
+        if (ra == MT_END)
+            break;
+        if (ra < 0) {
+            assert_int_equal(err.code, err2.code);
+            assert_string_equal(err.msg, err2.msg);
+            last = ra;
+            continue;
+        }
+        assert_int_equal(a.type, b.type);
+        if (a.type == TRACE_REC_MSG) {
+            assert_int_equal(a.u.msg.conn_id, b.u.msg.conn_id);
+            assert_int_equal(a.u.msg.t_ns, b.u.msg.t_ns);
+            assert_int_equal(a.u.msg.wire_len, b.u.msg.wire_len);
+            assert_memory_equal(a.u.msg.wire, b.u.msg.wire, a.u.msg.wire_len);
+        } else if (a.type == TRACE_REC_CONN_OPEN) {
+            assert_int_equal(a.u.open.conn_id, b.u.open.conn_id);
+        } else {
+            assert_int_equal(a.u.close.conn_id, b.u.close.conn_id);
+        }
+    }
+    play_reader_free(pr);
+    trace_reader_free(tr);
+    loop_free(l);
+    return last;
+}
+
+/* play/reader: the records of a many-frame trace (more than its queue
+ * holds, so the thread waits for room) in order, and a truncated copy's
+ * records, then MT_ETRUNC, as trace_reader gives them. */
+static void
+test_play_reader_thread(void **state)
+{
+    char dir[] = "/tmp/test_play.XXXXXX", path[64], cut[64];
+    long size;
+    FILE *in, *out;
+    static uint8_t buf[1 << 16];
+    long left;
+
+    (void)state;
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/t.zst", dir);
+    snprintf(cut, sizeof(cut), "%s/cut.zst", dir);
+    size = reader_trace(path, 8, 12000);
+    assert_int_equal(reader_compare(path), MT_END);
+    /* the first 60 % of the file */
+    in = fopen(path, "rb");
+    out = fopen(cut, "wb");
+    assert_non_null(in);
+    assert_non_null(out);
+    for (left = size * 6 / 10; left > 0;) {
+        size_t n = fread(
+            buf, 1, left < (long)sizeof(buf) ? (size_t)left : sizeof(buf), in);
+        assert_true(n > 0);
+        assert_int_equal(fwrite(buf, 1, n, out), n);
+        left -= (long)n;
+    }
+    fclose(in);
+    fclose(out);
+    assert_int_equal(reader_compare(cut), MT_ETRUNC);
+    unlink(path);
+    unlink(cut);
+    rmdir(dir);
+}
+
 static const uint8_t rec_uuid[16] = {1, 2,  3,  4,  5,  6,  7,  8,
                                      9, 10, 11, 12, 13, 14, 15, 16};
 
@@ -592,6 +729,7 @@ main(void)
         cmocka_unit_test(test_play_remap_legacy_cursor_ids),
         cmocka_unit_test(test_play_remap_plain_copy),
         cmocka_unit_test(test_play_remap_legacy_db_rename),
+        cmocka_unit_test(test_play_reader_thread),
         cmocka_unit_test(test_play_auth_rfc7677),
         cmocka_unit_test(test_play_auth_spec_sha1),
         cmocka_unit_test(test_play_auth_bad_server_signature),
