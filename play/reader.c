@@ -31,7 +31,8 @@ struct play_reader {
     size_t bytes;
     bool waiting; /* the consumer found the queue empty */
     bool stop;
-    bool oom; /* the thread ran out of memory and stopped */
+    bool oom;  /* the thread ran out of memory and stopped */
+    bool full; /* the thread waits for room */
     /* the consumer's */
     struct rent *held; /* owned: the record last returned */
 };
@@ -76,8 +77,10 @@ push(struct play_reader *r, struct rent *e)
     bool wake;
 
     pthread_mutex_lock(&r->mu);
-    while (!r->stop && r->bytes >= PLAY_READER_BYTES_MAX)
+    while (!r->stop && r->bytes >= PLAY_READER_BYTES_MAX) {
+        r->full = true;
         pthread_cond_wait(&r->space, &r->mu);
+    }
     if (r->stop) {
         pthread_mutex_unlock(&r->mu);
         mt_free(e);
@@ -177,9 +180,12 @@ play_reader_next(struct play_reader *r, struct trace_rec *rec,
         r->head = e->next;
         if (r->head == NULL)
             r->tail = NULL;
-        if (r->bytes >= PLAY_READER_BYTES_MAX &&
-            r->bytes - e->bytes < PLAY_READER_BYTES_MAX)
+        /* the thread, waiting for room, resumes once half is free: one
+         * wake-up per half queue, not one per record */
+        if (r->full && r->bytes - e->bytes < PLAY_READER_BYTES_MAX / 2) {
+            r->full = false;
             pthread_cond_signal(&r->space);
+        }
         r->bytes -= e->bytes;
     } else if (!(oom = r->oom)) {
         r->waiting = true;

@@ -6,7 +6,8 @@
  * during which a reader on the event loop's thread would hold every timer
  * of the schedule.  The thread reads ahead and copies the records play
  * uses (connection open, message, connection close) into a queue of at
- * most PLAY_READER_BYTES_MAX bytes, waiting while it is full; the loop
+ * most PLAY_READER_BYTES_MAX bytes, waiting while it is full until half
+ * of it is free (one wake-up per half queue, not per record); the loop
  * takes them without blocking and is woken (loop_wake) when a record
  * arrives after it found the queue empty.
  */
