@@ -485,7 +485,7 @@ feed_start(struct player *pl)
     struct feed *f = &run_of(pl)->f;
     struct mt_err err;
 
-    f->rd = play_reader_open(pl->o->trace, pl->loop, &err);
+    f->rd = play_reader_open(pl->o->trace, pl->loop, !pl->o->max_speed, &err);
     if (f->rd == NULL) {
         play__fail(pl, "%s: %s", pl->o->trace, err.msg);
         return -1;

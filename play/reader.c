@@ -23,6 +23,7 @@ struct rent {
 struct play_reader {
     struct trace_reader *rd; /* owned; used by the thread only */
     struct loop *l;          /* borrowed */
+    bool threaded;           /* false: read by play_reader_next itself */
     pthread_t th;
     pthread_mutex_t mu;
     pthread_cond_t space;
@@ -138,7 +139,8 @@ reader_main(void *arg)
 }
 
 struct play_reader *
-play_reader_open(const char *path, struct loop *l, struct mt_err *err)
+play_reader_open(const char *path, struct loop *l, bool threaded,
+                 struct mt_err *err)
 {
     struct play_reader *r = mt_calloc(1, sizeof(*r));
 
@@ -147,11 +149,14 @@ play_reader_open(const char *path, struct loop *l, struct mt_err *err)
         return NULL;
     }
     r->l = l;
+    r->threaded = threaded;
     r->rd = trace_reader_open(path, err);
     if (r->rd == NULL) {
         mt_free(r);
         return NULL;
     }
+    if (!threaded)
+        return r;
     pthread_mutex_init(&r->mu, NULL);
     pthread_cond_init(&r->space, NULL);
     if (pthread_create(&r->th, NULL, reader_main, r) != 0) {
@@ -171,7 +176,15 @@ play_reader_next(struct play_reader *r, struct trace_rec *rec,
 {
     struct rent *e;
     bool oom = false;
+    int rc;
 
+    if (!r->threaded) {
+        do
+            rc = trace_reader_next(r->rd, rec, err);
+        while (rc == MT_OK && rec->type != TRACE_REC_CONN_OPEN &&
+               rec->type != TRACE_REC_MSG && rec->type != TRACE_REC_CONN_CLOSE);
+        return rc;
+    }
     mt_free(r->held);
     r->held = NULL;
     pthread_mutex_lock(&r->mu);
@@ -211,6 +224,11 @@ play_reader_free(struct play_reader *r)
 {
     if (r == NULL)
         return;
+    if (!r->threaded) {
+        trace_reader_free(r->rd);
+        mt_free(r);
+        return;
+    }
     pthread_mutex_lock(&r->mu);
     r->stop = true;
     pthread_cond_signal(&r->space);

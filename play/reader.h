@@ -14,6 +14,8 @@
 #ifndef MT_PLAY_READER_H
 #define MT_PLAY_READER_H
 
+#include <stdbool.h>
+
 #include "core/err.h"
 #include "core/loop.h"
 #include "core/trace.h"
@@ -24,17 +26,19 @@ struct play_reader;
 
 /*
  * Opens path (trace_reader_open, in the caller's thread: a file that cannot
- * be opened or has no valid header fails here, err filled) and starts the
- * thread.  l: the loop to wake (borrowed; it outlives the reader).  NULL
- * on failure.
+ * be opened or has no valid header fails here, err filled) and, when
+ * threaded, starts the thread; else play_reader_next reads in the
+ * caller's thread (at --max-speed, where a pause costs no precision and
+ * the copy and the hand-off would cost throughput).  l: the loop to wake
+ * (borrowed; it outlives the reader).  NULL on failure.
  */
 struct play_reader *play_reader_open(const char *path, struct loop *l,
-                                     struct mt_err *err);
+                                     bool threaded, struct mt_err *err);
 
 /*
- * The next record, never blocking.  MT_OK: *rec is filled, its pointers
- * borrowed until the next call.  MT_PARTIAL: none read yet; loop_wake(l)
- * follows once one is.  MT_END, or a negative code with err filled, as
+ * The next record, never blocking when threaded.  MT_OK: *rec is filled,
+ * its pointers borrowed until the next call.  MT_PARTIAL (threaded only):
+ * none read yet; loop_wake(l) follows once one is.  MT_END, or a negative code with err filled, as
  * trace_reader_next returned them in order (after MT_ECORRUPT or
  * MT_ETOOBIG more records may follow; after any other, MT_END).
  */

@@ -401,7 +401,7 @@ reader_trace(const char *path, int nconn, int nmsg)
  * trace_reader side by side: the same records, statuses and messages;
  * returns the last status (MT_END, or the error that ended the file). */
 static int
-reader_compare(const char *path)
+reader_compare(const char *path, bool threaded)
 {
     struct mt_err err, err2;
     struct loop *l = loop_new(NULL, 64, &err);
@@ -411,7 +411,7 @@ reader_compare(const char *path)
     int ra, rb, last = MT_END;
 
     assert_non_null(l);
-    pr = play_reader_open(path, l, &err);
+    pr = play_reader_open(path, l, threaded, &err);
     tr = trace_reader_open(path, &err2);
     assert_non_null(pr);
     assert_non_null(tr);
@@ -449,9 +449,9 @@ reader_compare(const char *path)
     return last;
 }
 
-/* play/reader: the records of a many-frame trace (more than its queue
- * holds, so the thread waits for room) in order, and a truncated copy's
- * records, then MT_ETRUNC, as trace_reader gives them. */
+/* play/reader, threaded and not: the records of a many-frame trace (more
+ * than its queue holds, so the thread waits for room) in order, and a
+ * truncated copy's records, then MT_ETRUNC, as trace_reader gives them. */
 static void
 test_play_reader_thread(void **state)
 {
@@ -466,7 +466,8 @@ test_play_reader_thread(void **state)
     snprintf(path, sizeof(path), "%s/t.zst", dir);
     snprintf(cut, sizeof(cut), "%s/cut.zst", dir);
     size = reader_trace(path, 8, 12000);
-    assert_int_equal(reader_compare(path), MT_END);
+    assert_int_equal(reader_compare(path, true), MT_END);
+    assert_int_equal(reader_compare(path, false), MT_END);
     /* the first 60 % of the file */
     in = fopen(path, "rb");
     out = fopen(cut, "wb");
@@ -481,7 +482,8 @@ test_play_reader_thread(void **state)
     }
     fclose(in);
     fclose(out);
-    assert_int_equal(reader_compare(cut), MT_ETRUNC);
+    assert_int_equal(reader_compare(cut, true), MT_ETRUNC);
+    assert_int_equal(reader_compare(cut, false), MT_ETRUNC);
     unlink(path);
     unlink(cut);
     rmdir(dir);
