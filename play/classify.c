@@ -84,8 +84,8 @@ play_hello_offer(const struct wire_msg *m, char *out, size_t cap)
 /* The plain form of a recorded message (decompressed when needed) parsed
  * into *m; false when it does not parse (counted as skipped). */
 bool
-play_rec_parse(const struct trace_msg *tm, struct mt_buf *scratch,
-               struct wire_msg *m, bool *compressed)
+play_rec_parse(const struct trace_msg *tm, unsigned opts,
+               struct mt_buf *scratch, struct wire_msg *m, bool *compressed)
 {
     struct mt_err err;
     size_t used;
@@ -95,7 +95,7 @@ play_rec_parse(const struct trace_msg *tm, struct mt_buf *scratch,
     *compressed = false;
     if (tm->flags & (TRACE_MSG_PARTIAL | TRACE_MSG_MALFORMED))
         return false;
-    if (wire_msg_parse(p, len, m, &used, &err) != MT_OK)
+    if (wire_msg_parse_opts(p, len, opts, m, &used, &err) != MT_OK)
         return false;
     if ((tm->flags & TRACE_MSG_DECOMPRESSED) != 0)
         *compressed = true;
@@ -112,7 +112,7 @@ play_rec_parse(const struct trace_msg *tm, struct mt_buf *scratch,
         p = scratch->data;
         len = scratch->len;
     }
-    return wire_msg_parse(p, len, m, &used, &err) == MT_OK &&
+    return wire_msg_parse_opts(p, len, opts, m, &used, &err) == MT_OK &&
            m->h.op_code != WIRE_OP_COMPRESSED;
 }
 

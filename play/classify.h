@@ -31,14 +31,17 @@ bool play_cmd_is_write(const struct wire_msg *m, const char *name);
 void play_hello_offer(const struct wire_msg *m, char *out, size_t cap);
 
 /*
- * The plain form of recorded message tm parsed (full validation) into *m:
+ * The plain form of recorded message tm parsed into *m (wire_msg_parse_opts
+ * with opts: 0 validates every document in full, WIRE_PARSE_SHALLOW only
+ * their bounds):
  * an OP_COMPRESSED message through its recorded plain form, or
  * decompressed into scratch (whose len_max bounds it); *compressed says
  * whether it was compressed on the wire.  m borrows from tm or scratch.
  * False when it does not parse (a partial or malformed record included).
  */
-bool play_rec_parse(const struct trace_msg *tm, struct mt_buf *scratch,
-                    struct wire_msg *m, bool *compressed);
+bool play_rec_parse(const struct trace_msg *tm, unsigned opts,
+                    struct mt_buf *scratch, struct wire_msg *m,
+                    bool *compressed);
 
 /* OP_MSG without moreToCome, OP_QUERY, OP_GET_MORE, OP_COMMAND. */
 bool play_expects_reply(const struct wire_msg *m);

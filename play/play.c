@@ -15,18 +15,24 @@
 #include "core/mem.h"
 #include "classify.h"
 #include "play_conn.h"
+#include "reader.h"
 
 #define RC_BUCKETS 4096u
 #define TICK_NS (50u * 1000 * 1000)
 /* Records read per turn of the loop: sends and replies are served in
- * between, so reading ahead does not delay a due request much. */
+ * between, so reading ahead does not delay a due request much.  On a
+ * schedule (not --max-speed) a turn also ends after FEED_BUDGET_NS of
+ * reading, so a request due meanwhile waits at most that long for the
+ * reader (at the start the reader fills PLAY_LOOKAHEAD_NS of schedule). */
 #define FEED_BATCH 64
+#define FEED_BUDGET_NS 5000u
 
 /* Reader state of one run over the trace. */
 struct feed {
-    struct trace_reader *rd; /* owned */
-    struct trace_rec rec;    /* borrowed from rd: the record held back */
+    struct play_reader *rd; /* owned */
+    struct trace_rec rec;   /* borrowed from rd: the record held back */
     bool held, eof;
+    bool starved; /* rd had no record ready: its thread wakes the loop */
     int err_code;
     char err[160];
     struct play_rconn *rc[RC_BUCKETS]; /* owned */
@@ -139,11 +145,15 @@ feed_request(struct player *pl, struct play_rconn *rc,
 {
     struct wire_msg m;
     struct wire_cmd cmd;
-    bool compressed;
+    bool compressed, plain;
     const struct play_opts *o = pl->o;
+    struct runcmp_cmd *rcmd;
+    size_t nlen;
 
     run_of(pl)->f.c2s++;
-    if (!play_rec_parse(tm, &pl->scratch, &m, &compressed) || wire_msg_command(&m, &cmd) < 0)
+    /* validated in full: its bytes are sent as recorded */
+    if (!play_rec_parse(tm, 0, &pl->scratch, &m, &compressed) ||
+        wire_msg_command(&m, &cmd) < 0)
         return 0;
     pl->requests_read++;
     if (cmd.is_hello) {
@@ -166,13 +176,19 @@ feed_request(struct player *pl, struct play_rconn *rc,
         pl->filtered++;
         return 0;
     }
+    plain = remap_is_plain(pl->rm, &m);
+    rcmd = runcmp_cmd_get(&pl->rep, cmd.name);
+    nlen = strnlen(cmd.name, sizeof(((struct play_req *)0)->cmd) - 1);
     for (uint32_t k = 0; k < o->copies; k++) {
-        struct play_req *r = mt_calloc(1, sizeof(*r));
-        if (r == NULL || (r->msg = mt_malloc(m.raw_len)) == NULL) {
-            mt_free(r);
+        /* one allocation: the struct, then the message */
+        struct play_req *r = mt_malloc(sizeof(*r) + m.raw_len);
+        if (r == NULL)
             return -ENOMEM;
-        }
+        memset(r, 0, sizeof(*r));
+        r->msg = (uint8_t *)(r + 1);
         memcpy(r->msg, m.raw, m.raw_len);
+        r->plain = plain;
+        r->rcmd = rcmd;
         r->len = m.raw_len;
         r->rec_t_ns = tm->t_ns;
         r->gap_ns = tm->t_ns > rc->anchor_ns ? tm->t_ns - rc->anchor_ns : 0;
@@ -182,7 +198,8 @@ feed_request(struct player *pl, struct play_rconn *rc,
         r->compressed = compressed;
         r->rec_rid = m.h.request_id;
         r->rec_done = !r->expects_reply;
-        snprintf(r->cmd, sizeof(r->cmd), "%s", cmd.name);
+        memcpy(r->cmd, cmd.name, nlen);
+        r->cmd[nlen] = '\0';
         play_conn_push(rc->copies[k], r);
         if (pl->stop)
             return 0;
@@ -237,7 +254,10 @@ feed_reply(struct player *pl, struct play_rconn *rc,
     bool compressed, more;
     int err;
 
-    if (!play_rec_parse(tm, &pl->scratch, &m, &compressed))
+    /* only walked with libbson's bounded iterator (its shape, the
+     * requestID it answers): bounds are enough */
+    if (!play_rec_parse(tm, WIRE_PARSE_SHALLOW, &pl->scratch, &m,
+                        &compressed))
         return 0;
     more = m.h.op_code == WIRE_OP_MSG &&
            (m.flags & WIRE_MSG_MORE_TO_COME) != 0;
@@ -358,7 +378,7 @@ feed_read(struct player *pl)
 {
     struct feed *f = &run_of(pl)->f;
     struct mt_err err;
-    uint64_t now, t, due;
+    uint64_t now, t, due, start = loop_update_time(pl->loop);
     int rc, n = 0;
 
     if (f->eof) {
@@ -367,13 +387,19 @@ feed_read(struct player *pl)
         return;
     }
     while (!f->eof && !pl->stop) {
-        if (n++ == FEED_BATCH) {
+        if (n++ == FEED_BATCH ||
+            (!pl->o->max_speed && n > 1 &&
+             loop_update_time(pl->loop) - start >= FEED_BUDGET_NS)) {
             loop_timer_start(pl->loop, &f->tm, loop_now_ns(pl->loop),
                              feed_timer, pl);
             return;
         }
         if (!f->held) {
-            rc = trace_reader_next(f->rd, &f->rec, &err);
+            rc = play_reader_next(f->rd, &f->rec, &err);
+            if (rc == MT_PARTIAL) {
+                f->starved = true; /* feed_hook reads on */
+                return;
+            }
             if (rc == MT_END) {
                 f->eof = true;
                 break;
@@ -438,18 +464,33 @@ feed_timer(struct loop *l, struct loop_timer *t, void *arg)
     feed_pump(arg);
 }
 
+/* Before the loop sleeps: the reader thread queued records the feed
+ * waited for (it woke the loop). */
+static void
+feed_hook(struct loop *l, void *arg)
+{
+    struct player *pl = arg;
+    struct feed *f = &run_of(pl)->f;
+
+    (void)l;
+    if (f->starved && !pl->stop) {
+        f->starved = false;
+        feed_pump(pl);
+    }
+}
+
 static int
 feed_start(struct player *pl)
 {
     struct feed *f = &run_of(pl)->f;
     struct mt_err err;
 
-    f->rd = trace_reader_open(pl->o->trace, &err);
+    f->rd = play_reader_open(pl->o->trace, pl->loop, !pl->o->max_speed, &err);
     if (f->rd == NULL) {
         play__fail(pl, "%s: %s", pl->o->trace, err.msg);
         return -1;
     }
-    f->eof = f->held = false;
+    f->eof = f->held = f->starved = false;
     pl->t0_set = false;
     return 0;
 }
@@ -460,7 +501,7 @@ run_end(struct player *pl)
 {
     struct feed *f = &run_of(pl)->f;
 
-    trace_reader_free(f->rd);
+    play_reader_free(f->rd);
     f->rd = NULL;
     rconn_free_all(f);
     for (uint32_t k = 0; k < pl->o->copies; k++)
@@ -503,6 +544,26 @@ play__conn_done(struct player *pl)
                          pl);
 }
 
+/*
+ * The queues are full and nothing queued can move: every request is sent
+ * and answered, and waits only for its recorded reply, which the trace
+ * holds past the queues' room (a connection that pipelined more requests
+ * than the queues hold before its first recorded reply).  The reader
+ * would wait for ever; the answered requests are reaped without their
+ * recorded replies instead (play_conn_reap_unread).
+ */
+static bool
+queues_stuck(const struct player *pl)
+{
+    if (((const struct run *)pl)->f.eof || feed_room(pl))
+        return false;
+    for (const struct play_conn *c = pl->conns; c != NULL; c = c->next_all)
+        if (c->st != PLAY_CONN_CLOSED &&
+            (c->outstanding > 0 || c->exhaust != NULL || c->next != NULL))
+            return false;
+    return true;
+}
+
 static void
 tick(struct loop *l, struct loop_timer *t, void *arg)
 {
@@ -520,6 +581,10 @@ tick(struct loop *l, struct loop_timer *t, void *arg)
          c = c->next_all)
         play_conn_check_timeout(c, now);
     conns_sweep(pl);
+    if (!pl->stop && queues_stuck(pl))
+        for (struct play_conn *c = pl->conns; c != NULL && !pl->stop;
+             c = c->next_all)
+            play_conn_reap_unread(c);
     play__unblock(pl);
     if (!run->f.eof && !loop_timer_active(&run->f.tm) && feed_room(pl))
         feed_pump(pl);
@@ -527,46 +592,37 @@ tick(struct loop *l, struct loop_timer *t, void *arg)
         loop_timer_start(l, t, now + TICK_NS, tick, pl);
 }
 
+/* The counters of text line `line` (PLAY_COUNTERS), in list order. */
+static void
+summary_line(FILE *out, const struct player *pl, int line)
+{
+#define XX(field, json, ln, text)                                              \
+    if (ln == line)                                                            \
+        fprintf(out, text, (unsigned long long)pl->field);
+    PLAY_COUNTERS(XX)
+#undef XX
+}
+
 static void
 summary_text(FILE *out, struct player *pl, double secs)
 {
-    struct remap_stats rs;
-
-    remap_stats_get(pl->rm, &rs);
-    fprintf(out,
-            "played %s -> %s: %" PRIu64 " requests sent, %" PRIu64
-            " answered, %" PRIu64 " without reply by design (moreToCome), "
-            "%" PRIu64 " unanswered, %" PRIu64 " not sent, in %.3f s over %" PRIu64
-            " connections\n",
-            pl->o->trace, pl->o->target, pl->sent, pl->answered, pl->no_reply,
-            pl->unanswered, pl->not_sent, secs, pl->conns_opened);
-    fprintf(out,
-            "never re-sent: %" PRIu64 " recorded handshakes, %" PRIu64
-            " authentication messages; %" PRIu64
-            " filtered out; %" PRIu64 " getMore/killCursors without a live "
-            "cursor; %" PRIu64 " cursors and %" PRIu64 " sessions remapped\n",
-            pl->hello_skipped, pl->auth_skipped, pl->filtered, pl->nocursor,
-            rs.cursors, rs.sessions);
+    fprintf(out, "played %s -> %s: ", pl->o->trace, pl->o->target);
+    summary_line(out, pl, 1);
+    fprintf(out, " in %.3f s\nnever re-sent: ", secs);
+    summary_line(out, pl, 2);
+    fputc('\n', out);
     runcmp_print_text(out, &pl->rep);
 }
 
 static void
 summary_json(FILE *out, struct player *pl, double secs)
 {
-    struct remap_stats rs;
-
-    remap_stats_get(pl->rm, &rs);
-    fprintf(out,
-            "{\"sent\":%" PRIu64 ",\"answered\":%" PRIu64
-            ",\"no_reply_expected\":%" PRIu64 ",\"unanswered\":%" PRIu64
-            ",\"not_sent\":%" PRIu64 ",\"seconds\":%.6f,\"connections\":%" PRIu64
-            ",\"handshakes_skipped\":%" PRIu64 ",\"auth_skipped\":%" PRIu64
-            ",\"filtered\":%" PRIu64 ",\"no_live_cursor\":%" PRIu64
-            ",\"cursors_remapped\":%" PRIu64 ",\"sessions_remapped\":%" PRIu64
-            ",\"failed\":%s,\"report\":",
-            pl->sent, pl->answered, pl->no_reply, pl->unanswered, pl->not_sent,
-            secs, pl->conns_opened, pl->hello_skipped, pl->auth_skipped,
-            pl->filtered, pl->nocursor, rs.cursors, rs.sessions,
+    fputc('{', out);
+#define XX(field, json, ln, text)                                              \
+    fprintf(out, "\"%s\":%llu,", json, (unsigned long long)pl->field);
+    PLAY_COUNTERS(XX)
+#undef XX
+    fprintf(out, "\"seconds\":%.6f,\"failed\":%s,\"report\":", secs,
             pl->failed ? "true" : "false");
     runcmp_print_json(out, &pl->rep);
     fputs("}\n", out);
@@ -641,7 +697,7 @@ player_free(struct run *run)
         play_conn_free(c);
     }
     rconn_free_all(&run->f);
-    trace_reader_free(run->f.rd);
+    play_reader_free(run->f.rd);
     remap_free(pl->rm);
     tls_ctx_free(pl->tls);
     runcmp_free(&pl->rep);
@@ -655,6 +711,7 @@ play_run(const struct play_opts *o)
 {
     struct run *run = mt_calloc(1, sizeof(*run));
     struct player *pl;
+    struct remap_stats rs;
     uint64_t start;
     int status = 0, rc;
     double secs;
@@ -673,6 +730,7 @@ play_run(const struct play_opts *o)
         return 1;
     }
     start = mt_now_ns();
+    loop_set_before_sleep(pl->loop, feed_hook, pl);
     if (feed_start(pl) == 0) {
         loop_timer_start(pl->loop, &run->f.tm, loop_now_ns(pl->loop),
                          feed_timer, pl);
@@ -692,6 +750,9 @@ play_run(const struct play_opts *o)
     if (pl->w != NULL && (rc = trace_writer_close(pl->w)) < 0 && !pl->failed)
         play__fail(pl, "%s: writing the trace: %s", o->out, mt_strerror(rc));
     pl->w = NULL;
+    remap_stats_get(pl->rm, &rs);
+    pl->cursors = rs.cursors;
+    pl->sessions = rs.sessions;
     if (o->json)
         summary_json(stdout, pl, secs);
     else

@@ -4,8 +4,10 @@
  * (or as fast as the server answers), and compares what the server
  * answered with what was recorded.  docs/play.md.
  *
- * One thread, one core/loop.  The trace is streamed: records are read only
- * as far ahead as the schedule needs (PLAY_LOOKAHEAD_NS of play time) and
+ * One core/loop on one thread; on a schedule the trace is decompressed on
+ * a reader thread of its own (play/reader.h), so that a frame's
+ * decompression does not hold the loop's timers.  The trace is streamed: records are taken
+ * only as far ahead as the schedule needs (PLAY_LOOKAHEAD_NS of play time) and
  * while the queued requests are fewer than PLAY_QUEUE_REQS_MAX and hold
  * less than PLAY_QUEUE_BYTES_MAX, so memory
  * follows the connections in flight, not the trace's size.

@@ -225,6 +225,18 @@ conn_send_req(struct play_conn *c, struct play_req *r, enum remap_result *res)
     int64_t cursor;
     int rc;
 
+    if (r->plain && !(r->compressed && c->compressor != 0)) {
+        /* nothing to remap: the recorded bytes, a new requestID */
+        r->live_rid = c->next_rid++;
+        rc = remap_plain_copy(r->msg, r->len, r->live_rid, &c->wb);
+        if (rc < 0)
+            return rc;
+        play_conn__rec_msg(c, TRACE_DIR_C2S, c->wb.data + start, r->len, NULL,
+                           0);
+        *res = REMAP_OK;
+        r->gm_cursor = 0;
+        return 0;
+    }
     /* validated in full when it was read from the trace */
     rc = wire_msg_parse_opts(r->msg, r->len,
                              WIRE_PARSE_SHALLOW | WIRE_PARSE_NO_CHECKSUM, &m,
@@ -390,7 +402,7 @@ play_conn_rec_closed(struct play_conn *c)
 static void
 req_report(struct player *pl, struct play_req *r)
 {
-    struct runcmp_cmd *cmd = runcmp_cmd_get(&pl->rep, r->cmd);
+    struct runcmp_cmd *cmd = r->rcmd;
     int rc;
 
     rc = runcmp_side_add(cmd, 0, r->rec_replied, r->rec_lat_ns, &r->rec_sh);
@@ -435,12 +447,26 @@ play_conn_reap(struct play_conn *c, bool all)
         c->queued_bytes -= r->len;
         c->pl->queued_bytes -= r->len;
         c->pl->queued_reqs--;
-        mt_free(r->msg);
         mt_free(r);
         freed = true;
     }
     if (freed && !all)
         play__reaped(c->pl);
+}
+
+void
+play_conn_reap_unread(struct play_conn *c)
+{
+    for (struct play_req *r = c->head;
+         r != NULL && r->live_done && r != c->next && r != c->exhaust;
+         r = r->next)
+        if (!r->rec_done) {
+            r->rec_done = true; /* its recorded reply, if read later, is
+                                   ignored: it answers nothing queued */
+            c->pl->rec_unread++;
+        }
+    c->rec_scan = NULL;
+    play_conn_reap(c, false);
 }
 
 /* The request a live reply answers: replies come in order on a
@@ -511,7 +537,11 @@ conn_message(struct play_conn *c, const uint8_t *p, size_t len)
     struct wire_msg m;
     struct mt_err err;
     size_t used;
-    int rc = wire_msg_parse(p, len, &m, &used, &err);
+    /* a reply to the workload is only walked with libbson's bounded
+     * iterator (its shape, $clusterTime) and recorded as it came: its
+     * bounds are checked, not every element (as capture's hot path) */
+    unsigned opts = c->st == PLAY_CONN_READY ? WIRE_PARSE_SHALLOW : 0;
+    int rc = wire_msg_parse_opts(p, len, opts, &m, &used, &err);
 
     if (rc == MT_OK && m.h.op_code == WIRE_OP_COMPRESSED) {
         mt_buf_reset(&pl->scratch);
@@ -519,8 +549,8 @@ conn_message(struct play_conn *c, const uint8_t *p, size_t len)
         if (rc == 0) {
             play_conn__rec_msg(c, TRACE_DIR_S2C, p, len, pl->scratch.data,
                     pl->scratch.len);
-            rc = wire_msg_parse(pl->scratch.data, pl->scratch.len, &m, &used,
-                                &err);
+            rc = wire_msg_parse_opts(pl->scratch.data, pl->scratch.len, opts,
+                                     &m, &used, &err);
         }
     } else if (rc == MT_OK) {
         play_conn__rec_msg(c, TRACE_DIR_S2C, p, len, NULL, 0);
@@ -600,6 +630,9 @@ conn_read(struct play_conn *c)
             break;
         }
         c->rb.len += (size_t)n;
+        if (c->tls == NULL && (size_t)n < READ_CHUNK)
+            break; /* drained: the next read would say EAGAIN (the watch
+                      is level-triggered, so nothing is missed) */
     }
     loop_update_time(pl->loop);
     while (c->rb.len > 0 && !pl->stop) {

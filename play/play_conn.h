@@ -29,14 +29,18 @@
 
 struct play_req {
     struct play_req *next; /* owned by the connection's queue */
-    uint8_t *msg;          /* owned: the recorded request, plain form */
+    uint8_t *msg; /* borrowed: the recorded request, plain form, stored
+                     after the struct in the same allocation */
     size_t len;
+    struct runcmp_cmd *rcmd; /* borrowed from the player's report */
     uint64_t rec_t_ns; /* recorded send time */
     uint64_t gap_ns;   /* recorded time since the event it followed */
     bool first;        /* the connection's first request */
     bool after_reply;  /* recorded after the previous request's reply */
     bool expects_reply;
     bool compressed; /* recorded as OP_COMPRESSED */
+    bool plain;      /* nothing to remap (remap_is_plain): sent as recorded
+                        with a new requestID */
     int32_t rec_rid, live_rid;
     char cmd[64];
     /* the recorded reply */
@@ -61,6 +65,32 @@ enum play_conn_state {
     PLAY_CONN_READY,
     PLAY_CONN_CLOSED,
 };
+
+/*
+ * The summary's counters, declared once: XX(field, json_key, line, text).
+ * line: the text line that shows it (1: "played ...:", 2: "never
+ * re-sent: ...", 0: JSON only); text: its piece of that line,
+ * printf-style with one %llu, the pieces of a line in list order.
+ * cursors and sessions are copied from the remap tables at the end.
+ */
+#define PLAY_COUNTERS(XX)                                                      \
+    XX(sent, "sent", 1, "%llu requests sent")                                  \
+    XX(answered, "answered", 1, ", %llu answered")                             \
+    XX(no_reply, "no_reply_expected", 1,                                       \
+       ", %llu without reply by design (moreToCome)")                          \
+    XX(unanswered, "unanswered", 1, ", %llu unanswered")                       \
+    XX(not_sent, "not_sent", 1, ", %llu not sent")                             \
+    XX(conns_opened, "connections", 1, ", over %llu connections")              \
+    XX(hello_skipped, "handshakes_skipped", 2, "%llu recorded handshakes")     \
+    XX(auth_skipped, "auth_skipped", 2, ", %llu authentication messages")      \
+    XX(filtered, "filtered", 2, "; %llu filtered out")                         \
+    XX(nocursor, "no_live_cursor", 2,                                          \
+       "; %llu getMore/killCursors without a live cursor")                     \
+    XX(rec_unread, "recorded_reply_unread", 2,                                 \
+       "; %llu recorded replies left unread (past the queue)")                 \
+    XX(cursors, "cursors_remapped", 2, "; %llu cursors")                       \
+    XX(sessions, "sessions_remapped", 2, " and %llu sessions remapped")        \
+    XX(requests_read, "requests_read", 0, "%llu")
 
 struct play_rconn;
 struct player;
@@ -133,9 +163,10 @@ struct player {
     struct mt_buf tmp;     /* owned: encoding */
     bool failed, stop;
     char why[256]; /* the first failure */
-    /* counters */
-    uint64_t requests_read, sent, answered, no_reply, hello_skipped,
-        auth_skipped, filtered, nocursor, unanswered, not_sent, conns_opened;
+    /* counters (PLAY_COUNTERS) */
+#define XX(field, json, line, text) uint64_t field;
+    PLAY_COUNTERS(XX)
+#undef XX
 };
 
 /* New live connection for copy of rc, connecting at open_ns. NULL on
@@ -152,6 +183,11 @@ void play_conn_pump(struct play_conn *c);
 /* Reports and frees the requests at the head that are complete; with
  * all, every one left (the run ended). */
 void play_conn_reap(struct play_conn *c, bool all);
+/* Reaps the requests at the head that the live server answered without
+ * waiting for their recorded replies, which the trace holds past what the
+ * queues can hold (counted in rec_unread; the reader is stuck otherwise:
+ * see play.c's queues_stuck). */
+void play_conn_reap_unread(struct play_conn *c);
 /* Closes the socket (if open) and records the close; idempotent. */
 void play_conn_close(struct play_conn *c, uint8_t reason);
 /* Frees c (its socket closed first). */

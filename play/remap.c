@@ -445,26 +445,88 @@ rebuild_body(struct remap *rm, uint32_t copy, const struct wire_msg *m,
     return ok ? 0 : MT_ETOOBIG;
 }
 
-/* Legacy messages: the recorded bytes, new requestID, cursor ids patched
- * (OP_GET_MORE: its last 8 bytes; OP_KILL_CURSORS: the array after two
- * int32s). */
+/* The --db rename of a legacy message's fullCollectionName ("db.coll",
+ * "db.$cmd"): the new database name, or NULL when none applies; *dblen
+ * is the length of the recorded one. */
+static const char *
+legacy_rename_to(const struct remap *rm, const struct wire_msg *m,
+                 size_t *dblen)
+{
+    const char *ns = m->full_collection, *dot;
+
+    if (ns == NULL || rm->ndb == 0)
+        return NULL;
+    dot = strchr(ns, '.');
+    *dblen = dot != NULL ? (size_t)(dot - ns) : strlen(ns);
+    for (size_t i = 0; i < rm->ndb; i++)
+        if (strlen(rm->db_from[i]) == *dblen &&
+            memcmp(rm->db_from[i], ns, *dblen) == 0)
+            return rm->db_to[i];
+    return NULL;
+}
+
+static bool
+legacy_renamed(const struct remap *rm, const struct wire_msg *m)
+{
+    size_t dblen;
+
+    return legacy_rename_to(rm, m, &dblen) != NULL;
+}
+
+/* Appends m's bytes with its fullCollectionName renamed (--db), the
+ * messageLength set to the new size. */
+static int
+legacy_append(const struct remap *rm, const struct wire_msg *m,
+              struct mt_buf *out)
+{
+    size_t dblen, start = out->len, off, nslen, tolen, len;
+    const char *to = legacy_rename_to(rm, m, &dblen);
+    int rc;
+
+    if (to == NULL)
+        return mt_buf_append(out, m->raw, m->raw_len);
+    /* full_collection points into raw (the parser's view) */
+    off = (size_t)((const uint8_t *)m->full_collection - m->raw);
+    nslen = strlen(m->full_collection) + 1;
+    tolen = strlen(to);
+    MT_ASSERT(off + nslen <= m->raw_len && dblen < nslen);
+    len = m->raw_len - dblen + tolen;
+    if (len > WIRE_MSG_LEN_MAX)
+        return MT_ETOOBIG;
+    if ((rc = mt_buf_append(out, m->raw, off)) < 0 ||
+        (rc = mt_buf_append(out, to, tolen)) < 0 ||
+        (rc = mt_buf_append(out, m->full_collection + dblen,
+                            nslen - dblen)) < 0 ||
+        (rc = mt_buf_append(out, m->raw + off + nslen,
+                            m->raw_len - off - nslen)) < 0) {
+        out->len = start;
+        return rc;
+    }
+    wr_le32(out->data + start, (uint32_t)len);
+    return 0;
+}
+
+/* Legacy messages: the recorded bytes, new requestID, fullCollectionName
+ * renamed (--db), cursor ids patched (OP_GET_MORE: its last 8 bytes;
+ * OP_KILL_CURSORS: the array after two int32s). */
 static int
 remap_legacy(struct remap *rm, uint32_t copy, const struct wire_msg *m,
              int32_t request_id, struct mt_buf *out, enum remap_result *res,
              int64_t *rec_cursor)
 {
-    size_t start = out->len;
+    size_t start = out->len, len;
     uint8_t *p;
     int64_t live;
-    int rc = mt_buf_append(out, m->raw, m->raw_len);
+    int rc = legacy_append(rm, m, out);
 
     if (rc < 0)
         return rc;
     p = out->data + start;
-    memcpy(p + 4, &request_id, 4);
+    len = out->len - start;
+    wr_le32(p + 4, (uint32_t)request_id);
     memset(p + 8, 0, 4);
-    if (m->h.op_code == WIRE_OP_GET_MORE && m->raw_len >= 24) {
-        memcpy(rec_cursor, p + m->raw_len - 8, 8);
+    if (m->h.op_code == WIRE_OP_GET_MORE && len >= 24) {
+        memcpy(rec_cursor, p + len - 8, 8);
         enum remap_cursor_state st =
             remap_cursor_get(rm, copy, *rec_cursor, &live);
         if (st != REMAP_CURSOR_LIVE) {
@@ -475,7 +537,7 @@ remap_legacy(struct remap *rm, uint32_t copy, const struct wire_msg *m,
                        : REMAP_NOCURSOR;
             return 0;
         }
-        memcpy(p + m->raw_len - 8, &live, 8);
+        memcpy(p + len - 8, &live, 8);
     } else if (m->h.op_code == WIRE_OP_KILL_CURSORS) {
         struct rd r = rd_init(m->raw + 20, m->raw_len - 20);
         int32_t n;
@@ -498,6 +560,89 @@ remap_legacy(struct remap *rm, uint32_t copy, const struct wire_msg *m,
     return 0;
 }
 
+bool
+remap_is_plain(const struct remap *rm, const struct wire_msg *m)
+{
+    bson_t b;
+    bson_iter_t it;
+    bool first = true;
+
+    if (m->h.op_code != WIRE_OP_MSG)
+        return m->h.op_code != WIRE_OP_GET_MORE &&
+               m->h.op_code != WIRE_OP_KILL_CURSORS &&
+               !(m->h.op_code == WIRE_OP_QUERY && legacy_renamed(rm, m));
+    if (m->body == NULL || !bson_init_static(&b, m->body, m->body_len) ||
+        !bson_iter_init(&it, &b))
+        return false;
+    /* the keys rebuild_body rewrites; a switch on the first byte keeps
+     * this a few compares per field */
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        switch (k[0]) {
+        case 'g':
+        case 'k':
+        case 'e':
+            if (first && (strcmp(k, "getMore") == 0 ||
+                          strcmp(k, "killCursors") == 0 ||
+                          strcmp(k, "endSessions") == 0))
+                return false;
+            break;
+        case 'l':
+            if (strcmp(k, "lsid") == 0)
+                return false;
+            break;
+        case 't':
+            if (strcmp(k, "txnNumber") == 0)
+                return false;
+            break;
+        case 'r':
+            if (strcmp(k, "readConcern") == 0)
+                return false;
+            break;
+        case '$':
+            if (strcmp(k, "$clusterTime") == 0)
+                return false;
+            if (rm->ndb > 0 && strcmp(k, "$db") == 0 &&
+                BSON_ITER_HOLDS_UTF8(&it) &&
+                db_rename(rm, bson_iter_utf8(&it, NULL)) !=
+                    bson_iter_utf8(&it, NULL))
+                return false;
+            break;
+        default:
+            break;
+        }
+        first = false;
+    }
+    return true;
+}
+
+int
+remap_plain_copy(const uint8_t *msg, size_t len, int32_t request_id,
+                 struct mt_buf *out)
+{
+    size_t start = out->len;
+    uint32_t flags, crc;
+    int32_t op;
+    uint8_t *p;
+    int rc;
+
+    MT_ASSERT(len >= WIRE_HEADER_LEN);
+    if ((rc = mt_buf_append(out, msg, len)) < 0)
+        return rc;
+    p = out->data + start;
+    wr_le32(p + 4, (uint32_t)request_id);
+    memset(p + 8, 0, 4);
+    op = (int32_t)(p[12] | p[13] << 8 | p[14] << 16 | (uint32_t)p[15] << 24);
+    if (op == WIRE_OP_MSG && len >= WIRE_HEADER_LEN + 4 + 4) {
+        flags = p[16] | p[17] << 8 | p[18] << 16 | (uint32_t)p[19] << 24;
+        if (flags & WIRE_MSG_CHECKSUM_PRESENT) {
+            crc = wire_crc32c(0, p, len - 4);
+            wr_le32(p + len - 4, crc);
+        }
+    }
+    return 0;
+}
+
 int
 remap_msg(struct remap *rm, uint32_t copy, const struct wire_msg *m,
           int32_t request_id, struct mt_buf *out, enum remap_result *res,
@@ -508,6 +653,8 @@ remap_msg(struct remap *rm, uint32_t copy, const struct wire_msg *m,
 
     *res = REMAP_OK;
     *rec_cursor = 0;
+    if (m->h.op_code == WIRE_OP_MSG && remap_is_plain(rm, m))
+        return remap_plain_copy(m->raw, m->raw_len, request_id, out);
     if (m->h.op_code != WIRE_OP_MSG)
         return remap_legacy(rm, copy, m, request_id, out, res, rec_cursor);
     bson_init(&body);

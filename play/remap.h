@@ -72,8 +72,9 @@ enum remap_result {
  * request of copy) as it is sent live: requestID request_id; OP_MSG body
  * rebuilt with getMore / killCursors cursor ids, lsid, txnNumber,
  * $clusterTime, readConcern.afterClusterTime and $db rewritten
- * (document sequences and flags kept, checksum recomputed); OP_GET_MORE
- * and OP_KILL_CURSORS with their cursor ids patched; other opcodes as
+ * (document sequences and flags kept, checksum recomputed), or copied when
+ * remap_is_plain; OP_GET_MORE and OP_KILL_CURSORS with their cursor ids
+ * patched; legacy fullCollectionNames renamed by --db; other opcodes as
  * recorded.  *rec_cursor is the recorded cursor a getMore reads (0 none).
  * Returns 0 with *res set, or -ENOMEM / MT_ETOOBIG / MT_ELIMIT (session
  * table full) with out unchanged.  Cost: O(top-level fields).
@@ -81,6 +82,26 @@ enum remap_result {
 int remap_msg(struct remap *rm, uint32_t copy, const struct wire_msg *m,
               int32_t request_id, struct mt_buf *out, enum remap_result *res,
               int64_t *rec_cursor);
+
+/*
+ * True when remap_msg would send m (parsed, not compressed) as recorded
+ * but for its header (requestID, responseTo 0) and checksum: an OP_MSG
+ * without getMore / killCursors / endSessions, lsid, txnNumber,
+ * $clusterTime, readConcern or a $db that --db renames; a legacy message
+ * other than OP_GET_MORE / OP_KILL_CURSORS whose fullCollectionName no
+ * --db rename matches.  Depends only on m and the renames, so a caller may
+ * decide once per recorded request.  Cost: O(top-level fields).
+ */
+bool remap_is_plain(const struct remap *rm, const struct wire_msg *m);
+
+/*
+ * Appends msg (len bytes, a whole message remap_is_plain accepted) to out
+ * with requestID request_id, responseTo 0 and an OP_MSG checksum
+ * recomputed.  0, or -ENOMEM / MT_ETOOBIG with out unchanged.  Cost: one
+ * copy (plus the CRC-32C when a checksum is present).
+ */
+int remap_plain_copy(const uint8_t *msg, size_t len, int32_t request_id,
+                     struct mt_buf *out);
 
 /* Counters for the summary. */
 struct remap_stats {

@@ -1,7 +1,9 @@
 /*
  * test_play.c -- play/: the latency histogram, reply shapes, the
  * remapping of recorded requests (cursors, legacy OP_GET_MORE and
- * OP_KILL_CURSORS ids, sessions, cluster time, $db)
+ * OP_KILL_CURSORS ids, sessions, cluster time, $db and legacy
+ * fullCollectionName renames, the plain copy of a request with nothing to
+ * rewrite), the reader thread against core/trace's reader
  * and the SCRAM client against the RFC 7677 and MongoDB auth spec example
  * conversations (client nonce injected).
  */
@@ -11,11 +13,17 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/buf.h"
 #include "core/wire.h"
+#include "core/loop.h"
+#include "core/trace.h"
 #include "play/auth.h"
+#include "play/reader.h"
 #include "play/remap.h"
 #include "core/runcmp.h"
 
@@ -216,6 +224,269 @@ test_play_remap_legacy_cursor_ids(void **state)
     mt_buf_free(&in);
     mt_buf_free(&out);
     remap_free(rm);
+}
+
+/* remap_is_plain: a request with nothing to rewrite is copied (header
+ * and checksum renewed), one with a key rebuild_body rewrites is not. */
+static void
+test_play_remap_plain_copy(void **state)
+{
+    const char *from[] = {"prod"}, *to[] = {"stage"};
+    struct remap *none = remap_new(NULL, NULL, 0),
+                 *ren = remap_new(from, to, 1);
+    struct mt_buf in, out;
+    struct wire_msg m, back;
+    struct mt_err err;
+    enum remap_result res;
+    bson_t *find = BCON_NEW("find", "c", "filter", "{", "_id", BCON_INT32(1),
+                            "}", "$db", "prod");
+    bson_t *sess = BCON_NEW("find", "c", "lsid", "{", "id", BCON_INT32(1), "}",
+                            "$db", "prod");
+    bson_t *ct =
+        BCON_NEW("ping", BCON_INT32(1), "$clusterTime", "{", "}", "$db", "x");
+    int64_t cur;
+    int32_t rid;
+    size_t used;
+
+    (void)state;
+    mt_buf_init(&in, 1 << 16);
+    mt_buf_init(&out, 1 << 16);
+    /* with a checksum: the copy carries a new requestID and a valid CRC */
+    assert_int_equal(
+        wire_encode_msg(&in, 77, 0, WIRE_MSG_CHECKSUM_PRESENT, find, NULL, 0),
+        0);
+    assert_int_equal(wire_msg_parse(in.data, in.len, &m, &used, &err), MT_OK);
+    assert_true(remap_is_plain(none, &m));
+    assert_false(remap_is_plain(ren, &m)); /* its $db is renamed */
+    assert_int_equal(remap_msg(none, 0, &m, 9, &out, &res, &cur), 0);
+    assert_int_equal(res, REMAP_OK);
+    assert_int_equal(out.len, in.len);
+    memcpy(&rid, out.data + 4, 4);
+    assert_int_equal(rid, 9);
+    assert_memory_equal(out.data + 16, in.data + 16, in.len - 20);
+    assert_int_equal(wire_msg_parse(out.data, out.len, &back, &used, &err),
+                     MT_OK); /* the checksum is verified */
+    mt_buf_reset(&out);
+    assert_int_equal(remap_plain_copy(in.data, in.len, 10, &out), 0);
+    assert_int_equal(wire_msg_parse(out.data, out.len, &back, &used, &err),
+                     MT_OK);
+    assert_int_equal(back.h.request_id, 10);
+    assert_int_equal(back.h.response_to, 0);
+    /* keys that are rewritten */
+    mt_buf_reset(&in);
+    assert_int_equal(wire_encode_msg(&in, 1, 0, 0, sess, NULL, 0), 0);
+    assert_int_equal(wire_msg_parse(in.data, in.len, &m, &used, &err), MT_OK);
+    assert_false(remap_is_plain(none, &m));
+    mt_buf_reset(&in);
+    assert_int_equal(wire_encode_msg(&in, 1, 0, 0, ct, NULL, 0), 0);
+    assert_int_equal(wire_msg_parse(in.data, in.len, &m, &used, &err), MT_OK);
+    assert_false(remap_is_plain(none, &m));
+    assert_false(remap_is_plain(ren, &m));
+    bson_destroy(find);
+    bson_destroy(sess);
+    bson_destroy(ct);
+    mt_buf_free(&in);
+    mt_buf_free(&out);
+    remap_free(none);
+    remap_free(ren);
+}
+
+/* --db renames the database of a legacy fullCollectionName: OP_QUERY
+ * commands ("prod.$cmd") and queries ("prod.c"), OP_GET_MORE; other
+ * databases and a database that only starts with the name are kept. */
+static void
+test_play_remap_legacy_db_rename(void **state)
+{
+    const char *from[] = {"prod"}, *to[] = {"staging"};
+    struct remap *rm = remap_new(from, to, 1);
+    struct mt_buf in, out;
+    struct wire_msg m, back;
+    struct mt_err err;
+    enum remap_result res;
+    bson_t *q = BCON_NEW("isMaster", BCON_INT32(1));
+    static const char *const names[] = {"prod.$cmd", "prod.c", "production.c",
+                                        "other.$cmd", "prod"};
+    static const char *const want[] = {"staging.$cmd", "staging.c",
+                                       "production.c", "other.$cmd", "staging"};
+    /* OP_GET_MORE: int32 0, "prod.c", int32 numberToReturn 2, int64 555 */
+    static const uint8_t gm[] = {0,    0,   0, 0, 'p', 'r', 'o', 'd',
+                                 '.',  'c', 0, 2, 0,   0,   0,   0x2b,
+                                 0x02, 0,   0, 0, 0,   0,   0};
+    int64_t cur, v;
+    size_t used;
+
+    (void)state;
+    mt_buf_init(&in, 1 << 16);
+    mt_buf_init(&out, 1 << 16);
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        mt_buf_reset(&in);
+        mt_buf_reset(&out);
+        assert_int_equal(wire_encode_query(&in, 3, 4, names[i], 0, -1, q), 0);
+        assert_int_equal(wire_msg_parse(in.data, in.len, &m, &used, &err),
+                         MT_OK);
+        assert_int_equal(remap_is_plain(rm, &m), i >= 2 && i <= 3);
+        assert_int_equal(remap_msg(rm, 0, &m, 8, &out, &res, &cur), 0);
+        assert_int_equal(res, REMAP_OK);
+        assert_int_equal(wire_msg_parse(out.data, out.len, &back, &used, &err),
+                         MT_OK);
+        assert_int_equal(used, out.len);
+        assert_int_equal(back.h.request_id, 8);
+        assert_string_equal(back.full_collection, want[i]);
+        assert_int_equal(back.query_flags, 4);
+        assert_int_equal(back.number_to_return, -1);
+        assert_int_equal(back.body_len, m.body_len);
+        assert_memory_equal(back.body, m.body, m.body_len);
+    }
+    /* OP_GET_MORE: renamed, and its cursor id still patched at the end */
+    legacy(&in, WIRE_OP_GET_MORE, gm, sizeof(gm), &m);
+    assert_int_equal(remap_cursor_open(rm, 0, 555), 0);
+    remap_cursor_set(rm, 0, 555, 4242);
+    mt_buf_reset(&out);
+    assert_int_equal(remap_msg(rm, 0, &m, 9, &out, &res, &cur), 0);
+    assert_int_equal(res, REMAP_OK);
+    assert_int_equal(out.len, in.len + 3);
+    assert_int_equal(wire_msg_parse(out.data, out.len, &back, &used, &err),
+                     MT_OK);
+    assert_string_equal(back.full_collection, "staging.c");
+    memcpy(&v, out.data + out.len - 8, 8);
+    assert_int_equal(v, 4242);
+    bson_destroy(q);
+    mt_buf_free(&in);
+    mt_buf_free(&out);
+    remap_free(rm);
+}
+
+/* A trace of nconn connections x nmsg messages at path; the file size. */
+static long
+reader_trace(const char *path, int nconn, int nmsg)
+{
+    struct trace_header h = {.source = TRACE_SRC_SYNTH, .ts_precision_ns = 1};
+    struct mt_err err;
+    struct trace_writer *w = trace_writer_open(path, TRACE_W_FORCE, &h, &err);
+    uint8_t msg[200];
+    FILE *fp;
+    long size;
+
+    assert_non_null(w);
+    for (int c = 1; c <= nconn; c++) {
+        struct trace_conn_open o = {.conn_id = (uint64_t)c,
+                                    .t_ns = (uint64_t)c};
+        assert_int_equal(trace_writer_conn_open(w, &o), 0);
+    }
+    for (int i = 0; i < nmsg; i++)
+        for (int c = 1; c <= nconn; c++) {
+            struct trace_msg m = {.conn_id = (uint64_t)c,
+                                  .t_ns = (uint64_t)(1000 + i),
+                                  .dir = (uint8_t)(i & 1),
+                                  .wire = msg,
+                                  .wire_len = (uint32_t)(16 + (i % 150))};
+            for (size_t k = 0; k < sizeof(msg); k++)
+                msg[k] = (uint8_t)(k * 7 + (size_t)i + (size_t)c);
+            assert_int_equal(trace_writer_msg(w, &m), 0);
+        }
+    for (int c = 1; c <= nconn; c++) {
+        struct trace_conn_close cl = {.conn_id = (uint64_t)c, .t_ns = 99999};
+        assert_int_equal(trace_writer_conn_close(w, &cl), 0);
+    }
+    assert_int_equal(trace_writer_close(w), 0);
+    fp = fopen(path, "rb");
+    assert_non_null(fp);
+    fseek(fp, 0, SEEK_END);
+    size = ftell(fp);
+    fclose(fp);
+    return size;
+}
+
+/* Reads path through play/reader (the loop woken while it waits) and
+ * trace_reader side by side: the same records, statuses and messages;
+ * returns the last status (MT_END, or the error that ended the file). */
+static int
+reader_compare(const char *path, bool threaded)
+{
+    struct mt_err err, err2;
+    struct loop *l = loop_new(NULL, 64, &err);
+    struct play_reader *pr;
+    struct trace_reader *tr;
+    struct trace_rec a, b;
+    int ra, rb, last = MT_END;
+
+    assert_non_null(l);
+    pr = play_reader_open(path, l, threaded, &err);
+    tr = trace_reader_open(path, &err2);
+    assert_non_null(pr);
+    assert_non_null(tr);
+    for (;;) {
+        do {
+            rb = trace_reader_next(tr, &b, &err2);
+        } while (rb == MT_OK && b.type != TRACE_REC_CONN_OPEN &&
+                 b.type != TRACE_REC_MSG && b.type != TRACE_REC_CONN_CLOSE);
+        while ((ra = play_reader_next(pr, &a, &err)) == MT_PARTIAL)
+            assert_true(loop_run_once(l, 2000000000ull) >= 0);
+        assert_int_equal(ra, rb);
+        if (ra == MT_END)
+            break;
+        if (ra < 0) {
+            assert_int_equal(err.code, err2.code);
+            assert_string_equal(err.msg, err2.msg);
+            last = ra;
+            continue;
+        }
+        assert_int_equal(a.type, b.type);
+        if (a.type == TRACE_REC_MSG) {
+            assert_int_equal(a.u.msg.conn_id, b.u.msg.conn_id);
+            assert_int_equal(a.u.msg.t_ns, b.u.msg.t_ns);
+            assert_int_equal(a.u.msg.wire_len, b.u.msg.wire_len);
+            assert_memory_equal(a.u.msg.wire, b.u.msg.wire, a.u.msg.wire_len);
+        } else if (a.type == TRACE_REC_CONN_OPEN) {
+            assert_int_equal(a.u.open.conn_id, b.u.open.conn_id);
+        } else {
+            assert_int_equal(a.u.close.conn_id, b.u.close.conn_id);
+        }
+    }
+    play_reader_free(pr);
+    trace_reader_free(tr);
+    loop_free(l);
+    return last;
+}
+
+/* play/reader, threaded and not: the records of a many-frame trace (more
+ * than its queue holds, so the thread waits for room) in order, and a
+ * truncated copy's records, then MT_ETRUNC, as trace_reader gives them. */
+static void
+test_play_reader_thread(void **state)
+{
+    char dir[] = "/tmp/test_play.XXXXXX", path[64], cut[64];
+    long size;
+    FILE *in, *out;
+    static uint8_t buf[1 << 16];
+    long left;
+
+    (void)state;
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/t.zst", dir);
+    snprintf(cut, sizeof(cut), "%s/cut.zst", dir);
+    size = reader_trace(path, 8, 12000);
+    assert_int_equal(reader_compare(path, true), MT_END);
+    assert_int_equal(reader_compare(path, false), MT_END);
+    /* the first 60 % of the file */
+    in = fopen(path, "rb");
+    out = fopen(cut, "wb");
+    assert_non_null(in);
+    assert_non_null(out);
+    for (left = size * 6 / 10; left > 0;) {
+        size_t n = fread(
+            buf, 1, left < (long)sizeof(buf) ? (size_t)left : sizeof(buf), in);
+        assert_true(n > 0);
+        assert_int_equal(fwrite(buf, 1, n, out), n);
+        left -= (long)n;
+    }
+    fclose(in);
+    fclose(out);
+    assert_int_equal(reader_compare(cut, true), MT_ETRUNC);
+    assert_int_equal(reader_compare(cut, false), MT_ETRUNC);
+    unlink(path);
+    unlink(cut);
+    rmdir(dir);
 }
 
 static const uint8_t rec_uuid[16] = {1, 2,  3,  4,  5,  6,  7,  8,
@@ -458,6 +729,9 @@ main(void)
         cmocka_unit_test(test_play_remap_cursors),
         cmocka_unit_test(test_play_remap_sessions_and_cluster_time),
         cmocka_unit_test(test_play_remap_legacy_cursor_ids),
+        cmocka_unit_test(test_play_remap_plain_copy),
+        cmocka_unit_test(test_play_remap_legacy_db_rename),
+        cmocka_unit_test(test_play_reader_thread),
         cmocka_unit_test(test_play_auth_rfc7677),
         cmocka_unit_test(test_play_auth_spec_sha1),
         cmocka_unit_test(test_play_auth_bad_server_signature),
