@@ -34,6 +34,11 @@ struct tls_conn {
     bool notified;   /* close_notify sent */
     bool want_write; /* the last handshake step or tls_recv needs the
                         socket writable */
+    /* A write met the peer's reset (ECONNRESET, EPIPE): the errno every
+     * later tls_send reports.  Reads go on: what the peer sent before it
+     * reset, such as the alert that says why it refused us, still waits
+     * in the socket, and tls_recv reports it. */
+    int wgone_errno;
     /* A result to report at the next tls_recv (the call that met it had
      * bytes to return first): 1 EOF, 2 the failure (fail_errno). */
     int stash;
@@ -523,8 +528,8 @@ tls_send(struct tls_conn *c, const void *buf, size_t len)
 {
     size_t put = 0;
 
-    if (c->failed) {
-        errno = c->fail_errno;
+    if (c->failed || c->wgone_errno) {
+        errno = c->failed ? c->fail_errno : c->wgone_errno;
         return -1;
     }
     while (put < len) {
@@ -541,7 +546,12 @@ tls_send(struct tls_conn *c, const void *buf, size_t len)
         e = SSL_get_error(c->ssl, r);
         if (e == SSL_ERROR_WANT_WRITE || e == SSL_ERROR_WANT_READ)
             break;
-        se = tls_fail(c, e, se);
+        if (e == SSL_ERROR_SYSCALL && (se == ECONNRESET || se == EPIPE)) {
+            ERR_clear_error(); /* the reset: not a TLS failure (yet) */
+            c->wgone_errno = se;
+        } else {
+            se = tls_fail(c, e, se);
+        }
         if (put > 0)
             return (ssize_t)put; /* the next call reports the failure */
         errno = se;
@@ -558,7 +568,7 @@ tls_send(struct tls_conn *c, const void *buf, size_t len)
 void
 tls_close_notify(struct tls_conn *c)
 {
-    if (c->failed || !c->ready || c->notified)
+    if (c->failed || !c->ready || c->notified || c->wgone_errno)
         return;
     c->notified = true;
     ERR_clear_error();

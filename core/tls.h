@@ -105,7 +105,10 @@ bool tls_conn_ready(const struct tls_conn *c);
  * report next), so the caller must not wait for an event to read on. */
 ssize_t tls_recv(struct tls_conn *c, void *buf, size_t len, bool *more);
 
-/* Writes up to len bytes; see the top of this file. */
+/* Writes up to len bytes; see the top of this file.  After the peer's
+ * reset (-1 with ECONNRESET or EPIPE) every later write fails the same
+ * way, but tls_recv still returns what the peer sent before it, and the
+ * alert that says why it closed (EPROTO, tls_conn_why). */
 ssize_t tls_send(struct tls_conn *c, const void *buf, size_t len);
 
 /* The last tls_handshake or tls_recv returned EAGAIN because OpenSSL

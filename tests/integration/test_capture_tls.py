@@ -26,8 +26,10 @@ server certificate.
    through TLS); plain client -> TLS upstream.
 5. Mutual TLS (--tls-ca): a client with a certificate of the CA works,
    one without is refused and logged.  A target that requires client
-   certificates: refused without --target-tls-cert (logged,
-   upstream-fail), served with it.
+   certificates: refused without --target-tls-cert, each connection
+   logged with the target's reason (pymongo; then clients that hold their
+   Finished, so the proxy forwards their first message into the target's
+   reset before it reads the target's alert), served with it.
 6. A burst of 40 replies of 256 KiB (10 MiB) from a raw upstream behind
    socat TLS to a raw TLS client that reads slowly: every byte arrives in
    order (TLS writes to a full socket resume on EPOLLOUT), the upstream's
@@ -59,7 +61,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from capture_lib import (MTRACE, TOP, Env, RawUpstream, Recorder, check, check_pairs,  # noqa: E402
                          msgs, op_msg, op_msg_burst, recv_msg,
                          summary_bytes, wait_closed)
-from tls_lib import client_hello, make_certs, start_socat_tls  # noqa: E402
+from tls_lib import client_hello, late_finished_client, make_certs, start_socat_tls  # noqa: E402
 
 from pymongo import MongoClient  # noqa: E402
 from pymongo.errors import OperationFailure, PyMongoError  # noqa: E402
@@ -439,6 +441,19 @@ def case_mutual(env, certs, mock, version):
     # certificate; its alert comes with the first read
     wait_log(cap, r"(TLS handshake with the target|TLS error from the server)[^\n]*"
              r"certificate required[^\n]*--target-tls-cert", "no --target-tls-cert")
+    # clients whose handshake ends after the target refused the proxy's:
+    # their first message meets the target's reset; the alert the target
+    # sent before it is still read and logged, for each connection (the
+    # line names the client's port)
+    for i in range(3):
+        s = late_finished_client(cap.port, ca, op_msg(100 + i, {"hello": 1, "$db": "admin"}),
+                                 0.3)
+        port = s.getsockname()[1]
+        wait_closed(s, 10, "client of a target that refused the proxy")
+        s.close()
+        wait_log(cap, r"from 127\.0\.0\.1:%d: TLS error from the server: [^\n]*certificate "
+                 r"required[^\n]*--target-tls-cert" % port,
+                 "client %d holding its Finished, no --target-tls-cert" % port)
     cap.stop()
     cap = env.start_capture("localhost:%d" % strict_up,
                             extra=tls_args + ["--target-tls-cert", certs["client_pem"]])

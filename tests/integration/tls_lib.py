@@ -3,6 +3,7 @@
 
     certs = make_certs(dirpath)   # CA, server and client certs (openssl CLI)
     port = start_socat_tls(env, certs["server_pem"], upstream_port)
+    sock = late_finished_client(port, certs["ca"], payload, hold_s)
 
 make_certs writes, with the openssl command-line tool:
   ca.pem / ca.key              the test CA
@@ -16,6 +17,7 @@ Also runnable: `tls_lib.py DIR` prints the JSON of the paths.
 """
 import json
 import os
+import socket
 import ssl
 import subprocess
 import sys
@@ -96,6 +98,36 @@ def start_socat_tls(env, cert_pem, upstream_port, port=None, client_ca=None):
                       stdout=subprocess.DEVNULL, stderr=errf)
     wait_socat_listening(p, errpath)
     return port
+
+
+def late_finished_client(port, ca, payload, hold_s):
+    """A TLS client of 127.0.0.1:port (trusting ca, SNI localhost) that
+    runs its handshake up to its last flight, then holds that flight (its
+    Finished) for hold_s seconds and sends it together with payload (bytes
+    sent as application data).  A proxy finishing the client's handshake
+    that late has long finished its own with the target, and reads the
+    target's answer after the client's payload.  Returns the connected
+    socket (the TLS session itself is not used further)."""
+    ctx = ssl.create_default_context(cafile=ca)
+    inc, out = ssl.MemoryBIO(), ssl.MemoryBIO()
+    obj = ctx.wrap_bio(inc, out, server_hostname="localhost")
+    s = socket.create_connection(("127.0.0.1", port))
+    s.settimeout(10)
+    while True:
+        try:
+            obj.do_handshake()
+            break
+        except ssl.SSLWantReadError:
+            if out.pending:
+                s.sendall(out.read())
+            chunk = s.recv(65536)
+            if not chunk:
+                raise RuntimeError("the server closed during the handshake")
+            inc.write(chunk)
+    obj.write(payload)
+    time.sleep(hold_s)
+    s.sendall(out.read())
+    return s
 
 
 def client_hello():

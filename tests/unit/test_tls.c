@@ -6,8 +6,9 @@
  * finishing from a moved buffer, data followed by close_notify (the data,
  * then EOF), a peer closing without close_notify (EOF), certificate
  * verification (a foreign CA, a wrong host name, an IP SAN, insecure), a
- * required client certificate, and context errors (missing file, key not
- * matching); the cause of each failure (tls_conn_cause: not TLS, no or a
+ * required client certificate, the alert of a server that refused us read
+ * after our write met its reset (TCP), and context errors (missing file, key
+ * not matching); the cause of each failure (tls_conn_cause: not TLS, no or a
  * foreign client certificate, ours refused, the peer closing) and the
  * negotiated version.  The certificates are made here with OpenSSL's API (EC
  * P-256), written as PEM into a temp dir.
@@ -20,6 +21,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -423,6 +426,93 @@ test_tls_client_certificate_required(void **state)
     duo_close(&d);
 }
 
+/* A connected pair of non-blocking TCP sockets on 127.0.0.1, sv[0] the
+ * accepted one (a close with unread data resets: TCP, not AF_UNIX). */
+static void
+tcp_pair(int sv[2])
+{
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t alen = sizeof(a);
+    int ls = socket(AF_INET, SOCK_STREAM, 0);
+
+    assert_true(ls >= 0);
+    assert_int_equal(bind(ls, (struct sockaddr *)&a, sizeof(a)), 0);
+    assert_int_equal(listen(ls, 1), 0);
+    assert_int_equal(getsockname(ls, (struct sockaddr *)&a, &alen), 0);
+    sv[1] = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(sv[1] >= 0);
+    assert_int_equal(connect(sv[1], (struct sockaddr *)&a, sizeof(a)), 0);
+    sv[0] = accept4(ls, NULL, NULL, SOCK_NONBLOCK);
+    assert_true(sv[0] >= 0);
+    assert_int_equal(fcntl(sv[1], F_SETFL, O_NONBLOCK), 0);
+    close(ls);
+}
+
+/* Waits (at most 5 s) until fd reports one of events. */
+static void
+wait_for(int fd, short events)
+{
+    struct pollfd p = {.fd = fd, .events = events};
+
+    assert_int_equal(poll(&p, 1, 5000), 1);
+    assert_true(p.revents & (events | POLLERR | POLLHUP));
+}
+
+/*
+ * TLS 1.3, a server that requires a client certificate we do not have:
+ * our handshake ends before the server refuses, and its alert ("certificate
+ * required") comes after.  The server closes with our first bytes unread,
+ * so its TCP resets; our next write meets the reset before we read.  The
+ * alert was queued before the reset and must still be read and reported
+ * (EPROTO and its reason), not lost behind the write's ECONNRESET.
+ */
+static void
+test_tls_alert_read_after_write_reset(void **state)
+{
+    struct mt_err err = {0};
+    struct tls_ctx *sctx = tls_ctx_server_new(srv_pem, NULL, ca_pem, &err);
+    struct tls_ctx *cctx = tls_ctx_client_new(ca_pem, false, &err);
+    struct tls_conn *s, *c;
+    char buf[64];
+    bool more;
+    int sv[2], rs, rc;
+
+    (void)state;
+    assert_non_null(sctx);
+    assert_non_null(cctx);
+    tcp_pair(sv);
+    s = tls_conn_new(sctx, sv[0], NULL);
+    c = tls_conn_new(cctx, sv[1], "localhost");
+    assert_non_null(s);
+    assert_non_null(c);
+    shake(s, c, &rs, &rc);
+    assert_int_equal(rc, 0);         /* ours is done (TLS 1.3) */
+    assert_int_equal(rs, MT_EPROTO); /* the server refused, alert sent */
+    assert_int_equal(tls_conn_version(c), 0x0304); /* TLS 1.3 */
+    assert_int_equal(tls_send(c, "hello", 5), 5);
+    wait_for(sv[0], POLLIN);
+    tls_conn_free(s);
+    close(sv[0]); /* "hello" unread: a reset */
+    wait_for(sv[1], POLLERR);
+    assert_int_equal(tls_send(c, "more", 4), -1);
+    assert_true(errno == ECONNRESET || errno == EPIPE);
+    assert_int_equal(tls_send(c, "more", 4), -1); /* and stays so */
+    assert_true(errno == ECONNRESET || errno == EPIPE);
+    tls_close_notify(c); /* nothing to send it on: a no-op */
+    /* the alert, read after the reset */
+    assert_int_equal(tls_recv(c, buf, sizeof(buf), &more), -1);
+    assert_int_equal(errno, EPROTO);
+    assert_false(more);
+    assert_non_null(strstr(tls_conn_why(c), "certificate required"));
+    assert_int_equal(tls_recv(c, buf, sizeof(buf), &more), -1);
+    assert_int_equal(errno, EPROTO);
+    tls_conn_free(c);
+    close(sv[1]);
+    tls_ctx_free(sctx);
+    tls_ctx_free(cctx);
+}
+
 /* A server handshake on sv[0] after what the peer sent (len bytes of
  * bytes, then nothing more or, close_after, a TCP close): its cause. */
 static enum tls_cause
@@ -548,6 +638,7 @@ main(void)
         cmocka_unit_test(test_tls_close_notify_after_data),
         cmocka_unit_test(test_tls_verify_failures),
         cmocka_unit_test(test_tls_client_certificate_required),
+        cmocka_unit_test(test_tls_alert_read_after_write_reset),
         cmocka_unit_test(test_tls_failure_causes),
         cmocka_unit_test(test_tls_ctx_errors),
     };
