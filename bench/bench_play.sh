@@ -14,7 +14,10 @@
 #  2. schedule precision: the 16-connection trace played at 1x; send
 #     lateness p50 / p99 / max from play's summary (each request's send
 #     against its deadline, just before the write, as replay measures its
-#     achieved delays).  Target: p99 <= 100 us.
+#     achieved delays).  Target: p99 <= 100 us.  PLAY_ARGS adds arms: a
+#     ';'-separated list of play option sets (e.g. "--rt-prio 1"), each
+#     run after the arm without options within every repetition, so the
+#     arms see the same machine state.
 #  3. memory: maximum RSS (GNU time) of `play --max-speed` of a trace of
 #     LARGE_MB megabytes (default 1024) written by bench/play_trace_gen.c
 #     (loadgen's find, recorded replies carrying 8 KiB of incompressible
@@ -27,7 +30,9 @@
 #     BUILD=build/release bench/bench_play.sh [--quick]
 # --quick: 0.3 s runs, 1 and 16 connections, a 2 MB trace (a smoke run).
 # Env: SECS (loadgen and recording seconds, default 5), REPS (default 5),
-#      LARGE_MB, PARTS (default "rate late rss": the sections to run).
+#      LARGE_MB, PARTS (default "rate late rss": the sections to run),
+#      PLAY_ARGS (section 2's extra arms, see above), REPLAY_ARGS (options
+#      of the mtrace replay server of every section, e.g. "--rt-prio 1").
 #      Prints markdown tables (docs/benchmarks.md keeps a run).
 set -u
 cd "$(dirname "$0")/.."
@@ -40,6 +45,8 @@ BENCH_NAME=bench_play
 SECS=${SECS:-5}
 REPS=${REPS:-5}
 PARTS=${PARTS:-rate late rss}
+PLAY_ARGS=${PLAY_ARGS:-}
+REPLAY_ARGS=${REPLAY_ARGS:-}
 GEN=$TOP/$BUILD/bench/play_trace_gen
 LARGE_MB=${LARGE_MB:-1024}
 CONNS="1 16 256"
@@ -52,7 +59,8 @@ fi
 command -v /usr/bin/time >/dev/null || die "GNU time (/usr/bin/time) missing"
 
 REP=$(free_port)
-"$MT" replay --listen 127.0.0.1:$REP traces/sample.zst 2>"$TMP/replay.log" &
+# shellcheck disable=SC2086 # REPLAY_ARGS: words on purpose
+"$MT" replay --listen 127.0.0.1:$REP $REPLAY_ARGS traces/sample.zst 2>"$TMP/replay.log" &
 PIDS+=($!)
 wait_port $REP
 
@@ -119,19 +127,31 @@ fi
 if has late; then
 echo "## play at 1x, 16 connections: send lateness against the schedule (us)"
 echo
-echo "| run | requests | p50 | p99 | max |"
-echo "|---:|---:|---:|---:|---:|"
+echo "server: mtrace replay ${REPLAY_ARGS:-(no options)}"
+echo
+echo "| run | play options | requests | p50 | p99 | max |"
+echo "|---:|---|---:|---:|---:|---:|"
 [ -s "$TMP/t16.zst" ] || record_trace 16 "$SECS" "$TMP/t16.zst"
-p99s=()
+arms=("")
+if [ -n "$PLAY_ARGS" ]; then
+    IFS=';' read -r -a extra <<<"$PLAY_ARGS"
+    arms+=("${extra[@]}")
+fi
+declare -A p99s=()
 us() { awk -v v="$(json_field "$TMP/play1x.json" report lateness_ms "$1")" 'BEGIN { printf "%.1f", v * 1000 }'; }
 for ((r = 0; r < REPS; r++)); do
-    "$MT" play "$TMP/t16.zst" --target 127.0.0.1:$REP --json >"$TMP/play1x.json" \
-        2>"$TMP/play.err" || die "play at 1x failed: $(cat "$TMP/play.err")"
-    p99s+=("$(us p99)")
-    echo "| $((r + 1)) | $(json_field "$TMP/play1x.json" report lateness_ms count) | $(us p50) | $(us p99) | $(us max) |"
+    for ((a = 0; a < ${#arms[@]}; a++)); do
+        # shellcheck disable=SC2086 # an arm's options: words on purpose
+        "$MT" play "$TMP/t16.zst" --target 127.0.0.1:$REP ${arms[a]} --json >"$TMP/play1x.json" \
+            2>"$TMP/play.err" || die "play at 1x (${arms[a]:-no options}) failed: $(cat "$TMP/play.err")"
+        p99s[$a]="${p99s[$a]:-} $(us p99)"
+        echo "| $((r + 1)) | ${arms[a]:-(none)} | $(json_field "$TMP/play1x.json" report lateness_ms count) | $(us p50) | $(us p99) | $(us max) |"
+    done
 done
 echo
-echo "p99 mean [90 % CI]: $(echo "${p99s[@]}" | mean_ci %.1f) us"
+for ((a = 0; a < ${#arms[@]}; a++)); do
+    echo "p99 mean [90 % CI], play options ${arms[a]:-(none)}: $(echo "${p99s[$a]}" | mean_ci %.1f) us"
+done
 echo
 fi
 

@@ -12,7 +12,10 @@
 #include <strings.h>
 
 #include "core/addr.h"
+#include "core/log.h"
 #include "core/mem.h"
+#include "core/pmqos.h"
+#include "core/sched.h"
 #include "classify.h"
 #include "play_conn.h"
 #include "reader.h"
@@ -681,8 +684,51 @@ player_init(struct run *run, const struct play_opts *o)
             fprintf(stderr, "mtrace play: %s: %s\n", o->out, err.msg);
             return -1;
         }
+        /* the writer's thread compresses in bulk: it starts under
+         * SCHED_OTHER even when --rt-prio put this thread under FIFO */
+        (void)sched_set_normal();
         (void)trace_writer_set_async(pl->w);
+        if (sched_set_realtime(o->rt_prio, &err) < 0) {
+            fprintf(stderr, "mtrace play: --rt-prio %d: %s\n", o->rt_prio,
+                    err.msg);
+            return -1;
+        }
     }
+    return 0;
+}
+
+/*
+ * --cpu-dma-latency and --rt-prio, before anything is opened: a refusal
+ * leaves nothing behind (no -o trace, no connection).  The loop runs on
+ * this thread and the reader thread, created later, inherits the policy.
+ * 0, or -1 with the reason printed.
+ */
+static int
+sched_setup(const struct play_opts *o, struct pmqos *q)
+{
+    struct mt_err err = {0};
+
+    pmqos_init(q);
+    if (o->dma_lat_us >= 0 && pmqos_hold(q, o->dma_lat_us, &err) < 0) {
+        fprintf(stderr,
+                "mtrace play: --cpu-dma-latency %d: %s; run without the "
+                "option, or as root\n",
+                o->dma_lat_us, err.msg);
+        return -1;
+    }
+    if (sched_set_realtime(o->rt_prio, &err) < 0) {
+        fprintf(stderr, "mtrace play: --rt-prio %d: %s\n", o->rt_prio,
+                err.msg);
+        pmqos_release(q);
+        return -1;
+    }
+    if (o->rt_prio > 0)
+        mt_info("play: event loop and trace reader under SCHED_FIFO %d",
+                o->rt_prio);
+    if (o->dma_lat_us >= 0)
+        mt_info("play: holding a CPU wake-up latency request of %d us (%s) "
+                "until exit",
+                o->dma_lat_us, PMQOS_DEV);
     return 0;
 }
 
@@ -712,12 +758,17 @@ play_run(const struct play_opts *o)
     struct run *run = mt_calloc(1, sizeof(*run));
     struct player *pl;
     struct remap_stats rs;
+    struct pmqos qos;
     uint64_t start;
     int status = 0, rc;
     double secs;
 
     if (run == NULL) {
         fprintf(stderr, "mtrace play: out of memory\n");
+        return 1;
+    }
+    if (sched_setup(o, &qos) < 0) {
+        mt_free(run);
         return 1;
     }
     pl = &run->pl;
@@ -727,6 +778,7 @@ play_run(const struct play_opts *o)
         trace_writer_close(pl->w);
         player_free(run);
         mt_free(run);
+        pmqos_release(&qos);
         return 1;
     }
     start = mt_now_ns();
@@ -778,5 +830,6 @@ play_run(const struct play_opts *o)
     }
     player_free(run);
     mt_free(run);
+    pmqos_release(&qos);
     return status;
 }

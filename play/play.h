@@ -52,6 +52,9 @@ struct play_opts {
     bool tls_insecure;    /* no certificate verification */
     const char *tls_cert; /* borrowed: client certificate (PEM), or NULL */
     bool json;            /* the summary as JSON on stdout */
+    int rt_prio;          /* --rt-prio: SCHED_FIFO of the loop and the
+                           * reader thread; 0: normal scheduling */
+    int dma_lat_us;       /* --cpu-dma-latency: PM QoS bound; -1: none */
 };
 
 /*
@@ -59,7 +62,8 @@ struct play_opts {
  * line per failure (stderr, "mtrace play: ...").  Returns 0 when every
  * request was sent and every expected reply came; 1 when the trace was
  * damaged or empty, the target failed, refused the handshake or the
- * credentials, or replies were missing.
+ * credentials, or replies were missing, or --rt-prio or
+ * --cpu-dma-latency was refused (then before anything is opened).
  */
 int play_run(const struct play_opts *o);
 

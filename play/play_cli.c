@@ -15,6 +15,9 @@
 #include <string.h>
 
 #include "core/addr.h"
+#include "core/cli.h"
+#include "core/pmqos.h"
+#include "core/sched.h"
 #include "play.h"
 
 static void
@@ -70,6 +73,19 @@ usage(FILE *f)
         "  --timeout-ms MS      fail when a connect or a reply takes longer\n"
         "                       (default 30000)\n"
         "  --json               the summary as one JSON object\n"
+        "  --rt-prio N          run the event loop and the trace reader\n"
+        "                       under SCHED_FIFO at priority N (1..99; 0:\n"
+        "                       off, the default): sends are not late\n"
+        "                       behind other processes; needs root or\n"
+        "                       CAP_SYS_NICE\n"
+        "  --cpu-dma-latency US hold a PM QoS CPU wake-up latency request\n"
+        "                       of US microseconds (0..2000000000) through\n"
+        "                       /dev/cpu_dma_latency from start to exit: 0\n"
+        "                       keeps idle CPUs polling, so timer wake-ups\n"
+        "                       are not late by a deep idle exit. Off by\n"
+        "                       default: it is machine-wide, and polling\n"
+        "                       CPUs burn power (host CPU in a VM); needs\n"
+        "                       root\n"
         "  -h, --help           this text\n"
         "\n"
         "Exit status: 0 every request sent and every expected reply\n"
@@ -222,6 +238,8 @@ enum {
     OPT_TLS_CA,
     OPT_TLS_INSECURE,
     OPT_TLS_CERT,
+    OPT_RTPRIO,
+    OPT_DMALAT,
 };
 
 static const struct option longopts[] = {
@@ -244,6 +262,8 @@ static const struct option longopts[] = {
     {"tls-ca", required_argument, NULL, OPT_TLS_CA},
     {"tls-insecure", no_argument, NULL, OPT_TLS_INSECURE},
     {"tls-cert", required_argument, NULL, OPT_TLS_CERT},
+    {"rt-prio", required_argument, NULL, OPT_RTPRIO},
+    {"cpu-dma-latency", required_argument, NULL, OPT_DMALAT},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -252,8 +272,10 @@ static const struct option longopts[] = {
 static int
 parse_opt(int ch, char *arg, struct play_opts *o, bool *speed_set)
 {
+    char buf[96];
     char *end, *eq;
     uint32_t ms;
+    uint64_t u;
 
     switch (ch) {
     case OPT_TARGET:
@@ -334,6 +356,24 @@ parse_opt(int ch, char *arg, struct play_opts *o, bool *speed_set)
         o->tls = true;
         o->tls_cert = arg;
         return 0;
+    case OPT_RTPRIO:
+        if (!cli_parse_u64(arg, 0, SCHED_RT_PRIO_MAX, &u)) {
+            snprintf(buf, sizeof(buf),
+                     "bad --rt-prio '%s' (0..%d; 0: normal scheduling)", arg,
+                     SCHED_RT_PRIO_MAX);
+            return bad(buf);
+        }
+        o->rt_prio = (int)u;
+        return 0;
+    case OPT_DMALAT:
+        if (!cli_parse_u64(arg, 0, PMQOS_US_MAX, &u)) {
+            snprintf(buf, sizeof(buf),
+                     "bad --cpu-dma-latency '%s' (0..%d microseconds)", arg,
+                     PMQOS_US_MAX);
+            return bad(buf);
+        }
+        o->dma_lat_us = (int)u;
+        return 0;
     default:
         return bad("unknown option");
     }
@@ -346,7 +386,8 @@ play_cli_main(int argc, char **argv)
                           .repeat = 1,
                           .copies = 1,
                           .auth_db = "admin",
-                          .timeout_ns = 30000ull * 1000000u};
+                          .timeout_ns = 30000ull * 1000000u,
+                          .dma_lat_us = -1};
     bool speed_set = false;
     char host[256];
     uint16_t port;
