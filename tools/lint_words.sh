@@ -25,7 +25,7 @@ PATTERNS=(
     '\b[Rr]ound(s|-)?[ -]?#?[1-9][0-9]*(?![.][0-9])'
     '(?i)\bwork[ -]sessions?\b'
     '(?i)\bwork[ -]?logs?\b'
-    '/work/notes\b'
+    '/work/(notes|coord)\b'
     '(?i)\bsub-?agents?\b'
     "(?i)\\bthe lead(?:'s)?\\b(?![ -](?:time|byte|in|ing))"
     '(?i)\breviewers?\b'

@@ -19,6 +19,7 @@ rounds 1-6's gil_handoff_us
 figures of this work session
 as the work log says
 driver /work/notes/s7/quiet.sh
+run under /work/coord/measure
 a sub-agent ran the fuzzers
 the lead reruns it on a quiet machine
 the lead's notes
