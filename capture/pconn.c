@@ -577,20 +577,9 @@ pconn_accept(struct ploop *pl, int cfd, const struct sockaddr *peer,
     struct pconn *c;
     int rc;
 
-    if (atomic_fetch_add(&p->nconns, 1) >= p->max_conns) {
-        atomic_fetch_sub(&p->nconns, 1);
-        if (pl->st.refused++ == 0)
-            mt_warn("capture: --max-conns %u reached; refusing new "
-                    "connections until some close",
-                    p->max_conns);
-        close(cfd);
-        srv_conn_done(p->srv, pl->idx);
-        return;
-    }
     c = mt_calloc(1, sizeof(*c));
     if (c == NULL) {
         mt_error("capture: out of memory accepting a connection");
-        atomic_fetch_sub(&p->nconns, 1);
         close(cfd);
         srv_conn_done(p->srv, pl->idx);
         return;
@@ -687,7 +676,6 @@ pconn_close(struct pconn *c, uint8_t reason)
         c->next->prev = c->prev;
     pl->nconns--;
     srv_conn_done(pl->p->srv, pl->idx);
-    atomic_fetch_sub(&pl->p->nconns, 1);
     mt_free(c);
 }
 

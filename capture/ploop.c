@@ -17,6 +17,7 @@
 #include "core/loop.h"
 #include "core/mem.h"
 #include "core/srv.h"
+#include "core/log.h"
 #include "core/trace.h"
 #include "pconn.h"
 #include "pdelay.h"
@@ -30,6 +31,18 @@ ploop_on_conn(void *arg, int fd, const struct sockaddr_storage *peer,
 {
     (void)accepted_ns;
     pconn_accept(arg, fd, (const struct sockaddr *)peer, peer_len);
+}
+
+/* --max-conns (core/srv.h's on_refused): counted, said once per loop. */
+static void
+ploop_on_refused(void *arg, size_t open)
+{
+    struct ploop *pl = arg;
+
+    if (pl->st.refused++ == 0)
+        mt_warn("capture: --max-conns %u reached (%zu open); refusing new "
+                "connections until some close",
+                pl->p->max_conns, open);
 }
 
 static void
@@ -160,7 +173,9 @@ ploop_listen(struct proxy *p, const struct proxy_opts *o, struct mt_err *err)
         .batch_loops = o->batch_loops,
         .sweep_ns = srv_sweep_period_ns(o->idle_ns, o->msg_timeout_ns),
         .drain_ns = PLOOP_DRAIN_NS,
+        .conns_max = o->max_conns,
         .on_conn = ploop_on_conn,
+        .on_refused = ploop_on_refused,
         .on_sweep = ploop_on_sweep,
         .on_drain_end = ploop_close_all,
         .on_exit = ploop_close_all,

@@ -84,7 +84,6 @@ struct proxy {
     char tls_host[256]; /* --target's host: SNI and name checked, or "" */
     struct recq *q;     /* owned */
     atomic_uint_fast64_t next_id;
-    atomic_uint nconns;
     atomic_bool warned_rs; /* the replica-set warning was logged */
     struct ploop *loops;   /* owned array */
     int nloops;

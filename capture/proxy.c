@@ -255,7 +255,6 @@ proxy_init(struct proxy *p, const struct proxy_opts *o, struct mt_err *err)
     p->pin_loops = o->pin_loops;
     p->batch_loops = o->batch_loops;
     atomic_init(&p->next_id, 1);
-    atomic_init(&p->nconns, 0);
     atomic_init(&p->warned_rs, false);
     p->nloops = srv_loops_count((int)o->threads, PROXY_THREADS_MAX);
     p->loops = mt_calloc((size_t)p->nloops, sizeof(*p->loops));

@@ -115,7 +115,8 @@ struct srv {
     char desc[64];
     struct srv_loop *loops; /* owned, cfg.nloops */
     atomic_bool stopping;
-    pthread_mutex_t mu; /* guards the start handshake below */
+    _Atomic size_t open; /* given by on_conn, not yet done: cfg.conns_max */
+    pthread_mutex_t mu;  /* guards the start handshake below */
     pthread_cond_t cv;
     int nready;           /* threads past their scheduling set-up */
     struct mt_err rt_err; /* the first thread's refusal; code 0 if none */
@@ -310,6 +311,14 @@ void
 srv_conn_done(struct srv *s, int i)
 {
     atomic_fetch_sub_explicit(&s->loops[i].load, 1, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&s->open, 1, memory_order_relaxed);
+}
+
+/* See srv.h. */
+size_t
+srv_conns_open(const struct srv *s)
+{
+    return atomic_load_explicit(&s->open, memory_order_relaxed);
 }
 
 /* The loop that should own a new connection: the least loaded, sl on a
@@ -338,8 +347,18 @@ static void
 srv_route(struct srv_loop *sl, int fd, const struct sockaddr_storage *peer,
           socklen_t len, uint64_t accepted_ns)
 {
-    struct srv_loop *t = atomic_load(&sl->s->stopping) ? sl : srv_pick(sl);
+    struct srv *s = sl->s;
+    struct srv_loop *t;
+    size_t open = atomic_fetch_add(&s->open, 1);
 
+    if (s->cfg.conns_max != 0 && open >= s->cfg.conns_max) {
+        atomic_fetch_sub(&s->open, 1);
+        close(fd);
+        if (s->cfg.on_refused != NULL)
+            s->cfg.on_refused(sl->arg, open);
+        return;
+    }
+    t = atomic_load(&s->stopping) ? sl : srv_pick(sl);
     if (t != sl && t->l != NULL) {
         atomic_fetch_add(&t->load, 1);
         if (srv_hand_push(&t->hand, fd, peer, len, accepted_ns)) {
@@ -350,7 +369,7 @@ srv_route(struct srv_loop *sl, int fd, const struct sockaddr_storage *peer,
         atomic_fetch_sub(&t->load, 1); /* its queue is full: keep it */
     }
     atomic_fetch_add(&sl->load, 1);
-    sl->s->cfg.on_conn(sl->arg, fd, peer, len, accepted_ns);
+    s->cfg.on_conn(sl->arg, fd, peer, len, accepted_ns);
 }
 
 static void

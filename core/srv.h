@@ -22,6 +22,10 @@
  * from the loop's before-sleep hook and srv_conn_done() when one of the
  * connections it was given ends.  Callbacks run on the loop's thread.
  *
+ * --max-conns: with conns_max, a connection accepted while conns_max
+ * given by on_conn are not yet done is closed at once (on_refused says
+ * so); the count is over all loops.
+ *
  * Threads: srv_start() starts one per loop with SIGINT/SIGTERM (all
  * signals) blocked, optionally pinned (--pin-loops); each sets 1 ns timer
  * slack, --rt-prio (SCHED_FIFO) or --batch-loops (SCHED_BATCH) on itself
@@ -92,21 +96,26 @@ typedef void srv_conn_fn(void *arg, int fd, const struct sockaddr_storage *peer,
 typedef void srv_sweep_fn(void *arg, uint64_t now_ns);
 /* The loop's own hook (drain deadline; after loop_run on its thread). */
 typedef void srv_loop_fn(void *arg);
+/* A connection of loop arg was refused at conns_max (its fd is closed);
+ * open: the connections open then. */
+typedef void srv_refused_fn(void *arg, size_t open);
 
 struct srv_cfg {
     const char *name; /* borrowed: "capture" or "replay", for messages */
     struct sockaddr_storage addr; /* --listen */
     socklen_t addr_len;
-    int nloops;             /* 1..SRV_LOOPS_MAX: srv_loops_count() */
-    int rt_prio;            /* --rt-prio: SCHED_FIFO of the loop threads; 0 */
-    bool pin_loops;         /* --pin-loops: loop i on the i-th allowed CPU */
-    bool batch_loops;       /* --batch-loops: SCHED_BATCH loop threads */
-    uint64_t sweep_ns;      /* sweep period (srv_sweep_period_ns); 0: none */
-    uint64_t drain_ns;      /* after srv_stop; 0: stop the loops at once */
-    srv_conn_fn *on_conn;   /* required */
-    srv_sweep_fn *on_sweep; /* with sweep_ns */
-    srv_loop_fn *on_drain_end; /* drain_ns passed: close what remains */
-    srv_loop_fn *on_exit;      /* on the loop's thread after it ran; NULL */
+    int nloops;           /* 1..SRV_LOOPS_MAX: srv_loops_count() */
+    int rt_prio;          /* --rt-prio: SCHED_FIFO of the loop threads; 0 */
+    bool pin_loops;       /* --pin-loops: loop i on the i-th allowed CPU */
+    bool batch_loops;     /* --batch-loops: SCHED_BATCH loop threads */
+    uint64_t sweep_ns;    /* sweep period (srv_sweep_period_ns); 0: none */
+    uint64_t drain_ns;    /* after srv_stop; 0: stop the loops at once */
+    size_t conns_max;     /* --max-conns: refused at accept; 0: none */
+    srv_conn_fn *on_conn; /* required */
+    srv_refused_fn *on_refused; /* with conns_max; NULL: refused quietly */
+    srv_sweep_fn *on_sweep;     /* with sweep_ns */
+    srv_loop_fn *on_drain_end;  /* drain_ns passed: close what remains */
+    srv_loop_fn *on_exit;       /* on the loop's thread after it ran; NULL */
 };
 
 struct srv;
@@ -151,8 +160,12 @@ int srv_loop_attach(struct srv *s, int i, struct loop *l, void *arg,
  */
 bool srv_loop_tick(struct srv *s, int i);
 
-/* Loop i's connection given by on_conn has ended (or was refused). */
+/* Loop i's connection given by on_conn has ended (or was refused by its
+ * user). */
 void srv_conn_done(struct srv *s, int i);
+
+/* Connections given by on_conn and not yet done, over all loops. */
+size_t srv_conns_open(const struct srv *s);
 
 /* Connections loop i accepted and queued to another loop. */
 uint64_t srv_loop_handed(const struct srv *s, int i);

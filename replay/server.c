@@ -30,8 +30,8 @@ struct server {
     struct cursor_table cursors;
     struct sloop *loops; /* owned */
     int nloops;
-    struct srv *srv; /* owned: listeners, hand-off, threads (core/srv.h) */
-    _Atomic size_t nconns;
+    struct srv *srv; /* owned: listeners, hand-off, threads, --max-conns
+                      * (core/srv.h) */
 };
 
 /* sconn_close's last step: c leaves its loop's list and is freed. */
@@ -48,12 +48,18 @@ on_closed(struct sconn *c, void *arg)
         c->next->prev = c->prev;
     sl->nconns--;
     srv_conn_done(sl->srv->srv, sl->idx);
-    atomic_fetch_sub(&sl->srv->nconns, 1);
     mt_free(c);
 }
 
-/* core/srv.h's on_conn: takes fd as one of sl's connections (refused
- * above --max-conns). */
+/* core/srv.h's on_refused: --max-conns. */
+static void
+refused_one(void *arg, size_t open)
+{
+    (void)arg;
+    mt_warn("replay: connection refused: %zu connections open (limit)", open);
+}
+
+/* core/srv.h's on_conn: takes fd as one of sl's connections. */
 static void
 accept_one(void *arg, int fd, const struct sockaddr_storage *ss,
            socklen_t ss_len, uint64_t accepted_ns)
@@ -62,18 +68,14 @@ accept_one(void *arg, int fd, const struct sockaddr_storage *ss,
     struct sconn *c;
 
     (void)ss_len;
-    if (atomic_fetch_add(&sl->srv->nconns, 1) >= sl->srv->o.conns_max ||
-        (c = mt_calloc(1, sizeof(*c))) == NULL) {
-        atomic_fetch_sub(&sl->srv->nconns, 1);
+    if ((c = mt_calloc(1, sizeof(*c))) == NULL) {
         srv_conn_done(sl->srv->srv, sl->idx);
-        mt_warn("replay: connection refused: %zu connections open (limit)",
-                sl->srv->o.conns_max);
+        mt_warn("replay: out of memory accepting a connection; closed");
         close(fd);
         return;
     }
     if (sconn_open(c, sl->l, &sl->w, &sl->srv->o, fd, ss, accepted_ns,
                    on_closed, sl) < 0) {
-        atomic_fetch_sub(&sl->srv->nconns, 1);
         srv_conn_done(sl->srv->srv, sl->idx);
         mt_warn("replay: cannot watch connection fd %d; closed", fd);
         close(fd);
@@ -162,7 +164,9 @@ server_listen(struct server *s, struct mt_err *err)
         .batch_loops = s->o.batch_loops,
         .sweep_ns = srv_sweep_period_ns(s->o.idle_ns, s->o.msg_timeout_ns),
         .drain_ns = 0, /* a stop closes every connection at once */
+        .conns_max = s->o.conns_max,
         .on_conn = accept_one,
+        .on_refused = refused_one,
         .on_sweep = on_sweep,
         .on_exit = on_loop_exit,
     };

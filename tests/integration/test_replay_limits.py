@@ -9,6 +9,7 @@ bad clients over the network, while a pymongo client keeps working:
   flood of pipelined finds from a client that never reads its replies
                                   -> reading stops (bounded memory), then
                                      closed as idle (no write progress)
+  a connection over --max-conns   -> closed at once; one closed makes room
 
 Each close has its log line; the summary counts timeouts and bad input;
 pymongo (heartbeat 0.5 s, so its monitor is never idle) sees no error.
@@ -18,6 +19,7 @@ sends to the proxy.  Runtime about 10 s.
 """
 import os
 import re
+import socket
 import sys
 import time
 
@@ -81,7 +83,54 @@ def main():
                      r"messageLength -5",
                      r"bad input 2, timed out [3-9]"]:
             check(re.search(want, text), "no %r in replay's log" % want)
+        max_conns(env, cap.out)
     print("OK")
+
+
+def answered(sock, rid):
+    # sends a find the trace does not hold; True when a reply comes back
+    sock.sendall(miss(rid))
+    got = b""
+    while len(got) < 16:
+        b = sock.recv(65536)
+        if not b:
+            return False
+        got += b
+    return True
+
+
+def max_conns(env, trace):
+    rep, port, log = env.start_replay(trace, extra=["--max-conns", "2"])
+    a = socket.create_connection(("127.0.0.1", port), 5)
+    b = socket.create_connection(("127.0.0.1", port), 5)
+    check(answered(a, 1) and answered(b, 2), "two connections under --max-conns 2")
+    over = socket.create_connection(("127.0.0.1", port), 5)
+    over.settimeout(5)
+    check(over.recv(1) == b"", "the third connection was not closed")
+    a.close()
+    for _ in range(50):  # its close reaches the loop
+        c = socket.create_connection(("127.0.0.1", port), 5)
+        c.settimeout(5)
+        try:
+            if answered(c, 3):
+                break
+        except ConnectionResetError:
+            pass
+        c.close()
+        time.sleep(0.1)
+    else:
+        check(False, "no room after a connection closed")
+    check(answered(b, 4), "the second connection stopped answering")
+    c.close()
+    b.close()
+    over.close()
+    rep.terminate()
+    check(rep.wait(10) == 0, "replay exited %s" % rep.returncode)
+    with open(log) as f:
+        text = f.read()
+    check(re.search(r"connection refused: 2 connections open \(limit\)", text),
+          "no refusal in replay's log: " + text)
+    print("ok: --max-conns 2 refused the third connection, then admitted one")
 
 
 if __name__ == "__main__":

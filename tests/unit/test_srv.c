@@ -184,6 +184,9 @@ struct tloop {
     _Atomic int n;
     _Atomic int sweeps;
     _Atomic int exits;
+    _Atomic int refused;         /* on_refused calls */
+    _Atomic size_t refused_open; /* its last open count */
+    _Atomic int drop;            /* the sweep closes this many connections */
 };
 
 static void
@@ -207,6 +210,23 @@ t_on_sweep(void *arg, uint64_t now_ns)
 
     (void)now_ns;
     atomic_fetch_add(&t->sweeps, 1);
+    for (; atomic_load(&t->drop) > 0; atomic_fetch_sub(&t->drop, 1))
+        for (int i = 0; i < atomic_load(&t->n); i++)
+            if (t->fds[i] >= 0) {
+                close(t->fds[i]);
+                t->fds[i] = -1;
+                srv_conn_done(t->s, t->idx);
+                break;
+            }
+}
+
+static void
+t_on_refused(void *arg, size_t open)
+{
+    struct tloop *t = arg;
+
+    atomic_store(&t->refused_open, open);
+    atomic_fetch_add(&t->refused, 1);
 }
 
 /* The drain: the test's connections are closed at once, so the loop stops
@@ -320,6 +340,96 @@ test_srv_spread_sweep_stop(void **state)
         close(cfds[i]);
 }
 
+/* Connects to s's address; the connection's fd. */
+static int
+t_connect(const struct srv_cfg *cfg)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+    assert_true(fd >= 0);
+    assert_int_equal(
+        connect(fd, (const struct sockaddr *)&cfg->addr, cfg->addr_len), 0);
+    return fd;
+}
+
+/* Waits up to 2 s for *v to reach want. */
+static void
+t_wait_int(_Atomic int *v, int want)
+{
+    for (int k = 0; k < 2000 && atomic_load(v) < want; k++)
+        usleep(1000);
+    assert_int_equal(atomic_load(v), want);
+}
+
+/* conns_max: the connection over the cap is closed by srv before any
+ * on_conn, on_refused hears of it with the count open, and a connection
+ * done makes room for the next. */
+static void
+test_srv_conns_max(void **state)
+{
+    static struct tloop tl;
+    struct srv_cfg cfg = {
+        .name = "test",
+        .nloops = 1,
+        .sweep_ns = srv_sweep_period_ns(40000000ull, 0), /* 10 ms */
+        .conns_max = 2,
+        .on_conn = t_on_conn,
+        .on_refused = t_on_refused,
+        .on_sweep = t_on_sweep,
+        .on_exit = t_on_exit,
+    };
+    struct mt_err err = {0};
+    struct srv *s;
+    int c[4];
+    char b;
+
+    (void)state;
+    cfg.addr_len = sizeof(cfg.addr);
+    assert_int_equal(mt_addr_resolve("127.0.0.1:0", &cfg.addr, &cfg.addr_len),
+                     0);
+    s = srv_new(&cfg, &err);
+    assert_non_null(s);
+    cfg.addr_len = sizeof(cfg.addr);
+    {
+        char a[64];
+        snprintf(a, sizeof(a), "127.0.0.1:%u", (unsigned)srv_port(s));
+        assert_int_equal(mt_addr_resolve(a, &cfg.addr, &cfg.addr_len), 0);
+    }
+    memset(&tl, 0, sizeof(tl));
+    tl.s = s;
+    tl.l = loop_new(NULL, 0, &err);
+    assert_non_null(tl.l);
+    loop_set_before_sleep(tl.l, t_before_sleep, &tl);
+    assert_int_equal(srv_loop_attach(s, 0, tl.l, &tl, &err), 0);
+    assert_int_equal(srv_start(s, &err), 0);
+    c[0] = t_connect(&cfg);
+    t_wait_int(&tl.n, 1);
+    c[1] = t_connect(&cfg);
+    t_wait_int(&tl.n, 2);
+    assert_int_equal(srv_conns_open(s), 2);
+    c[2] = t_connect(&cfg);
+    t_wait_int(&tl.refused, 1);
+    assert_int_equal(atomic_load(&tl.refused_open), 2);
+    assert_int_equal(read(c[2], &b, 1), 0); /* closed by srv */
+    assert_int_equal(atomic_load(&tl.n), 2);
+    assert_int_equal(srv_conns_open(s), 2);
+    atomic_store(&tl.drop, 1); /* the sweep closes one: room for one */
+    for (int k = 0; k < 2000 && srv_conns_open(s) != 1; k++)
+        usleep(1000);
+    assert_int_equal(srv_conns_open(s), 1);
+    c[3] = t_connect(&cfg);
+    t_wait_int(&tl.n, 3);
+    assert_int_equal(atomic_load(&tl.refused), 1);
+    assert_int_equal(srv_conns_open(s), 2);
+    srv_stop(s);
+    srv_join(s);
+    assert_int_equal(srv_conns_open(s), 0);
+    srv_free(s);
+    loop_free(tl.l);
+    for (int i = 0; i < 4; i++)
+        close(c[i]);
+}
+
 int
 main(void)
 {
@@ -329,6 +439,7 @@ main(void)
         cmocka_unit_test(test_srv_sweep_period_ns),
         cmocka_unit_test(test_srv_loops_count),
         cmocka_unit_test(test_srv_spread_sweep_stop),
+        cmocka_unit_test(test_srv_conns_max),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
