@@ -1,5 +1,6 @@
 /*
- * test_tls.c -- core/tls.c over non-blocking socketpairs: handshakes driven
+ * test_tls.c -- core/tls.c over non-blocking socketpairs (and one loopback TCP
+ * connection, for the reset case below): handshakes driven
  * step by step (EAGAIN both ways), data both ways, a read into a small
  * buffer reporting *more and the rest read without a socket event, a
  * write to a full socket returning a partial count then EAGAIN and
