@@ -569,8 +569,7 @@ remap_is_plain(const struct remap *rm, const struct wire_msg *m)
 
     if (m->h.op_code != WIRE_OP_MSG)
         return m->h.op_code != WIRE_OP_GET_MORE &&
-               m->h.op_code != WIRE_OP_KILL_CURSORS &&
-               !(m->h.op_code == WIRE_OP_QUERY && legacy_renamed(rm, m));
+               m->h.op_code != WIRE_OP_KILL_CURSORS && !legacy_renamed(rm, m);
     if (m->body == NULL || !bson_init_static(&b, m->body, m->body_len) ||
         !bson_iter_init(&it, &b))
         return false;

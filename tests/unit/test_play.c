@@ -292,7 +292,7 @@ test_play_remap_plain_copy(void **state)
 }
 
 /* --db renames the database of a legacy fullCollectionName: OP_QUERY
- * commands ("prod.$cmd") and queries ("prod.c"), OP_GET_MORE; other
+ * commands ("prod.$cmd") and queries ("prod.c"), OP_GET_MORE, OP_INSERT; other
  * databases and a database that only starts with the name are kept. */
 static void
 test_play_remap_legacy_db_rename(void **state)
@@ -312,6 +312,9 @@ test_play_remap_legacy_db_rename(void **state)
     static const uint8_t gm[] = {0,    0,   0, 0, 'p', 'r', 'o', 'd',
                                  '.',  'c', 0, 2, 0,   0,   0,   0x2b,
                                  0x02, 0,   0, 0, 0,   0,   0};
+    /* OP_INSERT: int32 flags 0, "prod.c", one empty document */
+    static const uint8_t ins[] = {0,   0,   0, 0, 'p', 'r', 'o', 'd',
+                                  '.', 'c', 0, 5, 0,   0,   0,   0};
     int64_t cur, v;
     size_t used;
 
@@ -350,6 +353,19 @@ test_play_remap_legacy_db_rename(void **state)
     assert_string_equal(back.full_collection, "staging.c");
     memcpy(&v, out.data + out.len - 8, 8);
     assert_int_equal(v, 4242);
+    /* OP_INSERT (and OP_UPDATE / OP_DELETE, the same layout up to the
+     * name): not plain, renamed, its document kept */
+    legacy(&in, WIRE_OP_INSERT, ins, sizeof(ins), &m);
+    assert_false(remap_is_plain(rm, &m));
+    mt_buf_reset(&out);
+    assert_int_equal(remap_msg(rm, 0, &m, 10, &out, &res, &cur), 0);
+    assert_int_equal(res, REMAP_OK);
+    assert_int_equal(wire_msg_parse(out.data, out.len, &back, &used, &err),
+                     MT_OK);
+    assert_int_equal(back.h.op_code, WIRE_OP_INSERT);
+    assert_string_equal(back.full_collection, "staging.c");
+    assert_int_equal(out.len, in.len + 3);
+    assert_memory_equal(out.data + out.len - 5, in.data + in.len - 5, 5);
     bson_destroy(q);
     mt_buf_free(&in);
     mt_buf_free(&out);
