@@ -38,7 +38,7 @@ struct remap {
     size_t ndb;
     bson_t *cluster_time; /* owned: the live $clusterTime, or NULL */
     bool unknown_waits;
-    uint32_t op_t, op_i;  /* the live operationTime (t 0: none) */
+    uint32_t op_t, op_i; /* the live operationTime (t 0: none) */
     struct remap_stats st;
 };
 
@@ -425,8 +425,7 @@ rebuild_body(struct remap *rm, uint32_t copy, const struct wire_msg *m,
             ok = append_read_concern(rm, out, &it);
         } else if (strcmp(k, "$db") == 0 && BSON_ITER_HOLDS_UTF8(&it)) {
             ok = bson_append_utf8(out, k, -1,
-                                  db_rename(rm, bson_iter_utf8(&it, NULL)),
-                                  -1);
+                                  db_rename(rm, bson_iter_utf8(&it, NULL)), -1);
         } else if (strcmp(cmd, "endSessions") == 0 && k == cmd &&
                    BSON_ITER_HOLDS_ARRAY(&it)) {
             if ((rc = append_end_sessions(rm, copy, out, k, &it)) < 0)
@@ -495,8 +494,8 @@ legacy_append(const struct remap *rm, const struct wire_msg *m,
         return MT_ETOOBIG;
     if ((rc = mt_buf_append(out, m->raw, off)) < 0 ||
         (rc = mt_buf_append(out, to, tolen)) < 0 ||
-        (rc = mt_buf_append(out, m->full_collection + dblen,
-                            nslen - dblen)) < 0 ||
+        (rc = mt_buf_append(out, m->full_collection + dblen, nslen - dblen)) <
+            0 ||
         (rc = mt_buf_append(out, m->raw + off + nslen,
                             m->raw_len - off - nslen)) < 0) {
         out->len = start;
@@ -508,7 +507,7 @@ legacy_append(const struct remap *rm, const struct wire_msg *m,
 
 /* Legacy messages: the recorded bytes, new requestID, fullCollectionName
  * renamed (--db), cursor ids patched (OP_GET_MORE: its last 8 bytes;
- * OP_KILL_CURSORS: the array after two int32s). */
+ * OP_KILL_CURSORS: the array after two int32s, live cursors only). */
 static int
 remap_legacy(struct remap *rm, uint32_t copy, const struct wire_msg *m,
              int32_t request_id, struct mt_buf *out, enum remap_result *res,
@@ -539,22 +538,29 @@ remap_legacy(struct remap *rm, uint32_t copy, const struct wire_msg *m,
         }
         memcpy(p + len - 8, &live, 8);
     } else if (m->h.op_code == WIRE_OP_KILL_CURSORS) {
-        struct rd r = rd_init(m->raw + 20, m->raw_len - 20);
-        int32_t n;
+        /* int32 0, int32 numberOfCursorIDs, int64 ids: the live ids of
+         * the live ones go out, the rest are left out (the parser frames
+         * legacy bodies only, so a short one has no ids at all) */
+        struct rd r =
+            rd_init(m->raw + WIRE_HEADER_LEN, m->raw_len - WIRE_HEADER_LEN);
+        uint32_t zero;
+        int32_t n, k = 0;
         int64_t id;
-        bool any = false;
-        if (rd_le32s(&r, &n))
-            for (int32_t i = 0; i < n && rd_le64s(&r, &id); i++) {
+
+        if (rd_le32(&r, &zero) && rd_le32s(&r, &n))
+            for (int32_t i = 0; i < n && rd_le64s(&r, &id); i++)
                 if (remap_cursor_get(rm, copy, id, &live) ==
                     REMAP_CURSOR_LIVE) {
-                    any = true;
                     remap_cursor_set(rm, copy, id, 0);
+                    memcpy(p + 24 + 8 * (size_t)k++, &live, 8);
                 }
-                memcpy(p + 24 + 8 * (size_t)i, &live, 8);
-            }
-        if (!any) {
+        if (k == 0) {
             out->len = start;
             *res = REMAP_NOCURSOR;
+        } else {
+            wr_le32(p + 20, (uint32_t)k);
+            out->len = start + 24 + 8 * (size_t)k;
+            wr_le32(p, (uint32_t)(24 + 8 * (size_t)k));
         }
     }
     return 0;
@@ -581,9 +587,9 @@ remap_is_plain(const struct remap *rm, const struct wire_msg *m)
         case 'g':
         case 'k':
         case 'e':
-            if (first && (strcmp(k, "getMore") == 0 ||
-                          strcmp(k, "killCursors") == 0 ||
-                          strcmp(k, "endSessions") == 0))
+            if (first &&
+                (strcmp(k, "getMore") == 0 || strcmp(k, "killCursors") == 0 ||
+                 strcmp(k, "endSessions") == 0))
                 return false;
             break;
         case 'l':

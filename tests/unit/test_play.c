@@ -211,16 +211,27 @@ test_play_remap_legacy_cursor_ids(void **state)
     assert_int_equal(rid, 9);
     memcpy(&v, out.data + out.len - 8, 8);
     assert_int_equal(v, 123456789);
-    /* the live one of the two ids is patched and killed */
+    /* the live one of the two ids goes out, patched, and is killed; the
+     * other is left out (count and length rewritten) */
     mt_buf_reset(&out);
     legacy(&in, WIRE_OP_KILL_CURSORS, kc, sizeof(kc), &m);
     assert_int_equal(remap_msg(rm, 0, &m, 10, &out, &res, &cur), 0);
     assert_int_equal(res, REMAP_OK);
+    assert_int_equal(out.len, 32);
+    memcpy(&rid, out.data, 4);
+    assert_int_equal(rid, 32);
+    memcpy(&rid, out.data + 20, 4);
+    assert_int_equal(rid, 1);
     memcpy(&v, out.data + 24, 8);
     assert_int_equal(v, 123456789);
     mt_buf_reset(&out);
     assert_int_equal(remap_msg(rm, 0, &m, 11, &out, &res, &cur), 0);
     assert_int_equal(res, REMAP_NOCURSOR);
+    /* a body too short to hold its count: no cursor, nothing read past it */
+    legacy(&in, WIRE_OP_KILL_CURSORS, kc, 2, &m);
+    assert_int_equal(remap_msg(rm, 0, &m, 12, &out, &res, &cur), 0);
+    assert_int_equal(res, REMAP_NOCURSOR);
+    assert_int_equal(out.len, 0);
     mt_buf_free(&in);
     mt_buf_free(&out);
     remap_free(rm);
