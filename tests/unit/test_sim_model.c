@@ -1,9 +1,9 @@
 /*
  * test_sim_model.c -- sim/model.c, sim/gil.c, sim/fit.c and sim/predict.c
  * against hand-computable cases: one thread, the driver lock as a FIFO
- * mutex, back-to-back sections, the lock's section time, the operational-law bound when one
- * resource saturates, the proxy modes, determinism, the calibration's
- * inverse, and the session-pool convoy's direction.
+ * mutex, back-to-back sections, the lock's section time, the operational-law
+ * bound when one resource saturates, the proxy modes, determinism, the
+ * calibration's inverse, and the session-pool convoy's direction.
  */
 #include <setjmp.h>
 #include <stdarg.h>
