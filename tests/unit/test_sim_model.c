@@ -1,9 +1,9 @@
 /*
  * test_sim_model.c -- sim/model.c, sim/gil.c, sim/fit.c and sim/predict.c
  * against hand-computable cases: one thread, the driver lock as a FIFO
- * mutex, the lock's section time, the operational-law bound when one
- * resource saturates, the proxy modes, determinism, the calibration's
- * inverse, and the session-pool convoy's direction.
+ * mutex, back-to-back sections, the lock's section time, the operational-law
+ * bound when one resource saturates, the proxy modes, determinism, the
+ * calibration's inverse, and the session-pool convoy's direction.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -130,6 +130,41 @@ test_sim_model_lock_block_cpu(void **state)
     set(&p, "lock_block_cpu_us", "30");
     run(&p, &res);
     check_fifo(&res, 130);
+}
+
+/* Two threads, free-threaded, one call each of three back-to-back
+ * sections before the send (10 us each, no Python between them), wake-ups
+ * 0: thread 0 holds the lock 0-30 us; thread 1 blocks at 0, is woken by
+ * each of the first two releases (10, 20 us) and finds the lock taken
+ * again by thread 0's next section at the same instant (a release and the
+ * next acquire leave the lock no time free): two re-sleeps, one block;
+ * it gets the lock at 30 us.  Calls: 30 + 1000 and 60 + 1000 us. */
+static void
+test_sim_model_lock_back_to_back_sections(void **state)
+{
+    struct sim_params p;
+    struct sim_result res;
+
+    (void)state;
+    fifo_params(&p);
+    set(&p, "threads", "2");
+    set(&p, "pool_initial", "2");
+    set(&p, "session_prefill", "2");
+    set(&p, "lock_sections", "3");
+    set(&p, "lock_before", "3");
+    set(&p, "lock_hold_us", "10");
+    set(&p, "py_call_us", "30");
+    run(&p, &res);
+    assert_int_equal(res.n, 2);
+    assert_int_equal(res.lock_blocks, 1);
+    assert_int_equal(res.lock_resleeps, 2);
+    assert_int_equal(res.lat_ns[0] < res.lat_ns[1] ? res.lat_ns[0]
+                                                   : res.lat_ns[1],
+                     1030 * 1000);
+    assert_int_equal(res.lat_ns[0] < res.lat_ns[1] ? res.lat_ns[1]
+                                                   : res.lat_ns[0],
+                     1060 * 1000);
+    sim_result_free(&res);
 }
 
 /* One thread: lock sections add exactly their CPU (it is py_call_us's),
@@ -446,6 +481,7 @@ main(void)
         cmocka_unit_test(test_sim_model_one_thread_wake_and_ctx),
         cmocka_unit_test(test_sim_model_lock_is_a_fifo_mutex),
         cmocka_unit_test(test_sim_model_lock_block_cpu),
+        cmocka_unit_test(test_sim_model_lock_back_to_back_sections),
         cmocka_unit_test(test_sim_model_lock_one_thread_adds_its_sections),
         cmocka_unit_test(test_sim_model_lock_before_places_sections),
         cmocka_unit_test(test_sim_model_session_creation_costs_a_syscall),
