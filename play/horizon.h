@@ -10,19 +10,19 @@
  *     ahead = sched(recorded reply time) - live reply time
  * after each reply, and the next request on that connection is due
  * `ahead` before its place on the recorded clock.  The reader keeps the
- * largest such lead of the run (a running maximum: later records of any
+ * largest such advance of the run (a running maximum: later records of any
  * connection are due no earlier than their recorded-clock time minus it)
  * and takes every record whose recorded-clock time falls within
- * PLAY_LOOKAHEAD_NS plus that lead.  Memory stays bounded by the queues'
- * caps (PLAY_QUEUE_BYTES_MAX, PLAY_QUEUE_REQS_MAX), not by the lead.
+ * PLAY_LOOKAHEAD_NS plus that advance.  Memory stays bounded by the queues'
+ * caps (PLAY_QUEUE_BYTES_MAX, PLAY_QUEUE_REQS_MAX), not by the advance.
  */
 #ifndef MT_PLAY_HORIZON_H
 #define MT_PLAY_HORIZON_H
 
 #include <stdint.h>
 
-/* The lead after a reply recorded at sched_rec_ns (recorded clock, in
- * live time) came live at live_ns: ahead_ns, or the new lead if larger. */
+/* The advance after a reply recorded at sched_rec_ns (recorded clock, in
+ * live time) came live at live_ns: ahead_ns, or the new advance if larger. */
 uint64_t play_horizon_note(uint64_t ahead_ns, uint64_t sched_rec_ns,
                            uint64_t live_ns);
 

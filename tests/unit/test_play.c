@@ -753,7 +753,7 @@ test_play_horizon_live_ahead(void **state)
     }
     /* 50 exchanges: the live schedule ~15 s ahead */
     assert_true(ahead > 14000 * ms);
-    /* a lead never shrinks within a run; a slower live reply keeps it */
+    /* a advance never shrinks within a run; a slower live reply keeps it */
     assert_int_equal(play_horizon_note(ahead, 10 * ms, 20 * ms), ahead);
     assert_int_equal(play_horizon_note(0, 10 * ms, 20 * ms), 0);
     /* saturation: no wrap below 0 or above UINT64_MAX */
