@@ -17,6 +17,7 @@
 #include "core/pmqos.h"
 #include "core/sched.h"
 #include "classify.h"
+#include "horizon.h"
 #include "play_conn.h"
 #include "reader.h"
 
@@ -234,6 +235,8 @@ attach_reply(struct player *pl, struct play_conn *c, const struct wire_msg *m,
         return 0;
     r->rec_done = r->rec_replied = true;
     r->rec_lat_ns = t_ns > r->rec_t_ns ? t_ns - r->rec_t_ns : 0;
+    if (r->live_done && r->live_replied && c->exhaust != r)
+        play__note_ahead(pl, t_ns, r->sent_ns + r->live_lat_ns);
     runcmp_shape_of(m, &r->rec_sh);
     if (r->rec_sh.cursor && !r->rec_sh.error && r->rec_sh.cursor_id != 0 &&
         strcmp(r->cmd, "getMore") != 0) {
@@ -374,14 +377,36 @@ play__reaped(struct player *pl)
                          pl);
 }
 
-/* Reads on while the next record is due within the look-ahead and the
- * queues have room; then sets the timer for the next record. */
+void
+play__note_ahead(struct player *pl, uint64_t rec_t_ns, uint64_t live_ns)
+{
+    struct feed *f = &run_of(pl)->f;
+    uint64_t ahead, wake;
+
+    if (pl->o->max_speed || !pl->t0_set)
+        return;
+    ahead = play_horizon_note(pl->ahead_ns, sched_of(pl, rec_t_ns), live_ns);
+    if (ahead == pl->ahead_ns)
+        return;
+    pl->ahead_ns = ahead;
+    /* the record held back may be due sooner now */
+    if (!f->held || f->eof || !loop_timer_active(&f->tm))
+        return;
+    wake = play_horizon_wake(sched_of(pl, rec_time(&f->rec)), ahead,
+                             PLAY_LOOKAHEAD_NS);
+    if (wake < f->tm.deadline_ns)
+        loop_timer_start(pl->loop, &f->tm,
+                         wake > live_ns ? wake : live_ns, feed_timer, pl);
+}
+
+/* Reads on while the next record is due within the horizon (horizon.h)
+ * and the queues have room; then sets the timer for the next record. */
 static void
 feed_read(struct player *pl)
 {
     struct feed *f = &run_of(pl)->f;
     struct mt_err err;
-    uint64_t now, t, due, start = loop_update_time(pl->loop);
+    uint64_t now, t, wake, start = loop_update_time(pl->loop);
     int rc, n = 0;
 
     if (f->eof) {
@@ -428,10 +453,10 @@ feed_read(struct player *pl)
         if (!feed_room(pl))
             return; /* the queues drain: play__reaped reads on */
         now = loop_now_ns(pl->loop);
-        due = sched_of(pl, t);
-        if (t != 0 && due > now + PLAY_LOOKAHEAD_NS) {
-            loop_timer_start(pl->loop, &f->tm, due - PLAY_LOOKAHEAD_NS,
-                             feed_timer, pl);
+        wake = play_horizon_wake(sched_of(pl, t), pl->ahead_ns,
+                                 PLAY_LOOKAHEAD_NS);
+        if (t != 0 && wake > now) {
+            loop_timer_start(pl->loop, &f->tm, wake, feed_timer, pl);
             return;
         }
         f->held = false;
@@ -495,6 +520,7 @@ feed_start(struct player *pl)
     }
     f->eof = f->held = f->starved = false;
     pl->t0_set = false;
+    pl->ahead_ns = 0;
     return 0;
 }
 

@@ -7,7 +7,8 @@
  * One core/loop on one thread; on a schedule the trace is decompressed on
  * a reader thread of its own (play/reader.h), so that a frame's
  * decompression does not hold the loop's timers.  The trace is streamed: records are taken
- * only as far ahead as the schedule needs (PLAY_LOOKAHEAD_NS of play time) and
+ * only as far ahead as the schedule needs (PLAY_LOOKAHEAD_NS of play time
+ * beyond the live schedule's advance over the recorded clock, horizon.h) and
  * while the queued requests are fewer than PLAY_QUEUE_REQS_MAX and hold
  * less than PLAY_QUEUE_BYTES_MAX, so memory
  * follows the connections in flight, not the trace's size.

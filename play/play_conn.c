@@ -525,6 +525,8 @@ conn_reply(struct play_conn *c, const struct wire_msg *m)
     r->live_done = true;
     c->outstanding--;
     c->last_reply_ns = now;
+    if (r->rec_replied)
+        play__note_ahead(pl, r->rec_t_ns + r->rec_lat_ns, now);
     if (c->outstanding == 0)
         c->wait_since_ns = 0;
 }

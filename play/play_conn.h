@@ -159,6 +159,8 @@ struct player {
     uint32_t gen;               /* --repeat run */
     uint64_t t0_rec, t0_live;   /* schedule origin */
     bool t0_set;
+    uint64_t ahead_ns; /* the live schedule's largest advance over the
+                          recorded clock in this run (horizon.h) */
     struct mt_buf scratch; /* owned: decompression */
     struct mt_buf tmp;     /* owned: encoding */
     bool failed, stop;
@@ -214,6 +216,9 @@ void play__conn_done(struct player *pl);
  * frame's age of each other. */
 #define PLAY_CURSOR_WAIT_NS TRACE_FLUSH_NS
 bool play__cursor_may_come(const struct player *pl, uint64_t rec_t_ns);
+/* A reply recorded at rec_t_ns (trace time) came live at live_ns: the
+ * reader's horizon widens by the live schedule's advance (horizon.h). */
+void play__note_ahead(struct player *pl, uint64_t rec_t_ns, uint64_t live_ns);
 /* Requests were freed: the reader may go on. */
 void play__reaped(struct player *pl);
 /* Wakes the connections blocked on a cursor. */

@@ -8,7 +8,8 @@
 #     missing file;
 #     a synthetic trace of odd but valid records plays whole;
 #  2. a target that is not MongoDB (an HTTP-like server), one that
-#     refuses the connection;
+#     refuses the connection; the -o trace of the first (and of a refused
+#     authentication, 3.) reads back with everything play exchanged;
 #  3. SCRAM-SHA-256 (options) and SCRAM-SHA-1 (a mongodb:// URI) with the
 #     right password: every request
 #     answered, the recorded handshakes and none of the recorded SASL
@@ -37,6 +38,36 @@ for run in 1 2 3; do
 done
 stop_wait $CAPTURE_PID || fail "capture exited $?"
 start_replay REP "$TMP/A.zst" --delay-ms 1
+A_SUM=$(sha256sum <"$TMP/A.zst")
+
+# out_reads_back OUT.zst JSON WHAT: after a failure, play's -o trace
+# reads back whole and holds everything play exchanged: dump and stats
+# exit 0, every connection play opened (JSON "connections") has its open
+# and its close record, and every message it wrote or read is there: one
+# hello per connection, then (the auth case) saslStart and saslContinue,
+# each with its reply; the summary accounts for every request read (sent,
+# not sent, or never re-sent by design).  The trace played is left as it
+# was (checksum).
+jnum() { "$PYTHON" -c 'import json, sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$@"; }
+count() { grep "$1" "$TMP/rb.json" | grep -c -- "${2:-.}"; }
+out_reads_back() {
+    local conns
+    "$MTRACE" dump --json "$1" >"$TMP/rb.json" 2>"$TMP/rb.err" ||
+        fail "$3: the -o trace does not read back: $(cat "$TMP/rb.err")"
+    "$MTRACE" stats "$1" >/dev/null 2>"$TMP/rb.err" || fail "$3: stats of the -o trace: $(cat "$TMP/rb.err")"
+    conns=$(jnum "$2" connections)
+    [ "$conns" -ge 1 ] || fail "$3: play opened no connection"
+    [ "$(count '"type":"conn_open"')" -eq "$conns" ] && [ "$(count '"type":"conn_close"')" -eq "$conns" ] ||
+        fail "$3: $conns connections, $(count '"type":"conn_open"') open and $(count '"type":"conn_close"') close records"
+    [ "$(count '"dir":"c2s"' '"cmd":"hello"')" -eq "$conns" ] || fail "$3: not one hello per connection in the -o trace"
+    # every request read from the trace is accounted for in the summary
+    "$PYTHON" - "$2" <<'PY' || fail "$3: the summary does not account for every request read: $(cat "$2")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+parts = ("sent", "not_sent", "handshakes_skipped", "auth_skipped", "filtered", "no_live_cursor")
+sys.exit(0 if d["requests_read"] > 0 and sum(d[k] for k in parts) == d["requests_read"] else 1)
+PY
+}
 
 # ---- 1. bad traces ----
 start_capture CAPE "$MOCK" "$TMP/empty.zst"
@@ -85,8 +116,14 @@ PY
 NOTM_PID=$!
 track_pid $NOTM_PID
 wait_listening "$TMP/notm.log" $NOTM_PID "the HTTP server"
-"$MTRACE" play "$TMP/A.zst" --target 127.0.0.1:"$NOTM" >"$TMP/o" 2>"$TMP/e"
+"$MTRACE" play "$TMP/A.zst" --target 127.0.0.1:"$NOTM" --json -o "$TMP/notm.zst" >"$TMP/o" 2>"$TMP/e"
 one_line_fail "$TMP/o" "$TMP/e" $? "is not a MongoDB server"
+out_reads_back "$TMP/notm.zst" "$TMP/o" "not MongoDB"
+# the HTTP answer is no MongoDB message: the trace holds the hellos alone
+[ "$(count '"type":"msg"')" -eq "$(jnum "$TMP/o" connections)" ] ||
+    fail "not MongoDB: the -o trace holds $(count '"type":"msg"') messages"
+[ "$(sha256sum <"$TMP/A.zst")" = "$A_SUM" ] || fail "not MongoDB: the played trace changed"
+echo "ok: not MongoDB: the -o trace reads back with its $(count '"type":"conn_open"') connection(s) and hello(s)"
 
 CLOSED=$(free_port)
 "$MTRACE" play "$TMP/A.zst" --target 127.0.0.1:"$CLOSED" >"$TMP/o" 2>"$TMP/e"
@@ -123,9 +160,17 @@ for mech in SCRAM-SHA-256 SCRAM-SHA-1; do
     echo "ok: $mech authentication, $(head -1 "$TMP/o" | cut -d: -f2-)"
 done
 "$MTRACE" play "$TMP/A.zst" --target 127.0.0.1:"$AUTH" --username app --password wrong \
-    >"$TMP/o" 2>"$TMP/e"
+    --json -o "$TMP/refused.zst" >"$TMP/o" 2>"$TMP/e"
 one_line_fail "$TMP/o" "$TMP/e" $? "refused authentication as app"
 grep -q 'code 18' "$TMP/e" || fail "no code 18 in: $(cat "$TMP/e")"
+out_reads_back "$TMP/refused.zst" "$TMP/o" "refused auth"
+n=$(jnum "$TMP/o" connections)
+[ "$(count '"dir":"c2s"' '"cmd":"saslStart"')" -eq "$n" ] && [ "$(count '"dir":"c2s"' '"cmd":"saslContinue"')" -eq "$n" ] ||
+    fail "refused auth: the SASL requests are not all in the -o trace"
+[ "$(count '"dir":"s2c"')" -eq "$(count '"dir":"c2s"')" ] || fail "refused auth: a reply is missing from the -o trace"
+grep '"dir":"s2c"' "$TMP/rb.json" | tail -1 | grep -q '"code" : 18' || fail "refused auth: the refusal (code 18) is not in the -o trace"
+[ "$(sha256sum <"$TMP/A.zst")" = "$A_SUM" ] || fail "refused auth: the played trace changed"
+echo "ok: refused auth: the -o trace reads back with hello, saslStart, saslContinue and their replies (the refusal last)"
 stop_wait $auth_pid
 
 # ---- 4. the target killed mid-play ----

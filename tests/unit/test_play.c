@@ -23,6 +23,8 @@
 #include "core/loop.h"
 #include "core/trace.h"
 #include "play/auth.h"
+#include "play/horizon.h"
+#include "play/play.h"
 #include "play/reader.h"
 #include "play/remap.h"
 #include "core/runcmp.h"
@@ -747,6 +749,46 @@ test_play_auth_refused(void **state)
     assert_null(play_auth_new("PLAIN", "u", "p", "admin", &err));
 }
 
+/*
+ * The reader's horizon against a live server much faster than the
+ * recorded one: one connection whose recorded replies took 300 ms, think
+ * time 1 ms, answered live in 50 us.  Each exchange puts the live schedule
+ * ~300 ms further ahead of the recorded clock; the next request is due
+ * (live) long before its recorded-clock time, far past the 200 ms
+ * look-ahead, and must still be read by the time it is due.
+ */
+static void
+test_play_horizon_live_ahead(void **state)
+{
+    const uint64_t ms = 1000000, look = PLAY_LOOKAHEAD_NS;
+    uint64_t ahead = 0, rec_t = 0, live = 0;
+
+    (void)state;
+    /* t0: recorded and live clocks start together (sched(t) = t) */
+    for (int i = 0; i < 50; i++) {
+        uint64_t rec_reply = rec_t + 300 * ms, live_reply = live + 50000;
+        uint64_t next_rec = rec_reply + ms, next_live = live_reply + ms;
+
+        ahead = play_horizon_note(ahead, rec_reply, live_reply);
+        assert_int_equal(ahead, rec_reply - live_reply);
+        /* due live at next_live: read by then, so queued when due */
+        assert_true(play_horizon_wake(next_rec, ahead, look) <= next_live);
+        /* the recorded clock alone would hold it back from the 1st on */
+        assert_true(play_horizon_wake(next_rec, 0, look) > next_live);
+        rec_t = next_rec;
+        live = next_live;
+    }
+    /* 50 exchanges: the live schedule ~15 s ahead */
+    assert_true(ahead > 14000 * ms);
+    /* a advance never shrinks within a run; a slower live reply keeps it */
+    assert_int_equal(play_horizon_note(ahead, 10 * ms, 20 * ms), ahead);
+    assert_int_equal(play_horizon_note(0, 10 * ms, 20 * ms), 0);
+    /* saturation: no wrap below 0 or above UINT64_MAX */
+    assert_int_equal(play_horizon_wake(5, UINT64_MAX, look), 0);
+    assert_int_equal(play_horizon_wake(UINT64_MAX, 0, look), UINT64_MAX - look);
+    assert_int_equal(play_horizon_wake(look + 7, 0, look), 7);
+}
+
 int
 main(void)
 {
@@ -763,6 +805,7 @@ main(void)
         cmocka_unit_test(test_play_auth_spec_sha1),
         cmocka_unit_test(test_play_auth_bad_server_signature),
         cmocka_unit_test(test_play_auth_refused),
+        cmocka_unit_test(test_play_horizon_live_ahead),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
