@@ -178,7 +178,7 @@ whatif: check-deps
 deps:
 	tools/deps.sh --install
 
-LINT_SRC := $(shell find core capture replay sim tools tests bench -name node_modules -prune -o -name '*.[ch]' -print 2>/dev/null) mtrace.c
+LINT_SRC := $(shell find core capture replay play sim tools tests bench -name node_modules -prune -o -name '*.[ch]' -print 2>/dev/null) mtrace.c
 lint:
 	@clang-format --dry-run -Werror $(LINT_SRC)
 	@! grep -nE '\b(atoi|atol|sprintf|vsprintf|strcpy|strcat|gets)\s*\(' $(LINT_SRC) || \

@@ -25,7 +25,7 @@ struct play_auth {
     char first_bare[AUTH_MSG_MAX]; /* n=USER,r=CNONCE */
     char nonce[64];                /* CNONCE */
     uint8_t server_sig[HASH_MAX];
-    int step;    /* 0 saslStart sent, 1 client-final sent, 2 verified */
+    int step;     /* 0 saslStart sent, 1 client-final sent, 2 verified */
     int32_t conv; /* conversationId */
 };
 
@@ -198,8 +198,7 @@ client_final(struct play_auth *a, const char *msg, size_t len, char *out,
     if (strncmp(nonce, a->nonce, strlen(a->nonce)) != 0)
         return mt_err_set(err, MT_EPROTO, 0,
                           "the server's nonce does not extend ours");
-    salt_len = scram_b64_decode(salt_b64, strlen(salt_b64), salt,
-                                sizeof(salt));
+    salt_len = scram_b64_decode(salt_b64, strlen(salt_b64), salt, sizeof(salt));
     if (salt_len < 0)
         return mt_err_set(err, MT_EPROTO, 0, "the salt is not base64");
     snprintf(without_proof, sizeof(without_proof), "c=biws,r=%s", nonce);
@@ -207,15 +206,15 @@ client_final(struct play_auth *a, const char *msg, size_t len, char *out,
              msg, without_proof);
     if (PKCS5_PBKDF2_HMAC(a->pass, (int)strlen(a->pass), salt, salt_len,
                           (int)iter, md, (int)hl, salted) != 1 ||
-        HMAC(md, salted, (int)hl, (const unsigned char *)"Client Key", 10,
-             ckey, &l) == NULL ||
+        HMAC(md, salted, (int)hl, (const unsigned char *)"Client Key", 10, ckey,
+             &l) == NULL ||
         EVP_Digest(ckey, hl, stored, &l, md, NULL) != 1 ||
         HMAC(md, stored, (int)hl, (const unsigned char *)authmsg,
              strlen(authmsg), sig, &l) == NULL ||
-        HMAC(md, salted, (int)hl, (const unsigned char *)"Server Key", 10,
-             skey, &l) == NULL ||
-        HMAC(md, skey, (int)hl, (const unsigned char *)authmsg,
-             strlen(authmsg), a->server_sig, &l) == NULL) {
+        HMAC(md, salted, (int)hl, (const unsigned char *)"Server Key", 10, skey,
+             &l) == NULL ||
+        HMAC(md, skey, (int)hl, (const unsigned char *)authmsg, strlen(authmsg),
+             a->server_sig, &l) == NULL) {
         mt_err_set(err, MT_ECORRUPT, 0, "libcrypto failed");
         goto out;
     }
@@ -241,8 +240,7 @@ verify_server(struct play_auth *a, const char *msg, size_t len,
     if (attr(msg, len, 'e', e, sizeof(e)))
         return mt_err_set(err, MT_EUSAGE, 0, "the server says %s", e);
     if (!attr(msg, len, 'v', v, sizeof(v)) ||
-        scram_b64_decode(v, strlen(v), sig, sizeof(sig)) !=
-            (int)hlen_of(a) ||
+        scram_b64_decode(v, strlen(v), sig, sizeof(sig)) != (int)hlen_of(a) ||
         CRYPTO_memcmp(sig, a->server_sig, hlen_of(a)) != 0)
         return mt_err_set(err, MT_EPROTO, 0,
                           "the server's SCRAM signature is wrong");
@@ -287,8 +285,8 @@ play_auth_step(struct play_auth *a, const uint8_t *body, size_t len,
     if (plen > AUTH_MSG_MAX)
         return mt_err_set(err, MT_EPROTO, 0, "SCRAM message too long");
     if (a->step == 0) {
-        rc = client_final(a, (const char *)payload, plen, final,
-                          sizeof(final), err);
+        rc = client_final(a, (const char *)payload, plen, final, sizeof(final),
+                          err);
         if (rc < 0)
             return rc;
         a->step = 1;

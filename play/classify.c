@@ -28,13 +28,30 @@ play_cmd_is_auth(const char *name)
 bool
 play_cmd_is_write(const struct wire_msg *m, const char *name)
 {
-    static const char *const writes[] = {
-        "insert", "update", "delete", "findAndModify", "findandmodify",
-        "create", "drop", "dropDatabase", "createIndexes", "dropIndexes",
-        "renameCollection", "collMod", "commitTransaction", "bulkWrite",
-        "applyOps", "mapReduce", "mapreduce", "convertToCapped",
-        "cloneCollectionAsCapped", "createUser", "dropUser", "updateUser",
-        "shardCollection", "compact"};
+    static const char *const writes[] = {"insert",
+                                         "update",
+                                         "delete",
+                                         "findAndModify",
+                                         "findandmodify",
+                                         "create",
+                                         "drop",
+                                         "dropDatabase",
+                                         "createIndexes",
+                                         "dropIndexes",
+                                         "renameCollection",
+                                         "collMod",
+                                         "commitTransaction",
+                                         "bulkWrite",
+                                         "applyOps",
+                                         "mapReduce",
+                                         "mapreduce",
+                                         "convertToCapped",
+                                         "cloneCollectionAsCapped",
+                                         "createUser",
+                                         "dropUser",
+                                         "updateUser",
+                                         "shardCollection",
+                                         "compact"};
     bson_t b;
     bson_iter_t it, st;
 
@@ -130,4 +147,3 @@ play_expects_reply(const struct wire_msg *m)
         return false;
     }
 }
-

@@ -119,8 +119,8 @@ hello_compressor(bson_iter_t *it)
 {
     bson_iter_t a;
     static const char *const names[] = {"snappy", "zlib", "zstd"};
-    static const uint8_t ids[] = {WIRE_COMPRESSOR_SNAPPY,
-                                  WIRE_COMPRESSOR_ZLIB, WIRE_COMPRESSOR_ZSTD};
+    static const uint8_t ids[] = {WIRE_COMPRESSOR_SNAPPY, WIRE_COMPRESSOR_ZLIB,
+                                  WIRE_COMPRESSOR_ZSTD};
 
     if (!BSON_ITER_HOLDS_ARRAY(it) || !bson_iter_recurse(it, &a))
         return 0;
@@ -147,8 +147,10 @@ conn_hello_reply(struct play_conn *c, const struct wire_msg *m)
     if (m->h.op_code != WIRE_OP_MSG || m->h.response_to != c->hs_rid ||
         !sh.valid || m->body == NULL ||
         !bson_init_static(&b, m->body, m->body_len)) {
-        play__fail(pl, "%s is not a MongoDB server: its reply to hello is "
-                   "not an OP_MSG reply", pl->o->target);
+        play__fail(pl,
+                   "%s is not a MongoDB server: its reply to hello is "
+                   "not an OP_MSG reply",
+                   pl->o->target);
         return;
     }
     if (sh.error) {
@@ -167,8 +169,10 @@ conn_hello_reply(struct play_conn *c, const struct wire_msg *m)
                 c->compressor = hello_compressor(&it);
         }
     if (!mongo) {
-        play__fail(pl, "%s is not a MongoDB server: its hello reply has no "
-                   "maxWireVersion", pl->o->target);
+        play__fail(pl,
+                   "%s is not a MongoDB server: its hello reply has no "
+                   "maxWireVersion",
+                   pl->o->target);
         return;
     }
     remap_note_reply(pl->rm, m->body, m->body_len);
@@ -200,8 +204,8 @@ conn_auth_start(struct play_conn *c)
     struct mt_err err = {0};
     bson_t cmd;
 
-    c->auth = play_auth_new(o->mechanism, o->username, o->password,
-                            o->auth_db, &err);
+    c->auth =
+        play_auth_new(o->mechanism, o->username, o->password, o->auth_db, &err);
     if (c->auth == NULL || play_auth_start(c->auth, &cmd, &err) < 0) {
         play__fail(c->pl, "authentication as %s: %s", o->username, err.msg);
         return;
@@ -236,7 +240,6 @@ conn_auth_reply(struct play_conn *c, const struct wire_msg *m)
     c->auth = NULL;
     play_conn__ready(c);
 }
-
 
 void
 play_hs_start(struct play_conn *c)

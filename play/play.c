@@ -51,7 +51,8 @@ struct run {
     struct loop_timer tick;
 };
 
-static struct run *run_of(struct player *pl)
+static struct run *
+run_of(struct player *pl)
 {
     return (struct run *)pl; /* pl is the first member */
 }
@@ -165,7 +166,7 @@ feed_request(struct player *pl, struct play_rconn *rc,
         if (!rc->any)
             for (uint32_t k = 0; k < o->copies; k++)
                 play_hello_offer(&m, rc->copies[k]->offer,
-                            sizeof(rc->copies[k]->offer));
+                                 sizeof(rc->copies[k]->offer));
         pl->hello_skipped++;
         return 0;
     }
@@ -253,8 +254,7 @@ attach_reply(struct player *pl, struct play_conn *c, const struct wire_msg *m,
 }
 
 static int
-feed_reply(struct player *pl, struct play_rconn *rc,
-           const struct trace_msg *tm)
+feed_reply(struct player *pl, struct play_rconn *rc, const struct trace_msg *tm)
 {
     struct wire_msg m;
     bool compressed, more;
@@ -262,11 +262,9 @@ feed_reply(struct player *pl, struct play_rconn *rc,
 
     /* only walked with libbson's bounded iterator (its shape, the
      * requestID it answers): bounds are enough */
-    if (!play_rec_parse(tm, WIRE_PARSE_SHALLOW, &pl->scratch, &m,
-                        &compressed))
+    if (!play_rec_parse(tm, WIRE_PARSE_SHALLOW, &pl->scratch, &m, &compressed))
         return 0;
-    more = m.h.op_code == WIRE_OP_MSG &&
-           (m.flags & WIRE_MSG_MORE_TO_COME) != 0;
+    more = m.h.op_code == WIRE_OP_MSG && (m.flags & WIRE_MSG_MORE_TO_COME) != 0;
     if (rc->any && m.h.response_to == rc->last_rid) {
         if (more) {
             rc->last_rid = m.h.request_id; /* the exhaust stream goes on */
@@ -395,8 +393,8 @@ play__note_ahead(struct player *pl, uint64_t rec_t_ns, uint64_t live_ns)
     wake = play_horizon_wake(sched_of(pl, rec_time(&f->rec)), ahead,
                              PLAY_LOOKAHEAD_NS);
     if (wake < f->tm.deadline_ns)
-        loop_timer_start(pl->loop, &f->tm,
-                         wake > live_ns ? wake : live_ns, feed_timer, pl);
+        loop_timer_start(pl->loop, &f->tm, wake > live_ns ? wake : live_ns,
+                         feed_timer, pl);
 }
 
 /* Reads on while the next record is due within the horizon (horizon.h)
@@ -453,8 +451,8 @@ feed_read(struct player *pl)
         if (!feed_room(pl))
             return; /* the queues drain: play__reaped reads on */
         now = loop_now_ns(pl->loop);
-        wake = play_horizon_wake(sched_of(pl, t), pl->ahead_ns,
-                                 PLAY_LOOKAHEAD_NS);
+        wake =
+            play_horizon_wake(sched_of(pl, t), pl->ahead_ns, PLAY_LOOKAHEAD_NS);
         if (t != 0 && wake > now) {
             loop_timer_start(pl->loop, &f->tm, wake, feed_timer, pl);
             return;
@@ -662,8 +660,7 @@ player_init(struct run *run, const struct play_opts *o)
 {
     struct player *pl = &run->pl;
     struct mt_err err;
-    struct trace_header hdr = {.source = TRACE_SRC_PLAY,
-                               .ts_precision_ns = 1};
+    struct trace_header hdr = {.source = TRACE_SRC_PLAY, .ts_precision_ns = 1};
 
     pl->o = o;
     mt_buf_init(&pl->scratch, WIRE_MSG_LEN_MAX);
@@ -672,8 +669,7 @@ player_init(struct run *run, const struct play_opts *o)
 
     if (mt_addr_split(o->target, pl->host, sizeof(pl->host), &port) < 0 ||
         mt_addr_resolve(o->target, &pl->ss, &pl->sslen) < 0) {
-        fprintf(stderr, "mtrace play: cannot resolve --target %s\n",
-                o->target);
+        fprintf(stderr, "mtrace play: cannot resolve --target %s\n", o->target);
         return -1;
     }
     pl->loop = loop_new(NULL, 65536, &err);
@@ -700,12 +696,12 @@ player_init(struct run *run, const struct play_opts *o)
     if (o->out != NULL) {
         snprintf(hdr.tool_version, sizeof(hdr.tool_version), "mtrace %s",
                  MT_VERSION);
-        snprintf(hdr.source_desc, sizeof(hdr.source_desc),
-                 "play %s -> %s", o->trace, o->target);
+        snprintf(hdr.source_desc, sizeof(hdr.source_desc), "play %s -> %s",
+                 o->trace, o->target);
         hdr.start_wall_ns = mt_wall_ns();
         hdr.start_mono_ns = mt_now_ns();
-        pl->w = trace_writer_open(o->out, o->force ? TRACE_W_FORCE : 0, &hdr,
-                                  &err);
+        pl->w =
+            trace_writer_open(o->out, o->force ? TRACE_W_FORCE : 0, &hdr, &err);
         if (pl->w == NULL) {
             fprintf(stderr, "mtrace play: %s: %s\n", o->out, err.msg);
             return -1;
@@ -743,8 +739,7 @@ sched_setup(const struct play_opts *o, struct pmqos *q)
         return -1;
     }
     if (sched_set_realtime(o->rt_prio, &err) < 0) {
-        fprintf(stderr, "mtrace play: --rt-prio %d: %s\n", o->rt_prio,
-                err.msg);
+        fprintf(stderr, "mtrace play: --rt-prio %d: %s\n", o->rt_prio, err.msg);
         pmqos_release(q);
         return -1;
     }
@@ -812,16 +807,15 @@ play_run(const struct play_opts *o)
     if (feed_start(pl) == 0) {
         loop_timer_start(pl->loop, &run->f.tm, loop_now_ns(pl->loop),
                          feed_timer, pl);
-        loop_timer_start(pl->loop, &run->tick,
-                         loop_now_ns(pl->loop) + TICK_NS, tick, pl);
+        loop_timer_start(pl->loop, &run->tick, loop_now_ns(pl->loop) + TICK_NS,
+                         tick, pl);
         rc = loop_run(pl->loop);
         if (rc < 0 && !pl->failed)
             play__fail(pl, "event loop: %s", mt_strerror(rc));
     }
     /* everything still queued is reported as it stands */
     for (struct play_conn *c = pl->conns; c != NULL; c = c->next_all) {
-        play_conn_close(c, pl->failed ? TRACE_CLOSE_ERROR
-                                      : TRACE_CLOSE_NORMAL);
+        play_conn_close(c, pl->failed ? TRACE_CLOSE_ERROR : TRACE_CLOSE_NORMAL);
         play_conn_reap(c, true);
     }
     secs = (double)(mt_now_ns() - start) / 1e9;
@@ -846,12 +840,16 @@ play_run(const struct play_opts *o)
                 o->trace, run->f.err);
         status = 1;
     } else if (run->f.c2s == 0) {
-        fprintf(stderr, "mtrace play: %s: the trace holds no client "
-                        "request to send\n", o->trace);
+        fprintf(stderr,
+                "mtrace play: %s: the trace holds no client "
+                "request to send\n",
+                o->trace);
         status = 1;
     } else if (pl->unanswered > 0 || pl->not_sent > 0) {
-        fprintf(stderr, "mtrace play: %" PRIu64 " requests unanswered, %" PRIu64
-                        " not sent\n", pl->unanswered, pl->not_sent);
+        fprintf(stderr,
+                "mtrace play: %" PRIu64 " requests unanswered, %" PRIu64
+                " not sent\n",
+                pl->unanswered, pl->not_sent);
         status = 1;
     }
     player_free(run);

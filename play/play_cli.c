@@ -49,12 +49,14 @@ usage(FILE *f)
         "  --repeat N           play the trace N times, one after the other\n"
         "                       (default 1)\n"
         "  --connections-per-recorded K\n"
-        "                       K live connections per recorded one, each with\n"
+        "                       K live connections per recorded one, each "
+        "with\n"
         "                       its own cursors and sessions (default 1)\n"
         "  --only-commands A,B  send only these commands (getMore and\n"
         "                       killCursors follow their cursors)\n"
         "  --skip-writes        send no write (insert, update, delete,\n"
-        "                       findAndModify, DDL, aggregate with $out/$merge,\n"
+        "                       findAndModify, DDL, aggregate with "
+        "$out/$merge,\n"
         "                       ...): reads only, for a production server\n"
         "  --db OLD=NEW         send OLD's commands to database NEW\n"
         "                       (repeatable, %d at most)\n"
@@ -310,8 +312,7 @@ parse_opt(int ch, char *arg, struct play_opts *o, bool *speed_set)
         return 0;
     case OPT_DB:
         eq = strchr(arg, '=');
-        if (eq == NULL || eq == arg || eq[1] == '\0' ||
-            o->ndb == REMAP_DB_MAX)
+        if (eq == NULL || eq == arg || eq[1] == '\0' || o->ndb == REMAP_DB_MAX)
             return bad("--db takes OLD=NEW (8 renames at most)");
         *eq = '\0';
         o->db_from[o->ndb] = arg;

@@ -50,8 +50,8 @@ play_conn_new(struct player *pl, struct play_rconn *rc, uint32_t copy,
 }
 
 void
-play_conn__rec_msg(struct play_conn *c, uint8_t dir, const uint8_t *wire, size_t len,
-        const uint8_t *plain, size_t plain_len)
+play_conn__rec_msg(struct play_conn *c, uint8_t dir, const uint8_t *wire,
+                   size_t len, const uint8_t *plain, size_t plain_len)
 {
     struct trace_msg m = {.conn_id = c->out_id,
                           .t_ns = loop_now_ns(c->pl->loop),
@@ -122,8 +122,7 @@ play_conn__flush(struct play_conn *c)
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
             break;
         if (n < 0) {
-            play__fail(c->pl, "%s: sending to the server: %s",
-                       c->pl->o->target,
+            play__fail(c->pl, "%s: sending to the server: %s", c->pl->o->target,
                        c->tls != NULL && errno == EPROTO ? tls_conn_why(c->tls)
                                                          : strerror(errno));
             return;
@@ -153,8 +152,8 @@ conn_connect(struct play_conn *c)
     struct player *pl = c->pl;
     int one = 1;
 
-    c->fd = socket(pl->ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
-                   0);
+    c->fd =
+        socket(pl->ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (c->fd < 0) {
         play__fail(pl, "socket: %s", strerror(errno));
         return;
@@ -245,8 +244,7 @@ conn_send_req(struct play_conn *c, struct play_req *r, enum remap_result *res)
         return rc < 0 ? rc : MT_EPROTO;
     mt_buf_reset(t);
     r->live_rid = c->next_rid;
-    remap_set_unknown_waits(pl->rm,
-                            play__cursor_may_come(pl, r->rec_t_ns));
+    remap_set_unknown_waits(pl->rm, play__cursor_may_come(pl, r->rec_t_ns));
     rc = remap_msg(pl->rm, c->copy, &m, r->live_rid, t, res, &cursor);
     if (rc < 0 || *res != REMAP_OK)
         return rc;
@@ -256,8 +254,8 @@ conn_send_req(struct play_conn *c, struct play_req *r, enum remap_result *res)
                                     &err);
         if (rc < 0)
             return rc;
-        play_conn__rec_msg(c, TRACE_DIR_C2S, c->wb.data + start, c->wb.len - start,
-                t->data, t->len);
+        play_conn__rec_msg(c, TRACE_DIR_C2S, c->wb.data + start,
+                           c->wb.len - start, t->data, t->len);
     } else {
         rc = mt_buf_append(&c->wb, t->data, t->len);
         if (rc < 0)
@@ -292,10 +290,9 @@ req_deadline(const struct play_conn *c, const struct play_req *r)
     if (pl->o->max_speed)
         return anchor;
     if (r->first)
-        return sat_add(pl->t0_live,
-                       scale(pl, r->rec_t_ns > pl->t0_rec
-                                     ? r->rec_t_ns - pl->t0_rec
-                                     : 0));
+        return sat_add(
+            pl->t0_live,
+            scale(pl, r->rec_t_ns > pl->t0_rec ? r->rec_t_ns - pl->t0_rec : 0));
     return sat_add(anchor, scale(pl, r->gap_ns));
 }
 
@@ -325,8 +322,8 @@ play_conn_pump(struct play_conn *c)
         }
         rc = conn_send_req(c, r, &res);
         if (rc < 0) {
-            play__fail(pl, "a recorded %s request cannot be sent: %s",
-                       r->cmd, mt_strerror(rc));
+            play__fail(pl, "a recorded %s request cannot be sent: %s", r->cmd,
+                       mt_strerror(rc));
             return;
         }
         if (res == REMAP_WAIT) {
@@ -430,8 +427,8 @@ play_conn_reap(struct play_conn *c, bool all)
     bool freed = false;
 
     while ((r = c->head) != NULL &&
-           (all || (r->live_done && r->rec_done && r != c->next &&
-                    r != c->exhaust))) {
+           (all ||
+            (r->live_done && r->rec_done && r != c->next && r != c->exhaust))) {
         c->head = r->next;
         if (c->head == NULL)
             c->tail = NULL;
@@ -495,8 +492,8 @@ conn_reply(struct play_conn *c, const struct wire_msg *m)
     struct player *pl = c->pl;
     struct play_req *r = find_req(c, m->h.response_to);
     uint64_t now = loop_now_ns(pl->loop);
-    bool more = m->h.op_code == WIRE_OP_MSG &&
-                (m->flags & WIRE_MSG_MORE_TO_COME) != 0;
+    bool more =
+        m->h.op_code == WIRE_OP_MSG && (m->flags & WIRE_MSG_MORE_TO_COME) != 0;
 
     if (r == NULL)
         return; /* answers nothing we sent: ignored */
@@ -550,7 +547,7 @@ conn_message(struct play_conn *c, const uint8_t *p, size_t len)
         rc = wire_decompress(&m, &pl->scratch, &err);
         if (rc == 0) {
             play_conn__rec_msg(c, TRACE_DIR_S2C, p, len, pl->scratch.data,
-                    pl->scratch.len);
+                               pl->scratch.len);
             rc = wire_msg_parse_opts(pl->scratch.data, pl->scratch.len, opts,
                                      &m, &used, &err);
         }
@@ -610,8 +607,7 @@ conn_read(struct play_conn *c)
 
     for (;;) {
         if ((rc = mt_buf_reserve(&c->rb, READ_CHUNK)) < 0) {
-            play__fail(pl, "%s: a reply over the size limit",
-                       pl->o->target);
+            play__fail(pl, "%s: a reply over the size limit", pl->o->target);
             return;
         }
         bool more = false;
@@ -731,8 +727,10 @@ play_conn_check_timeout(struct play_conn *c, uint64_t now_ns)
         return;
     case PLAY_CONN_HELLO:
     case PLAY_CONN_AUTH:
-        play__fail(pl, "%s did not answer %s within %.1f s (not a MongoDB "
-                   "server?)", pl->o->target,
+        play__fail(pl,
+                   "%s did not answer %s within %.1f s (not a MongoDB "
+                   "server?)",
+                   pl->o->target,
                    c->st == PLAY_CONN_HELLO ? "hello" : "authentication",
                    (double)pl->o->timeout_ns / 1e9);
         return;

@@ -29,14 +29,14 @@
 
 struct play_req {
     struct play_req *next; /* owned by the connection's queue */
-    uint8_t *msg; /* borrowed: the recorded request, plain form, stored
-                     after the struct in the same allocation */
+    uint8_t *msg;          /* borrowed: the recorded request, plain form, stored
+                              after the struct in the same allocation */
     size_t len;
     struct runcmp_cmd *rcmd; /* borrowed from the player's report */
-    uint64_t rec_t_ns; /* recorded send time */
-    uint64_t gap_ns;   /* recorded time since the event it followed */
-    bool first;        /* the connection's first request */
-    bool after_reply;  /* recorded after the previous request's reply */
+    uint64_t rec_t_ns;       /* recorded send time */
+    uint64_t gap_ns;         /* recorded time since the event it followed */
+    bool first;              /* the connection's first request */
+    bool after_reply;        /* recorded after the previous request's reply */
     bool expects_reply;
     bool compressed; /* recorded as OP_COMPRESSED */
     bool plain;      /* nothing to remap (remap_is_plain): sent as recorded
@@ -96,12 +96,12 @@ struct play_rconn;
 struct player;
 
 struct play_conn {
-    struct player *pl;      /* borrowed */
-    struct play_rconn *rc;  /* borrowed: the recorded connection; NULL
-                               once it closed (it is freed then) */
-    uint32_t copy;          /* workload copy: remap tables' key */
-    uint64_t out_id;        /* connection id in the -o trace: copy << 32
-                               | the recorded id */
+    struct player *pl;     /* borrowed */
+    struct play_rconn *rc; /* borrowed: the recorded connection; NULL
+                              once it closed (it is freed then) */
+    uint32_t copy;         /* workload copy: remap tables' key */
+    uint64_t out_id;       /* connection id in the -o trace: copy << 32
+                              | the recorded id */
     int fd;
     enum play_conn_state st;
     struct play_req *head, *tail; /* owned: requests not yet reported */
@@ -111,16 +111,16 @@ struct play_conn {
     struct play_req *live_scan;   /* borrowed: the oldest sent and not yet
                                      answered, or NULL */
     size_t queued_bytes;
-    size_t outstanding;         /* sent, reply awaited */
-    struct play_req *exhaust;   /* borrowed: streaming replies to it */
-    int32_t exhaust_rid;        /* the requestID the next one answers */
-    uint64_t open_ns;           /* scheduled connect time */
+    size_t outstanding;       /* sent, reply awaited */
+    struct play_req *exhaust; /* borrowed: streaming replies to it */
+    int32_t exhaust_rid;      /* the requestID the next one answers */
+    uint64_t open_ns;         /* scheduled connect time */
     uint64_t last_reply_ns, last_send_ns;
-    uint64_t wait_since_ns;     /* a reply awaited since (0: none) */
-    struct mt_buf rb, wb;       /* read and write buffers */
+    uint64_t wait_since_ns; /* a reply awaited since (0: none) */
+    struct mt_buf rb, wb;   /* read and write buffers */
     struct loop_timer tm;
-    uint8_t compressor;         /* agreed by the server; 0: none */
-    char offer[64];             /* compressors offered: "snappy,zstd" */
+    uint8_t compressor; /* agreed by the server; 0: none */
+    char offer[64];     /* compressors offered: "snappy,zstd" */
     int32_t next_rid, hs_rid;
     bool rec_closed;            /* the recorded connection closed */
     bool blocked;               /* a getMore waits for its cursor */
@@ -130,13 +130,13 @@ struct play_conn {
 };
 
 struct play_rconn {
-    struct play_rconn *next; /* owned: hash chain */
-    uint64_t id;             /* recorded connection id */
-    uint64_t anchor_ns;      /* recorded time of the last event followed */
-    bool anchor_reply;       /* ... which was the last request's reply */
-    bool last_expects;       /* the last queued request expects a reply */
-    int32_t last_rid;        /* its (or its exhaust stream's) requestID */
-    bool any;                /* a request was queued */
+    struct play_rconn *next;   /* owned: hash chain */
+    uint64_t id;               /* recorded connection id */
+    uint64_t anchor_ns;        /* recorded time of the last event followed */
+    bool anchor_reply;         /* ... which was the last request's reply */
+    bool last_expects;         /* the last queued request expects a reply */
+    int32_t last_rid;          /* its (or its exhaust stream's) requestID */
+    bool any;                  /* a request was queued */
     struct play_conn **copies; /* owned array of copies (conns owned by the
                                   player's list) */
 };
@@ -146,21 +146,21 @@ struct player {
     struct loop *loop;         /* owned */
     struct sockaddr_storage ss;
     socklen_t sslen;
-    struct remap *rm;           /* owned */
-    struct tls_ctx *tls;        /* owned: client context with --tls */
-    char host[256];             /* --target's host (TLS name check) */
-    struct report rep;          /* owned */
-    struct trace_writer *w;     /* owned, or NULL */
-    struct play_conn *conns;    /* owned list */
-    size_t nconns;              /* open (not closed) */
-    size_t queued_bytes;        /* over every queue */
+    struct remap *rm;        /* owned */
+    struct tls_ctx *tls;     /* owned: client context with --tls */
+    char host[256];          /* --target's host (TLS name check) */
+    struct report rep;       /* owned */
+    struct trace_writer *w;  /* owned, or NULL */
+    struct play_conn *conns; /* owned list */
+    size_t nconns;           /* open (not closed) */
+    size_t queued_bytes;     /* over every queue */
     size_t queued_reqs;
-    size_t nblocked; /* connections whose getMore waits for a cursor */
-    uint32_t gen;               /* --repeat run */
-    uint64_t t0_rec, t0_live;   /* schedule origin */
+    size_t nblocked;          /* connections whose getMore waits for a cursor */
+    uint32_t gen;             /* --repeat run */
+    uint64_t t0_rec, t0_live; /* schedule origin */
     bool t0_set;
-    uint64_t ahead_ns; /* the live schedule's largest advance over the
-                          recorded clock in this run (horizon.h) */
+    uint64_t ahead_ns;     /* the live schedule's largest advance over the
+                              recorded clock in this run (horizon.h) */
     struct mt_buf scratch; /* owned: decompression */
     struct mt_buf tmp;     /* owned: encoding */
     bool failed, stop;

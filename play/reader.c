@@ -13,8 +13,8 @@
 /* One record (or a reader status) as the loop will see it. */
 struct rent {
     struct rent *next;
-    int rc;             /* MT_OK, MT_END or a negative code */
-    struct mt_err err;  /* with rc < 0 */
+    int rc;               /* MT_OK, MT_END or a negative code */
+    struct mt_err err;    /* with rc < 0 */
     struct trace_rec rec; /* message pointers into data[] */
     size_t bytes;         /* charged to the queue */
     uint8_t data[];
@@ -129,8 +129,7 @@ reader_main(void *arg)
         }
         if (!push(r, e))
             return NULL;
-        if (rc == MT_END ||
-            (rc < 0 && rc != MT_ECORRUPT && rc != MT_ETOOBIG)) {
+        if (rc == MT_END || (rc < 0 && rc != MT_ECORRUPT && rc != MT_ETOOBIG)) {
             if (rc < 0 && (e = rent_new(MT_END, NULL, NULL)) != NULL)
                 (void)push(r, e);
             return NULL;

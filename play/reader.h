@@ -38,9 +38,9 @@ struct play_reader *play_reader_open(const char *path, struct loop *l,
 /*
  * The next record, never blocking when threaded.  MT_OK: *rec is filled,
  * its pointers borrowed until the next call.  MT_PARTIAL (threaded only):
- * none read yet; loop_wake(l) follows once one is.  MT_END, or a negative code with err filled, as
- * trace_reader_next returned them in order (after MT_ECORRUPT or
- * MT_ETOOBIG more records may follow; after any other, MT_END).
+ * none read yet; loop_wake(l) follows once one is.  MT_END, or a negative code
+ * with err filled, as trace_reader_next returned them in order (after
+ * MT_ECORRUPT or MT_ETOOBIG more records may follow; after any other, MT_END).
  */
 int play_reader_next(struct play_reader *r, struct trace_rec *rec,
                      struct mt_err *err);

@@ -41,9 +41,8 @@ int remap_cursor_open(struct remap *rm, uint32_t copy, int64_t rec_id);
 void remap_cursor_set(struct remap *rm, uint32_t copy, int64_t rec_id,
                       int64_t live_id);
 /* State of a recorded cursor. */
-enum remap_cursor_state remap_cursor_get(const struct remap *rm,
-                                         uint32_t copy, int64_t rec_id,
-                                         int64_t *live_id);
+enum remap_cursor_state remap_cursor_get(const struct remap *rm, uint32_t copy,
+                                         int64_t rec_id, int64_t *live_id);
 /*
  * What a getMore of a cursor no request opened yet gets: REMAP_WAIT while
  * wait is true (the caller sets it while the trace may still hold the
