@@ -71,10 +71,7 @@ def main():
         fsock.close()
         good.finish()
 
-        rep.terminate()
-        check(rep.wait(10) == 0, "replay exited %s" % rep.returncode)
-        with open(log) as f:
-            text = f.read()
+        text = stop_replay(rep, log)
         print(text)
         for want in [r"incomplete message: .* \(--msg-timeout-s\); closing it",
                      r"idle for .* \(--idle-timeout-s\); closing it",
@@ -85,6 +82,14 @@ def main():
             check(re.search(want, text), "no %r in replay's log" % want)
         max_conns(env, cap.out)
     print("OK")
+
+
+def stop_replay(rep, log):
+    # stops replay, checks its exit status; its log
+    rep.terminate()
+    check(rep.wait(10) == 0, "replay exited %s" % rep.returncode)
+    with open(log) as f:
+        return f.read()
 
 
 def answered(sock, rid):
@@ -124,10 +129,7 @@ def max_conns(env, trace):
     c.close()
     b.close()
     over.close()
-    rep.terminate()
-    check(rep.wait(10) == 0, "replay exited %s" % rep.returncode)
-    with open(log) as f:
-        text = f.read()
+    text = stop_replay(rep, log)
     check(re.search(r"connection refused: 2 connections open \(limit\)", text),
           "no refusal in replay's log: " + text)
     print("ok: --max-conns 2 refused the third connection, then admitted one")

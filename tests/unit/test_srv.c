@@ -255,6 +255,26 @@ t_on_exit(void *arg)
     atomic_fetch_add(&t->exits, 1);
 }
 
+/* A server of cfg on 127.0.0.1 at a port it picks; cfg's address is then
+ * that port, written into want ("127.0.0.1:PORT"). */
+static struct srv *
+t_srv_new(struct srv_cfg *cfg, char *want, size_t cap)
+{
+    struct mt_err err = {0};
+    struct srv *s;
+
+    cfg->addr_len = sizeof(cfg->addr);
+    assert_int_equal(mt_addr_resolve("127.0.0.1:0", &cfg->addr, &cfg->addr_len),
+                     0);
+    s = srv_new(cfg, &err);
+    assert_non_null(s);
+    assert_true(srv_port(s) != 0);
+    snprintf(want, cap, "127.0.0.1:%u", (unsigned)srv_port(s));
+    cfg->addr_len = sizeof(cfg->addr);
+    assert_int_equal(mt_addr_resolve(want, &cfg->addr, &cfg->addr_len), 0);
+    return s;
+}
+
 static void
 test_srv_spread_sweep_stop(void **state)
 {
@@ -270,24 +290,13 @@ test_srv_spread_sweep_stop(void **state)
     };
     struct mt_err err = {0};
     struct srv *s, *again;
-    struct sockaddr_storage ss;
-    socklen_t len = sizeof(ss);
     int cfds[NCONNS], total = 0, lo = NCONNS, hi = 0;
     char want[64];
 
     (void)state;
-    cfg.addr_len = sizeof(cfg.addr);
-    assert_int_equal(mt_addr_resolve("127.0.0.1:0", &cfg.addr, &cfg.addr_len),
-                     0);
-    s = srv_new(&cfg, &err);
-    assert_non_null(s);
-    assert_true(srv_port(s) != 0);
-    snprintf(want, sizeof(want), "127.0.0.1:%u", (unsigned)srv_port(s));
+    s = t_srv_new(&cfg, want, sizeof(want));
     assert_string_equal(srv_desc(s), want);
     /* the probe: the port is in use, even by SO_REUSEPORT listeners */
-    len = sizeof(cfg.addr);
-    assert_int_equal(mt_addr_resolve(want, &cfg.addr, &len), 0);
-    cfg.addr_len = len;
     again = srv_new(&cfg, &err);
     assert_null(again);
     assert_non_null(strstr(err.msg, "cannot listen on"));
@@ -381,20 +390,10 @@ test_srv_conns_max(void **state)
     struct mt_err err = {0};
     struct srv *s;
     int c[4];
-    char b;
+    char b, want[64];
 
     (void)state;
-    cfg.addr_len = sizeof(cfg.addr);
-    assert_int_equal(mt_addr_resolve("127.0.0.1:0", &cfg.addr, &cfg.addr_len),
-                     0);
-    s = srv_new(&cfg, &err);
-    assert_non_null(s);
-    cfg.addr_len = sizeof(cfg.addr);
-    {
-        char a[64];
-        snprintf(a, sizeof(a), "127.0.0.1:%u", (unsigned)srv_port(s));
-        assert_int_equal(mt_addr_resolve(a, &cfg.addr, &cfg.addr_len), 0);
-    }
+    s = t_srv_new(&cfg, want, sizeof(want));
     memset(&tl, 0, sizeof(tl));
     tl.s = s;
     tl.l = loop_new(NULL, 0, &err);
