@@ -22,13 +22,62 @@ sim_fit_seq_mean_ms(const struct sim_params *p)
     return (p->py_call_us + overhead_us(p)) / 1000.0;
 }
 
+/* The idle curve of p from in's CPU per call at several delays (fit.h);
+ * *py gets the smallest delay's py_call_us. */
+static int
+idle_curve(struct sim_params *p, const struct sim_params *s,
+           const struct sim_fit_in *in, double own, double *py,
+           struct mt_err *err)
+{
+    size_t n = in->at_n, ord[SIM_IDLE_MAX];
+
+    if (n > SIM_IDLE_MAX)
+        return mt_err_set(err, MT_EUSAGE, 0, "--seq-cpu-at: at most %d delays",
+                          SIM_IDLE_MAX);
+    for (size_t i = 0; i < n; i++) { /* by delay */
+        size_t j = i;
+        while (j > 0 && in->at_delay_ms[ord[j - 1]] > in->at_delay_ms[i]) {
+            ord[j] = ord[j - 1];
+            j--;
+        }
+        ord[j] = i;
+    }
+    for (size_t k = 0; k < n; k++) {
+        struct sim_params q = *s;
+        double c = in->at_cpu_us[ord[k]], d = in->at_delay_ms[ord[k]];
+
+        if (k > 0 && !(d > in->at_delay_ms[ord[k - 1]]))
+            return mt_err_set(err, MT_EUSAGE, 0,
+                              "--seq-cpu-at: delay %g ms given twice", d);
+        if (!(c > own))
+            return mt_err_set(err, MT_EUSAGE, 0,
+                              "--seq-cpu-at: the CPU per call %.1f us at "
+                              "%g ms is not more than releases * sys_us + "
+                              "ctx_cpu_us = %.1f us",
+                              c, d, own);
+        q.proxy_delay_ms = d;
+        p->idle_gap_us[k] = sim_model_server_mean_us(&q) + p->wake_us;
+        if (k == 0) {
+            *py = c - own;
+            p->idle_frac[k] = 0;
+        } else {
+            p->idle_frac[k] = (c - own) / *py - 1;
+            if (p->idle_frac[k] < 0)
+                p->idle_frac[k] = 0;
+        }
+    }
+    p->idle_n = (int64_t)n;
+    return 0;
+}
+
 int
 sim_fit_seq(struct sim_params *p, const struct sim_params *seq,
             const struct sim_fit_in *in, struct mt_err *err)
 {
     struct sim_params s = *seq;
     int ic = sim_params_find("py_call_us"), iv = sim_params_find("py_cv");
-    double py, own = (double)p->releases * p->sys_us + p->ctx_cpu_us;
+    double py = 0, own = (double)p->releases * p->sys_us + p->ctx_cpu_us;
+    int rc;
 
     /* the host facts and workload facts are p's; the setup is seq's */
     s.releases = p->releases;
@@ -57,10 +106,45 @@ sim_fit_seq(struct sim_params *p, const struct sim_params *seq,
                               in->mean_ms, overhead_us(&s));
         snprintf(p->note[ic], SIM_NOTE_MAX,
                  "solved so the sequential mean is %.4f ms", in->mean_ms);
-    } else {
+    } else if (in->at_n == 0) {
         return 0;
     }
     p->origin[ic] = SIM_OR_CALIBRATED;
+    p->idle_n = 0;
+    if (in->at_n > 0) {
+        double d0 = in->at_delay_ms[0];
+
+        if ((rc = idle_curve(p, &s, in, own, &py, err)) != 0)
+            return rc;
+        for (size_t k = 1; k < in->at_n; k++)
+            if (in->at_delay_ms[k] < d0)
+                d0 = in->at_delay_ms[k];
+        snprintf(p->note[ic], SIM_NOTE_MAX,
+                 "sequential client CPU %.2f us per call at delay %g ms - "
+                 "%lld x sys_us - ctx_cpu_us; idle curve from %zu delays",
+                 py + own, d0, (long long)p->releases, in->at_n);
+    }
+    if (!isnan(in->xcore_cpu_us)) {
+        int ix = sim_params_find("xcore_frac");
+        double u = !isnan(in->pinned_cpu_us) ? in->pinned_cpu_us
+                   : in->at_n > 0            ? py + own
+                   : !isnan(in->cpu_us)      ? in->cpu_us
+                                             : py + own;
+
+        if (!(u > own))
+            return mt_err_set(err, MT_EUSAGE, 0,
+                              "--seq-pinned-cpu-us %.1f is not more than "
+                              "releases * sys_us + ctx_cpu_us = %.1f us",
+                              u, own);
+        p->xcore_frac =
+            in->xcore_cpu_us > u ? (in->xcore_cpu_us - u) / (u - own) : 0.0;
+        p->origin[ix] = SIM_OR_CALIBRATED;
+        snprintf(p->note[ix], SIM_NOTE_MAX,
+                 "%.2f us per call on alternating cores against %.2f on "
+                 "one (%s), less the syscalls' and switch-in",
+                 in->xcore_cpu_us, u,
+                 !isnan(in->pinned_cpu_us) ? "interleaved" : "sequential");
+    }
     if (p->runtime == SIM_RT_FREE && seq->runtime != SIM_RT_FREE) {
         py *= p->ft_slowdown;
         snprintf(p->note[ic] + strlen(p->note[ic]),

@@ -59,11 +59,85 @@ sim__wake(struct sim_model *m, uint32_t t, uint64_t delay_ns, uint8_t cont)
 
 /* ---- cores: FIFO, one job per thread ---- */
 
+/* idle_frac(g): the idle curve at g us (params.h). */
+static double
+idle_frac(const struct sim_params *p, double g)
+{
+    int64_t n = p->idle_n, k;
+
+    if (n <= 0 || g <= p->idle_gap_us[0])
+        return n > 0 ? p->idle_frac[0] : 0;
+    for (k = 1; k < n && g > p->idle_gap_us[k]; k++)
+        ;
+    if (k == n)
+        return p->idle_frac[n - 1];
+    return p->idle_frac[k - 1] +
+           (p->idle_frac[k] - p->idle_frac[k - 1]) *
+               (g - p->idle_gap_us[k - 1]) /
+               (p->idle_gap_us[k] - p->idle_gap_us[k - 1]);
+}
+
+/*
+ * The core t's job runs on: the one its last job ran on when that is free
+ * (the scheduler's wake-up affinity), else the lowest free one.  A Python
+ * segment (one step of the call) costs more when its code and the driver
+ * objects it touches are not in the core's cache:
+ *   - xcore_frac more when the step last ran, in any thread, on another
+ *     core (they are in that core's cache);
+ *   - idle_frac(g) more when the core idled g us since the step last ran
+ *     on it (py_call_us measured at several delays);
+ * the larger of the two.  Checked once per step: the rest of a step
+ * resumed after a forced drop is not checked again.
+ */
+static void
+core_pick(struct sim_model *m, struct sim__thr *th)
+{
+    int32_t c = th->core;
+    uint64_t *mark;
+    double f = 0;
+
+    if (c < 0 || m->core_busy[c]) {
+        for (c = 0; c < m->p.cores && m->core_busy[c]; c++)
+            ;
+        MT_ASSERT(c < m->p.cores);
+    }
+    m->core_busy[c] = 1;
+    m->core_idle_ns[c] += m->eng.now_ns - m->core_idle_since[c];
+    th->core = c;
+    if (!th->py_job || th->xcore_seen)
+        return;
+    th->xcore_seen = true;
+    mark = &m->op_mark[(size_t)th->op * (size_t)m->p.cores + (size_t)c];
+    if (m->op_core[th->op] >= 0 && m->op_core[th->op] != c) {
+        f = m->p.xcore_frac;
+        if (f > 0)
+            m->res->xcore_segments++;
+    }
+    if (*mark != UINT64_MAX && m->p.idle_n > 0) {
+        double fi =
+            idle_frac(&m->p, (double)(m->core_idle_ns[c] - *mark) / 1000.0);
+        if (fi > f)
+            f = fi;
+    }
+    if (f > 0)
+        th->job_ns += (uint64_t)llround((double)th->job_ns * f);
+    m->op_core[th->op] = c;
+    *mark = m->core_idle_ns[c];
+}
+
+static void
+core_free(struct sim_model *m, int32_t c)
+{
+    m->core_busy[c] = 0;
+    m->core_idle_since[c] = m->eng.now_ns;
+}
+
 static void
 cpu_start(struct sim_model *m, uint32_t t)
 {
     struct sim__thr *th = &m->th[t];
 
+    core_pick(m, th);
     m->busy++;
     th->job_state = JOB_RUNNING;
     th->job_start_ns = m->eng.now_ns;
@@ -113,6 +187,7 @@ sim__cpu_cancel(struct sim_model *m, uint32_t t)
         left = th->job_ns > ran ? th->job_ns - ran : 0;
         m->busy_ns += ran;
         m->busy--;
+        core_free(m, th->core);
         th->job_gen++; /* its CPU_DONE is stale now */
         th->job_state = JOB_NONE;
         cpu_fill(m);
@@ -139,6 +214,7 @@ on_cpu_done(struct sim_model *m, uint32_t t, uint64_t gen)
         return;
     m->busy_ns += th->job_ns;
     m->busy--;
+    core_free(m, th->core);
     th->job_state = JOB_NONE;
     cpu_fill(m);
     sim__continue(m, t, th->cont);
@@ -456,6 +532,7 @@ sim__continue(struct sim_model *m, uint32_t t, uint8_t cont)
         break;
     case C_PY_DONE:
         th->py_job = false;
+        th->xcore_seen = false;
         th->op++;
         sim__advance(m, t);
         break;
@@ -531,7 +608,16 @@ model_alloc(struct sim_model *m)
     m->idle = mt_calloc(pool, sizeof(*m->idle));
     m->pool_wait = mt_calloc(nth, sizeof(*m->pool_wait));
     m->lat = mt_calloc(m->lat_cap ? m->lat_cap : 1, sizeof(*m->lat));
-    if (!m->th || !m->rq || !m->conn || !m->idle || !m->pool_wait || !m->lat)
+    m->core_busy = mt_calloc((size_t)p->cores, 1);
+    m->core_idle_since = mt_calloc((size_t)p->cores, sizeof(uint64_t));
+    m->core_idle_ns = mt_calloc((size_t)p->cores, sizeof(uint64_t));
+    m->op_mark = mt_calloc(m->nops * (size_t)p->cores, sizeof(uint64_t));
+    for (size_t i = 0; i < SIM_OPS_MAX; i++)
+        m->op_core[i] = -1;
+    for (size_t i = 0; i < m->nops * (size_t)p->cores; i++)
+        m->op_mark[i] = UINT64_MAX;
+    if (!m->th || !m->rq || !m->conn || !m->idle || !m->pool_wait || !m->lat ||
+        !m->core_busy || !m->core_idle_since || !m->core_idle_ns || !m->op_mark)
         return -ENOMEM;
     if (sim__gil_init(m) != 0)
         return -ENOMEM;
@@ -543,7 +629,7 @@ model_alloc(struct sim_model *m)
     for (size_t i = m->conn_open; i > 0; i--) /* LIFO: conn 0 on top */
         m->idle[m->idle_n++] = (int32_t)(i - 1);
     for (size_t i = 0; i < nth; i++)
-        m->th[i].conn = -1;
+        m->th[i].conn = m->th[i].core = -1;
     m->sessions = p->session_prefill;
     return sim_engine_init(&m->eng, 4 * nth + 4 * pool + 64);
 }
@@ -559,6 +645,10 @@ model_free(struct sim_model *m)
     mt_free(m->idle);
     mt_free(m->pool_wait);
     mt_free(m->lat);
+    mt_free(m->core_busy);
+    mt_free(m->core_idle_since);
+    mt_free(m->core_idle_ns);
+    mt_free(m->op_mark);
 }
 
 int

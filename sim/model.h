@@ -32,6 +32,7 @@ struct sim_result {
     uint64_t lock_blocks;       /* driver-lock acquires that blocked */
     uint64_t lock_resleeps;     /* ... woken, found it taken, slept again */
     uint64_t sessions_created;
+    uint64_t xcore_segments; /* Python segments run on another core */
     uint64_t conns_opened;
     uint64_t pool_waits; /* checkouts that waited for a connection */
     double util_gil;     /* GIL held time / end */
@@ -141,6 +142,8 @@ struct sim__thr {
     uint64_t resume_ns;     /* Python left after a forced drop */
     uint64_t conn_since_ns; /* connection checked out then */
     uint64_t block_ns; /* lock_block_cpu_us owed: added to the next Python */
+    int32_t core;      /* core of its last job (preferred next), -1 */
+    bool xcore_seen;   /* its current step's core was checked (xcore_frac) */
 };
 
 struct sim__conn {
@@ -180,9 +183,15 @@ struct sim_model {
     size_t nth, threads_done;
     uint32_t *rq; /* owned: run queue ring (threads waiting for a core) */
     size_t rq_head, rq_n;
-    int64_t busy;           /* cores in use */
-    uint64_t busy_ns;       /* core time used */
-    struct sim__conn *conn; /* owned */
+    int64_t busy;              /* cores in use */
+    uint8_t *core_busy;        /* owned: per core, 1 while it runs a job */
+    uint64_t *core_idle_since; /* owned: per core, when it last went idle */
+    uint64_t *core_idle_ns;    /* owned: per core, idle time so far */
+    uint64_t *op_mark; /* owned: [op * cores + core]: core_idle_ns when the
+                          step last ran there; UINT64_MAX: never */
+    int32_t op_core[SIM_OPS_MAX]; /* per step: the core that last ran it */
+    uint64_t busy_ns;             /* core time used */
+    struct sim__conn *conn;       /* owned */
     size_t nconn, conn_open;
     int32_t *idle; /* owned: idle connections, LIFO */
     size_t idle_n;

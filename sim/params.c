@@ -65,13 +65,21 @@ const struct sim_param_desc sim_param_table[] = {
       "the one seed: run k of a prediction uses seed + k"),
     S("seeds", SIM_P_INT, seeds, 1, 1000, "", "10",
       "runs per prediction and calibration: the interval is over them"),
+    E("ft_slowdown", SIM_P_DBL, SIM_PC_SETUP, ft_slowdown, 0.1, 10, "x", "1",
+      SIM_OR_ASSUMPTION,
+      "a free-threaded row calibrated from a GIL sequential run: its CPU "
+      "per call over the calibration's (a fact of the calibration the user "
+      "has, as --seq-runtime)",
+      "1 when a row is calibrated from a sequential run of its own runtime"),
 
     M("py_call_us", SIM_P_DBL, py_call_us, 0, 1e6, "us", "150",
       SIM_OR_ASSUMPTION,
       "client CPU per call with the GIL held (Python, lock sections "
-      "included)",
+      "included); with sequential runs at several delays a function of the "
+      "core's idle time since a step last ran there (the idle curve)",
       "sequential run: thread CPU per call - releases*sys_us - ctx_cpu_us "
-      "(--seq-cpu-us), or solved from its mean (--seq-mean-ms)"),
+      "(--seq-cpu-us; at several delays: --seq-cpu-at), or solved from its "
+      "mean (--seq-mean-ms)"),
     M("py_cv", SIM_P_DBL, py_cv, 0, 10, "", "0.1", SIM_OR_ASSUMPTION,
       "coefficient of variation of py_call_us over calls",
       "sequential run: cv of the CPU per call (--seq-cpu-cv) or solved from "
@@ -126,10 +134,15 @@ const struct sim_param_desc sim_param_table[] = {
     M("server_cv", SIM_P_DBL, server_cv, 0, 10, "", "0.2", SIM_OR_ASSUMPTION,
       "its coefficient of variation (lognormal)",
       "trace of the sequential run"),
-    M("ft_slowdown", SIM_P_DBL, ft_slowdown, 0.1, 10, "x", "1",
+    M("xcore_frac", SIM_P_DBL, xcore_frac, 0, 100, "x", "0.3",
       SIM_OR_ASSUMPTION,
-      "free-threaded rows: CPU per call over the calibration's",
-      "1 when a row is calibrated from a sequential run of its own runtime"),
+      "a step of the call (a Python segment) whose last run, in any thread, "
+      "was on another core costs (1 + xcore_frac) x its CPU: its code and "
+      "the driver objects it touches are in that core's cache",
+      "sequential run, its calls in interleaved blocks moved to the other "
+      "of two CPUs before each call or kept on one (--seq-xcore-cpu-us, "
+      "--seq-pinned-cpu-us): moved / kept - 1, of the Python's CPU; "
+      "default: pymongo 3.11 on the 2-vCPU VM of docs/sim-model.md"),
 
     HS("procs", procs, 1, 100000, "", "16", "worker processes on the socket"),
     HS("clients", clients, 1, 100000, "", "32",

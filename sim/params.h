@@ -39,6 +39,7 @@ enum sim_pclass {
 };
 
 #define SIM_PARAMS_N 48
+#define SIM_IDLE_MAX 8 /* points of py_call_us's idle curve */
 #define SIM_NOTE_MAX 160
 
 struct sim_params {
@@ -73,6 +74,13 @@ struct sim_params {
     double server_us;         /* server time mean (no trace) */
     double server_cv;         /* its coefficient of variation */
     double ft_slowdown;       /* free-threaded CPU / GIL CPU per call */
+    double xcore_frac;        /* extra CPU share of Python on another core */
+    /* py_call_us measured at several delays (fit.c, --seq-cpu-at): a step
+     * whose core idled g us since the step last ran there costs
+     * (1 + idle_frac(g)) x its share, idle_frac linear between the points
+     * (idle_frac 0 at the first), flat beyond the last; 0 points: none */
+    int64_t idle_n;
+    double idle_gap_us[SIM_IDLE_MAX], idle_frac[SIM_IDLE_MAX];
     /* the herd model (seed 001) */
     struct herd_params herd;
     uint8_t origin[SIM_PARAMS_N];          /* enum sim_origin per entry */

@@ -81,7 +81,21 @@ dist_of(double *v, size_t n)
     return d;
 }
 
-enum { V_MEAN, V_SD, V_P50, V_P99, V_UG, V_UC, V_UL, V_UP, V_LB, V_SW, V_N };
+enum {
+    V_MEAN,
+    V_SD,
+    V_P50,
+    V_P99,
+    V_UG,
+    V_UC,
+    V_UL,
+    V_UP,
+    V_LB,
+    V_SW,
+    V_XC,
+    V_CPU,
+    V_N
+};
 
 int
 sim_predict(const struct sim_params *const *cal, size_t ncal,
@@ -121,6 +135,9 @@ sim_predict(const struct sim_params *const *cal, size_t ncal,
             v[V_UP * runs + r] = res.util_pool;
             v[V_LB * runs + r] = (double)res.lock_blocks / calls;
             v[V_SW * runs + r] = (double)res.gil_switches / calls;
+            v[V_XC * runs + r] = (double)res.xcore_segments / calls;
+            v[V_CPU * runs + r] = res.util_cores * (double)p.cores *
+                                  (double)res.end_ns / 1000.0 / calls;
             out->events += res.events;
             if (r == 0)
                 out->first = res;
@@ -137,6 +154,8 @@ sim_predict(const struct sim_params *const *cal, size_t ncal,
             out->util[k] = dist_of(v + (V_UG + k) * runs, runs).mid;
         out->lock_blocks_per_call = dist_of(v + V_LB * runs, runs).mid;
         out->gil_switches_per_call = dist_of(v + V_SW * runs, runs).mid;
+        out->xcore_per_call = dist_of(v + V_XC * runs, runs).mid;
+        out->cpu_us_per_call = dist_of(v + V_CPU * runs, runs).mid;
     }
     mt_free(v);
     if (rc != 0)

@@ -54,7 +54,9 @@ struct sim_pred {
     struct sim_dist mean_ms, stdev_pct, p50_ms, p99_ms;
     double util[SIM_RES__N]; /* simulated, median over runs */
     double lock_blocks_per_call, gil_switches_per_call; /* median */
-    uint64_t events;                                    /* all runs */
+    double xcore_per_call;   /* Python segments on another core, median */
+    double cpu_us_per_call;  /* client CPU (core time) per call, median */
+    uint64_t events;         /* all runs */
     struct sim_bound bound;  /* of the first calibration */
     struct sim_result first; /* owned lat_ns: the first run (plots) */
 };

@@ -32,6 +32,14 @@ sim_report_params(FILE *out, const struct sim_scenario *sc)
         fprintf(out, "#   %-20s = %-12s [%s] %s\n", sim_param_table[i].key, v,
                 sim_origin_name(sc->p.origin[i]), sc->p.note[i]);
     }
+    if (!herd && sc->p.idle_n > 0) {
+        fprintf(out, "#   idle curve (core idle since a step last ran there "
+                     "-> its extra CPU):");
+        for (int64_t k = 0; k < sc->p.idle_n; k++)
+            fprintf(out, "%s %.0f us +%.1f%%", k ? "," : "",
+                    sc->p.idle_gap_us[k], 100 * sc->p.idle_frac[k]);
+        fputc('\n', out);
+    }
     if (!herd && sc->ncal > 1) {
         fprintf(out, "#   %zu calibrations: py_call_us", sc->ncal);
         for (size_t k = 0; k < sc->ncal; k++)
@@ -39,6 +47,9 @@ sim_report_params(FILE *out, const struct sim_scenario *sc)
         fprintf(out, "; py_cv");
         for (size_t k = 0; k < sc->ncal; k++)
             fprintf(out, " %.3f", sc->cal_py_cv[k]);
+        fprintf(out, "; xcore_frac");
+        for (size_t k = 0; k < sc->ncal; k++)
+            fprintf(out, " %.3f", sc->cal_xcore[k]);
         fputc('\n', out);
     }
     if (sc->trace[0])
@@ -190,6 +201,8 @@ row_json(FILE *out, const struct sim_row *r)
             b->r0_us / 1000.0, b->r_min_us / 1000.0, b->x_max_per_s);
     json_num(out, "lock_blocks_per_call", pr->lock_blocks_per_call, 3);
     json_num(out, "gil_switches_per_call", pr->gil_switches_per_call, 3);
+    json_num(out, "xcore_per_call", pr->xcore_per_call, 3);
+    json_num(out, "cpu_us_per_call", pr->cpu_us_per_call, 2);
     json_num(out, "py_call_us", p->py_call_us, 2);
     json_num(out, "measured_mean_ms", r->sc->meas_mean_ms, 4);
     json_num(out, "measured_stdev_pct", r->sc->meas_stdev_pct, 2);

@@ -21,7 +21,8 @@ scenario_defaults(struct sim_scenario *sc)
     sim_params_default(&sc->p);
     for (size_t i = 0; i < SIM_CAL_MAX; i++)
         sc->cal.mean_ms[i] = sc->cal.stdev_pct[i] = sc->cal.cpu_us[i] =
-            sc->cal.cpu_cv[i] = NAN;
+            sc->cal.cpu_cv[i] = sc->cal.xcore_cpu_us[i] =
+                sc->cal.pinned_cpu_us[i] = NAN;
     sc->meas_mean_ms = NAN;
     sc->meas_stdev_pct = NAN;
     sc->meas_total_s = NAN;
@@ -109,6 +110,52 @@ sim_scenario_parse_list(struct sim_cal_in *cal, const char *key,
     return 0;
 }
 
+/* "D:C[,D:C..]": the CPU per call C us of sequential runs at delays D ms
+ * (the idle curve; at most SIM_IDLE_MAX points). */
+int
+sim_scenario_parse_at(struct sim_cal_in *cal, const char *key, const char *val,
+                      struct mt_err *err)
+{
+    const char *p = val;
+    size_t n = 0;
+
+    while (*p) {
+        char num[64], *colon;
+        size_t len = strcspn(p, ",");
+        double d, c;
+        int rc;
+
+        if (len == 0 || len >= sizeof(num) || n == SIM_IDLE_MAX)
+            return mt_err_set(err, MT_EUSAGE, 0,
+                              "%s: '%s' is not a list of at most %d "
+                              "DELAY_MS:CPU_US pairs",
+                              key, val, SIM_IDLE_MAX);
+        memcpy(num, p, len);
+        num[len] = '\0';
+        if ((colon = strchr(num, ':')) == NULL)
+            return mt_err_set(err, MT_EUSAGE, 0,
+                              "%s: '%s' is not DELAY_MS:CPU_US", key, num);
+        *colon = '\0';
+        if ((rc = parse_double(key, num, &d, err)) < 0 ||
+            (rc = parse_double(key, colon + 1, &c, err)) < 0)
+            return rc;
+        if (!(d >= 0) || !(c > 0))
+            return mt_err_set(err, MT_EUSAGE, 0,
+                              "%s: delay %s or CPU %s out of range", key, num,
+                              colon + 1);
+        cal->at_delay_ms[n] = d;
+        cal->at_cpu_us[n] = c;
+        n++;
+        p += len + (p[len] == ',');
+    }
+    if (n == 0)
+        return mt_err_set(err, MT_EUSAGE, 0, "%s: no value", key);
+    cal->at_n = n;
+    if (cal->n == 0)
+        cal->n = 1;
+    return 0;
+}
+
 #define parse_list sim_scenario_parse_list
 
 int
@@ -133,6 +180,12 @@ sim_scenario_apply(struct sim_scenario *sc, const char *key, const char *val,
         return parse_list(&sc->cal, key, val, sc->cal.cpu_us, err);
     if (strcmp(key, "calibrate.seq_cpu_cv") == 0)
         return parse_list(&sc->cal, key, val, sc->cal.cpu_cv, err);
+    if (strcmp(key, "calibrate.seq_cpu_at") == 0)
+        return sim_scenario_parse_at(&sc->cal, key, val, err);
+    if (strcmp(key, "calibrate.seq_xcore_cpu_us") == 0)
+        return parse_list(&sc->cal, key, val, sc->cal.xcore_cpu_us, err);
+    if (strcmp(key, "calibrate.seq_pinned_cpu_us") == 0)
+        return parse_list(&sc->cal, key, val, sc->cal.pinned_cpu_us, err);
     if (strcmp(key, "measured.mean_ms") == 0)
         return parse_double(key, val, &sc->meas_mean_ms, err);
     if (strcmp(key, "measured.stdev_pct") == 0)

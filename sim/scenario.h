@@ -18,6 +18,11 @@
  *     calibrate.seq_cpu_cv = V[,..]      from their client CPU per call and
  *                                        its cv (fit.h); one calibration
  *                                        per position of the lists
+ *     calibrate.seq_xcore_cpu_us = A[,..] their CPU per call on alternating
+ *     calibrate.seq_pinned_cpu_us = P[,..] cores and on one, interleaved:
+ *                                        xcore_frac (fit.h)
+ *     calibrate.seq_cpu_at = D:C[,D:C..] CPU per call of sequential runs at
+ *                                        delays D ms: the idle curve
  *     calibrate_from = NAME              calibrations of scenario NAME
  *     measured.mean_ms = X               the measured result, printed beside
  *     measured.stdev_pct = Y             the prediction (never used by the
@@ -49,6 +54,11 @@ struct sim_cal_in {
     size_t n; /* repetitions: the longest of the lists */
     double mean_ms[SIM_CAL_MAX], stdev_pct[SIM_CAL_MAX];
     double cpu_us[SIM_CAL_MAX], cpu_cv[SIM_CAL_MAX];
+    double xcore_cpu_us[SIM_CAL_MAX], pinned_cpu_us[SIM_CAL_MAX];
+    /* one idle curve for all of them (--seq-cpu-at): CPU per call of
+     * sequential runs at several delays; at_n 0: none */
+    size_t at_n;
+    double at_delay_ms[SIM_IDLE_MAX], at_cpu_us[SIM_IDLE_MAX];
 };
 
 struct sim_scenario {
@@ -58,6 +68,7 @@ struct sim_scenario {
     struct sim_cal_in cal;   /* its measurements */
     size_t ncal;             /* calibrations solved (0: p as it is) */
     double cal_py_us[SIM_CAL_MAX], cal_py_cv[SIM_CAL_MAX];
+    double cal_xcore[SIM_CAL_MAX];
     char cal_from[64];   /* "" or a scenario name */
     double meas_mean_ms; /* NaN unless given */
     double meas_stdev_pct;
@@ -98,6 +109,9 @@ int sim_scenario_apply(struct sim_scenario *sc, const char *key,
  */
 int sim_scenario_parse_list(struct sim_cal_in *cal, const char *key,
                             const char *val, double *out, struct mt_err *err);
+/* "D:C[,D:C..]" into cal's idle curve (calibrate.seq_cpu_at). */
+int sim_scenario_parse_at(struct sim_cal_in *cal, const char *key,
+                          const char *val, struct mt_err *err);
 
 /* Appends a copy of sc; MT_ELIMIT past SIM_SCN_MAX, -ENOMEM. */
 int sim_scenario_add(struct sim_scenario_set *s, const struct sim_scenario *sc);

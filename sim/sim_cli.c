@@ -61,6 +61,14 @@ static const char sim_usage[] =
     "  --seq-cpu-us C[,..] its client thread CPU per call (time.thread_time):\n"
     "                      py_call_us from it instead of from the mean\n"
     "  --seq-cpu-cv V[,..] the cv of that CPU over the calls: py_cv\n"
+    "  --seq-xcore-cpu-us A[,..]  its CPU per call with the thread moved to\n"
+    "                      the other of two CPUs before each call, and\n"
+    "  --seq-pinned-cpu-us P[,..] kept on one CPU, in interleaved blocks:\n"
+    "                      xcore_frac = A / P - 1 of the Python's CPU\n"
+    "  --seq-cpu-at D:C[,D:C..]  the client CPU per call C us of sequential\n"
+    "                      runs at delays D ms: py_call_us from the smallest\n"
+    "                      delay's, and the idle curve (a step whose core\n"
+    "                      idled costs more, as the longer delays' did)\n"
     "  --seq-delay-ms X    the delay the sequential run had (default 0)\n"
     "  --seq-runtime RT    its runtime (default: the row's)\n"
     "  --lock-sections N   driver-lock sections per call (sequential run)\n"
@@ -141,6 +149,15 @@ static const char *const scn_keys[][3] = {
      "their client CPU per call: py_call_us from it instead of the mean"},
     {"calibrate.seq_cpu_cv", "",
      "the coefficient of variation of that CPU: py_cv from it"},
+    {"calibrate.seq_cpu_at", "ms:us",
+     "D:C[,D:C..]: the CPU per call of sequential runs at delays D: "
+     "py_call_us from the smallest delay's, and the idle curve"},
+    {"calibrate.seq_xcore_cpu_us", "us",
+     "their CPU per call with each call on the other of two CPUs: "
+     "xcore_frac from it"},
+    {"calibrate.seq_pinned_cpu_us", "us",
+     "their CPU per call kept on one CPU, interleaved with those: "
+     "xcore_frac's base"},
     {"calibrate_from", "", "NAME: the calibrations of scenario NAME"},
     {"measured.mean_ms", "ms",
      "measured mean, printed beside the prediction (never used by the "
@@ -195,6 +212,9 @@ enum sim_opt {
     O_SEQS,
     O_SEQCPU,
     O_SEQCV,
+    O_SEQX,
+    O_SEQPIN,
+    O_SEQAT,
     O_SEQD,
     O_SEQRT,
     O_SET,
@@ -277,12 +297,21 @@ handle_opt(int c, int idx, struct sim_opts *o, int argc, char **argv)
     case O_SEQS:
     case O_SEQCPU:
     case O_SEQCV:
+    case O_SEQX:
+    case O_SEQPIN:
         if (sim_scenario_parse_list(&o->seq.cal, argv[optind - 1], optarg,
                                     c == O_SEQM     ? o->seq.cal.mean_ms
                                     : c == O_SEQS   ? o->seq.cal.stdev_pct
                                     : c == O_SEQCPU ? o->seq.cal.cpu_us
-                                                    : o->seq.cal.cpu_cv,
+                                    : c == O_SEQCV  ? o->seq.cal.cpu_cv
+                                    : c == O_SEQX   ? o->seq.cal.xcore_cpu_us
+                                                    : o->seq.cal.pinned_cpu_us,
                                     &e) < 0)
+            return usage_err(e.msg, NULL);
+        break;
+    case O_SEQAT:
+        if (sim_scenario_parse_at(&o->seq.cal, argv[optind - 1], optarg, &e) <
+            0)
             return usage_err(e.msg, NULL);
         break;
     case O_SEQD:
@@ -372,6 +401,9 @@ parse_args(int argc, char **argv, struct sim_opts *o)
                                        {"seq-stdev-pct", 1, 0, O_SEQS},
                                        {"seq-cpu-us", 1, 0, O_SEQCPU},
                                        {"seq-cpu-cv", 1, 0, O_SEQCV},
+                                       {"seq-xcore-cpu-us", 1, 0, O_SEQX},
+                                       {"seq-pinned-cpu-us", 1, 0, O_SEQPIN},
+                                       {"seq-cpu-at", 1, 0, O_SEQAT},
                                        {"seq-delay-ms", 1, 0, O_SEQD},
                                        {"seq-runtime", 1, 0, O_SEQRT},
                                        {"set", 1, 0, O_SET},
@@ -404,7 +436,8 @@ parse_args(int argc, char **argv, struct sim_opts *o)
     nkey_sets = 0;
     for (size_t i = 0; i < SIM_CAL_MAX; i++)
         o->seq.cal.mean_ms[i] = o->seq.cal.stdev_pct[i] = o->seq.cal.cpu_us[i] =
-            o->seq.cal.cpu_cv[i] = NAN;
+            o->seq.cal.cpu_cv[i] = o->seq.cal.xcore_cpu_us[i] =
+                o->seq.cal.pinned_cpu_us[i] = NAN;
     optind = 1;
     opterr = 0; /* one line of our own instead of getopt's */
     while ((c = getopt_long(argc, argv, ":h", lo, &idx)) != -1) {
@@ -539,6 +572,7 @@ run_row(struct sim_row *r, struct mt_err *err)
         if (sc->ncal) {
             ps[k].py_call_us = sc->cal_py_us[k];
             ps[k].py_cv = sc->cal_py_cv[k];
+            ps[k].xcore_frac = sc->cal_xcore[k];
         }
         pp[k] = &ps[k];
     }

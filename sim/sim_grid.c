@@ -64,12 +64,14 @@ fit_one(struct sim_scenario *sc, const struct sim_params *seq,
 
     sc->ncal = 0;
     for (size_t k = 0; k < cal->n; k++) {
-        struct sim_fit_in in = {cal->mean_ms[k], cal->stdev_pct[k],
-                                cal->cpu_us[k], cal->cpu_cv[k]};
+        struct sim_fit_in in = {
+            cal->mean_ms[k], cal->stdev_pct[k],    cal->cpu_us[k],
+            cal->cpu_cv[k],  cal->xcore_cpu_us[k], cal->pinned_cpu_us[k],
+            cal->at_n,       cal->at_delay_ms,     cal->at_cpu_us};
         struct sim_params p = p0;
         int rc;
 
-        if (isnan(in.mean_ms) && isnan(in.cpu_us))
+        if (isnan(in.mean_ms) && isnan(in.cpu_us) && in.at_n == 0)
             return mt_err_set(err, MT_EUSAGE, 0,
                               "scenario '%s': calibration %zu has neither a "
                               "mean nor a CPU per call",
@@ -83,6 +85,7 @@ fit_one(struct sim_scenario *sc, const struct sim_params *seq,
             sc->p = p; /* origins and notes of the first */
         sc->cal_py_us[k] = p.py_call_us;
         sc->cal_py_cv[k] = p.py_cv;
+        sc->cal_xcore[k] = p.xcore_frac;
         sc->ncal++;
     }
     return 0;

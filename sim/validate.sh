@@ -20,15 +20,19 @@
 #     method, pymongo 3.11 under /usr/bin/python3): 1000 sequential calls
 #     (first excluded; their thread CPU per call and its cv), 300 more with
 #     Topology._lock instrumented (sections per call, hold, how many before
-#     the send), 20 connections opened (checked out at once and returned), then the
+#     the send), at delay 0 400 more in interleaved blocks moved to the other
+#     of two CPUs before each call or kept on one (the cross-core cost), 20
+#     connections opened (checked out at once and returned), then the
 #     threaded rows 2, 4, 10, 20 threads x 100 calls with the session pool
 #     trimmed to one session, and at delays 0 and 1 also 10 and 20 threads
 #     with it prefilled (the session-prefill A/B), in an order that rotates
 #     with the repetition.  The runnable tasks not the validation's
 #     (validate_load.py) are logged before each process.
 #  5. sim/validate_report.py: each repetition's rows are predicted by
-#     `mtrace sim` from that repetition's own sequential row (CPU per call,
-#     its cv, mean, stdev%, lock sections and hold) with the host facts and
+#     `mtrace sim` from that repetition's own sequential rows (CPU per call,
+#     its cv, mean, stdev%, lock sections and hold at the row's delay; the
+#     CPU per call at every delay, the idle curve; the delay-0 run's
+#     cross-core CPU) with the host facts and
 #     the sniffed trace: both prefill arms from the same calibration; per
 #     row a verdict from the 90 % interval of the paired log(predicted /
 #     measured) over the repetitions.
@@ -114,7 +118,9 @@ for r in $(seq 1 "$REPS"); do
         echo "   rep $r delay $d rows ${order// /,}" >&2
         # a failed process loses its rows of this repetition (the report
         # pairs what is there and counts the failures), not the whole run
-        bench "${URI[$d]}" --seq "$SEQ" --locks 300 --warm 20 --calls "$CALLS" \
+        xcore=()
+        [ "$d" = 0 ] && xcore=(--xcore 400)
+        bench "${URI[$d]}" --seq "$SEQ" --locks 300 "${xcore[@]}" --warm 20 --calls "$CALLS" \
             --rows "${order// /,}" --label "d$d-r$r" >>"$OUT/meas.jsonl" 2>>"$OUT/bench.err" || {
             echo "benchmark failed (delay $d, rep $r): $(tail -3 "$OUT/bench.err")" >&2
             echo "d$d-r$r" >>"$OUT/failed.txt"

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """validate_bench.py URI [--seq 1000] [--locks 300] [--rows 2,4,10,20]
-[--calls 100] [--warm N] [--seq-only] [--dump FILE] [--label L]
+[--calls 100] [--warm N] [--xcore N] [--seq-only] [--dump FILE] [--label L]
 
 Seed 000's benchmark method (2-benchmark.py): one MongoClient; find_one
 {"_id": "test-doc-1"} timed with time.perf_counter(); sequential SEQ calls,
@@ -35,6 +35,14 @@ The sequential row also has, from the sequential run alone:
            pool emptied first (pymongo then creates a session inside it:
            uuid.uuid4(), os.urandom); a diagnostic
   urandom_us  os.urandom(16) wall time (the GIL-released part of it)
+  xcore_cpu_us, xcore_pin_cpu_us  (--xcore N > 0, two CPUs or more) N
+           more sequential calls in interleaved blocks of 10: in one kind
+           of block the thread's affinity is moved to the other of two CPUs
+           before each call (outside the timed part), so every call's
+           Python runs on a core other than the previous call's; in the
+           other every call stays on one CPU.  The thread CPU per call of
+           each kind, first call of each block left out (mtrace sim
+           --seq-xcore-cpu-us A:P)
 
 Each threaded row starts from a stated session pool (pymongo 3.11
 client_session._ServerSessionPool, topology._session_pool, used under
@@ -67,6 +75,7 @@ from pymongo.client_session import _ServerSession
 
 CPU = threading.local()
 DOC = {"_id": "test-doc-1"}
+XCORE_BLOCK = 10
 
 
 def timings(col, n):
@@ -88,6 +97,34 @@ def timings(col, n):
     CPU.vcsw = (r1.ru_nvcsw - r0.ru_nvcsw) / n if n else 0.0
     CPU.ivcsw = (r1.ru_nivcsw - r0.ru_nivcsw) / n if n else 0.0
     return out
+
+
+def xcore(col, n):
+    """(alternating, pinned): CPU per call (time.thread_time() around
+    find_one) in n calls made in interleaved blocks of XCORE_BLOCK: in an
+    alternating block the thread's affinity is moved to the other of two
+    CPUs before each call (outside the timed part), so every call's Python
+    runs on a core other than the previous call's; in a pinned block every
+    call runs on the CPU the block started on.  The first call of each
+    block is left out.  None with fewer than two CPUs."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        return None
+    pair = cpus[:2]
+    alt, pin = [], []
+    try:
+        for b in range(max(2, n // XCORE_BLOCK)):
+            moving = b % 2 == 0
+            for i in range(XCORE_BLOCK):
+                os.sched_setaffinity(0, {pair[i % 2] if moving else pair[0]})
+                c0 = time.thread_time()
+                col.find_one(DOC)
+                c1 = time.thread_time()
+                if i > 0:
+                    (alt if moving else pin).append(c1 - c0)
+    finally:
+        os.sched_setaffinity(0, set(cpus))
+    return statistics.mean(alt) * 1e6, statistics.mean(pin) * 1e6
 
 
 def tmean5(xs):
@@ -296,6 +333,7 @@ def main():
     ap.add_argument("--seq", type=int, default=1000)
     ap.add_argument("--locks", type=int, default=300)
     ap.add_argument("--warm", type=int, default=0)
+    ap.add_argument("--xcore", type=int, default=0)
     ap.add_argument("--seq-only", action="store_true")
     ap.add_argument("--dump")
     ap.add_argument("--label", default="run")
@@ -308,6 +346,11 @@ def main():
     extra = {"cpu_cv": round(CPU.cv, 4)}
     if a.locks > 0:
         extra.update(lock_sections(client, col, a.locks))
+    if a.xcore > 0:
+        x = xcore(col, a.xcore)
+        if x is not None:
+            extra["xcore_cpu_us"] = round(x[0], 3)
+            extra["xcore_pin_cpu_us"] = round(x[1], 3)
     CPU.us, CPU.vcsw, CPU.ivcsw = cpu
     row(a.label, "seq", 1, seq, a.dump, extra)
     if not a.seq_only:

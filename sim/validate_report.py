@@ -189,6 +189,20 @@ def seq_args(seq):
     return a
 
 
+def rep_args(meas, rep):
+    """The repetition's sequential runs at every delay: their CPU per call
+    (--seq-cpu-at, the idle curve) and the smallest delay's CPU per call on
+    alternating cores (--seq-xcore-cpu-us)."""
+    seqs = sorted((d, r[rep]) for (d, m), r in meas.items() if m == "seq" and rep in r)
+    a = []
+    if seqs:
+        a += ["--seq-cpu-at", ",".join("%g:%.3f" % (d, s["cpu_us"]) for d, s in seqs)]
+        if "xcore_cpu_us" in seqs[0][1]:
+            a += ["--seq-xcore-cpu-us", "%.3f" % seqs[0][1]["xcore_cpu_us"],
+                  "--seq-pinned-cpu-us", "%.3f" % seqs[0][1]["xcore_pin_cpu_us"]]
+    return a
+
+
 def predict(meas, host, trace):
     """{(delay, mode): {rep: prediction}} for every measured row: the
     sequential row, then each threaded row from the same repetition's
@@ -202,6 +216,7 @@ def predict(meas, host, trace):
             continue
         for rep, seq in sorted(reps.items()):
             common = base + ["--delay-ms", "%g" % d, "--seq-delay-ms", "%g" % d] + seq_args(seq)
+            common += rep_args(meas, rep)
             s = sim(common + ["--threads", "1", "--calls", str(seq["n"] + 1),
                               "--session-prefill", "1"])
             pred.setdefault((d, "seq"), {})[rep] = s[0]
@@ -243,6 +258,8 @@ def judge_row(d, mode, meas, pred):
            "pred_lo": statistics.mean(pred[r].get("mean_lo_ms", float("nan")) for r in reps),
            "pred_hi": statistics.mean(pred[r].get("mean_hi_ms", float("nan")) for r in reps),
            "cpu": statistics.mean(meas[r]["cpu_us"] for r in reps),
+           "pred_cpu": statistics.mean(pred[r].get("cpu_us_per_call", float("nan"))
+                                       for r in reps),
            "vcsw": statistics.mean(meas[r]["vcsw"] for r in reps)}
     bind = [pred[r].get("binding", "?") for r in reps]
     row["binding"] = max(set(bind), key=bind.count)
@@ -381,14 +398,16 @@ def summary_lines(grid, ab, seq):
 def grid_table(rows):
     out = ["| delay | threads | reps | measured mean ms | predicted ms [seeds 5-95 %] | "
            "mean error [90 % CI] | width | verdict | binds | util gil/cores/lock/pool | "
-           "pred. lock blocks / call | meas. CPU us / vcsw per call |", "|" + "---|" * 12]
+           "pred. lock blocks / call | CPU us per call meas / pred | meas. vcsw per call |",
+           "|" + "---|" * 13]
     for r in rows:
         out.append("| %g ms | %s | %d | %.3f | %.3f [%.3f, %.3f] | %s | %s | %s | %s | %s | "
-                   "%.2f | %.0f / %.2f |" % (
+                   "%.2f | %.0f / %.0f | %.2f |" % (
                        r["delay"], label(r["mode"]).replace(" threads", ""), r["n"],
                        r["meas_mean"], r["pred_mean"], r["pred_lo"], r["pred_hi"],
                        fmt_ci(r["mean"]), width(r["mean"]), r["mean"]["verdict"],
-                       r["binding"], util_s(r["util"]), r["blocks"], r["cpu"], r["vcsw"]))
+                       r["binding"], util_s(r["util"]), r["blocks"], r["cpu"], r["pred_cpu"],
+                       r["vcsw"]))
     return out
 
 
@@ -463,7 +482,9 @@ def calib_lines(meas):
                     ("lock_before", "... of them before the send"),
                     ("lock_hold_us", "hold per section, us"),
                     ("session_new_hold_us", "hold of a section creating a session, us"),
-                    ("urandom_us", "os.urandom(16), us")):
+                    ("urandom_us", "os.urandom(16), us"),
+                    ("xcore_cpu_us", "CPU per call, each call on the other of two CPUs, us"),
+                    ("xcore_pin_cpu_us", "... and kept on one CPU, interleaved, us")):
         xs = [s[k] for s in seqs if s.get(k) is not None]
         if xs:
             out.append("| %s (`%s`) | %.3f | %.3f | %.3f |" % (what, k, statistics.mean(xs),
@@ -520,7 +541,10 @@ def report(outdir, meas, pred, trace_ok):
     L += ["", "Each repetition's rows are predicted by `mtrace sim --host host.txt --trace "
           "seq0.zst --seeds %d --delay-ms D` with that repetition's own sequential figures "
           "(`--seq-mean-ms --seq-stdev-pct --seq-cpu-us --seq-cpu-cv --lock-sections "
-          "--lock-hold-us --lock-before`, at the same delay: `--seq-delay-ms D`), and the "
+          "--lock-hold-us --lock-before`, at the same delay: `--seq-delay-ms D`; "
+          "`--seq-cpu-at` with the CPU per call of its sequential runs at every delay, the "
+          "idle curve; `--seq-xcore-cpu-us` with its delay-0 run's CPU per call on "
+          "alternating cores), and the "
           "row's setup as it started, nothing it measured: `--pool-initial` (the connections "
           "its pool held, %d after validate_bench.py --warm) and `--session-prefill 1` (or T "
           "for a prefilled arm).  Sequential rows: `--threads 1 --calls 1000`."

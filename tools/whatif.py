@@ -44,12 +44,13 @@ sys.path.insert(0, os.path.join(TOP, "tools"))
 import whatif_report  # noqa: E402
 
 DEFAULT_CLIENT = ("{python} " + shlex.quote(os.path.join(TOP, "sim", "validate_bench.py")) +
-                  " --seq {seq} --threads {threads} --calls {calls} --label pymongo"
+                  " --seq {seq} --xcore 400 --threads {threads} --calls {calls} --label pymongo"
                   " --dump /dev/stdout {uri}")
 DELAYS_MEASURED = (0.0, 1.0)
 SWEEP_THREADS = (1, 2, 4, 10, 20)
 SWEEP_DELAYS = (0.0, 0.5, 1.0, 2.0)
-CPU_KEYS = ("cpu_us", "cpu_cv", "lock_sections", "lock_hold_us", "lock_before")  # "seq" row
+CPU_KEYS = ("cpu_us", "cpu_cv", "lock_sections", "lock_hold_us", "lock_before",
+            "xcore_cpu_us", "xcore_pin_cpu_us")  # "seq" row
 LINE_RE = re.compile(r"^(?:\S*-)?(seq|t[1-9][0-9]*)\s+(\S+)\s*$")
 T0 = time.monotonic()
 
@@ -419,6 +420,14 @@ def seq_facts(a, meas, d):
     out = ["--seq-mean-ms", "%.5f" % row["mean_ms"], "--seq-delay-ms", "%g" % d]
     if a.cal_mode == "cpu":
         out += ["--seq-cpu-us", "%.3f" % cpu["cpu_us"]]
+        # the sequential runs at every measured delay: the idle curve; the
+        # smallest delay's calls on alternating cores: xcore_frac
+        out += ["--seq-cpu-at", ",".join("%g:%.3f" % (x, meas["delays"][x]["cpu"]["cpu_us"])
+                                         for x in DELAYS_MEASURED)]
+        c0 = meas["delays"][DELAYS_MEASURED[0]]["cpu"]
+        if "xcore_cpu_us" in c0 and "xcore_pin_cpu_us" in c0:
+            out += ["--seq-xcore-cpu-us", "%.3f" % c0["xcore_cpu_us"],
+                    "--seq-pinned-cpu-us", "%.3f" % c0["xcore_pin_cpu_us"]]
         if "cpu_cv" in cpu:
             out += ["--seq-cpu-cv", "%.4f" % cpu["cpu_cv"]]
         else:

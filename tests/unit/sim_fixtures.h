@@ -21,7 +21,8 @@ set(struct sim_params *p, const char *k, const char *v)
 }
 
 /* Everything deterministic: no spread, no wake-up latency, no switch-in
- * CPU; py 120 us, sys 5 us, server 50 us, 4 cores. */
+ * CPU, no extra CPU on another core; py 120 us, sys 5 us, server 50 us,
+ * 4 cores. */
 static inline void
 quiet_params(struct sim_params *p)
 {
@@ -32,6 +33,7 @@ quiet_params(struct sim_params *p)
     set(p, "wake_us", "0");
     set(p, "gil_handoff_us", "0");
     set(p, "lock_block_cpu_us", "0");
+    set(p, "xcore_frac", "0");
     set(p, "py_call_us", "120");
     set(p, "sys_us", "5");
     set(p, "server_us", "50");

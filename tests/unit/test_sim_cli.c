@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -142,6 +143,36 @@ test_sim_cli_bad_usage(void **state)
     run_cli(&c, 3, a2);
     assert_int_equal(c.rc, 2);
     assert_non_null(strstr(c.err, "is not a number"));
+    {
+        char *a3[] = {"sim", "--seq-cpu-at", "0:200,2", NULL};
+        run_cli(&c, 3, a3);
+        assert_int_equal(c.rc, 2);
+        assert_non_null(strstr(c.err, "is not DELAY_MS:CPU_US"));
+    }
+}
+
+/* The sequential runs at two delays and the alternating-core run: one
+ * calibration whose parameter block says where py_call_us, the idle curve
+ * and xcore_frac came from; the 2 ms sequential row gets its CPU back. */
+static void
+test_sim_cli_idle_curve_and_xcore(void **state)
+{
+    static struct captured c;
+    char *argv[] = {"sim", "--seq-cpu-at", "0:200,2:400", "--seq-xcore-cpu-us",
+                    "300", "--delay-ms",   "2",           "--seeds",
+                    "2",   "--json",       NULL};
+    const char *cpu;
+
+    (void)state;
+    run_cli(&c, 10, argv);
+    assert_int_equal(c.rc, 0);
+    assert_non_null(strstr(c.err, "idle curve from 2 delays"));
+    assert_non_null(strstr(c.err, "on alternating cores"));
+    cpu = strstr(c.out, "\"cpu_us_per_call\":");
+    assert_non_null(cpu);
+    /* one thread at 2 ms: the 2 ms run's 400 us less its GIL-released
+     * syscalls and switch-in (placeholder facts), within the spread */
+    assert_true(fabs(atof(cpu + 18) - 400) < 400 * 0.05);
 }
 
 int
@@ -151,6 +182,7 @@ main(void)
         cmocka_unit_test(test_sim_cli_one_liner),
         cmocka_unit_test(test_sim_cli_sweep_alone),
         cmocka_unit_test(test_sim_cli_bad_usage),
+        cmocka_unit_test(test_sim_cli_idle_curve_and_xcore),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

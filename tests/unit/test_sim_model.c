@@ -376,7 +376,7 @@ test_sim_fit_inverts_the_sequential_run(void **state)
 {
     struct sim_params p, seq;
     struct sim_result res;
-    struct sim_fit_in in = {0.3, NAN, NAN, NAN};
+    struct sim_fit_in in = {0.3, NAN, NAN, NAN, NAN, NAN};
     struct mt_err err = {0};
 
     (void)state;
@@ -394,10 +394,100 @@ test_sim_fit_inverts_the_sequential_run(void **state)
     in.cpu_us = 150;
     assert_int_equal(sim_fit_seq(&p, &seq, &in, &err), 0);
     assert_true(fabs(p.py_call_us - (150 - 15 - 2)) < 1e-9);
+    assert_true(p.xcore_frac == 0); /* quiet_params' */
+    /* (A - P) / (P - 3 x sys_us - ctx_cpu_us), P the sequential CPU */
+    in.xcore_cpu_us = 150 + 0.5 * 133;
+    assert_int_equal(sim_fit_seq(&p, &seq, &in, &err), 0);
+    assert_true(fabs(p.xcore_frac - 0.5) < 1e-9);
+    in.pinned_cpu_us = 100 + 17; /* ... or the interleaved pinned calls' */
+    in.xcore_cpu_us = 117 + 0.25 * 100;
+    assert_int_equal(sim_fit_seq(&p, &seq, &in, &err), 0);
+    assert_true(fabs(p.xcore_frac - 0.25) < 1e-9);
+    in.xcore_cpu_us = 110; /* not more: 0 */
+    assert_int_equal(sim_fit_seq(&p, &seq, &in, &err), 0);
+    assert_true(p.xcore_frac == 0);
+    in.xcore_cpu_us = in.pinned_cpu_us = NAN;
     in.cpu_us = NAN;
     in.mean_ms = 0.05;
     assert_int_equal(sim_fit_seq(&p, &seq, &in, &err), MT_EUSAGE);
     assert_non_null(strstr(err.msg, "0.0500 ms"));
+}
+
+/* The idle curve from sequential runs at delays 0 and 1 ms (135 and 195
+ * us of CPU per call: py_call_us 120, and 180 at 1 ms: idle_frac 0.5 at
+ * an idle of 50 + 1000 us, the server's and the delay).  One thread,
+ * nothing random: each step's core idled exactly the server's time plus
+ * the delay since the step last ran, so the model gives each sequential
+ * run its own CPU back (latency = CPU + 50 + delay), and at 0.5 ms the
+ * curve's midpoint (idle_frac 0.25: 120 x 1.25 + 15). */
+static void
+test_sim_model_idle_curve_gives_each_delay_its_cpu(void **state)
+{
+    static const double dl[] = {1, 0}, cpu[] = {195, 135};
+    static const struct {
+        const char *delay;
+        double lat_us;
+    } want[] = {{"0", 135 + 50}, {"1", 195 + 1050}, {"0.5", 165 + 550}};
+    struct sim_params p, seq;
+    struct sim_result res;
+    struct sim_fit_in in = {NAN, NAN, NAN, NAN, NAN, NAN, 2, dl, cpu};
+    struct mt_err err = {0};
+
+    (void)state;
+    quiet_params(&p);
+    set(&p, "calls", "20");
+    set(&p, "exclude_first", "1");
+    set(&p, "proxy", "deadline");
+    seq = p;
+    assert_int_equal(sim_fit_seq(&p, &seq, &in, &err), 0);
+    assert_true(fabs(p.py_call_us - 120) < 1e-9);
+    assert_int_equal(p.idle_n, 2);
+    assert_true(fabs(p.idle_gap_us[1] - 1050) < 1e-9);
+    assert_true(fabs(p.idle_frac[1] - 0.5) < 1e-9);
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        set(&p, "proxy_delay_ms", want[i].delay);
+        run(&p, &res);
+        assert_true(fabs(mean_us(&res) - want[i].lat_us) < 1e-6);
+        sim_result_free(&res);
+    }
+    in.at_cpu_us = (const double[]){195, 10}; /* not more than 3 x sys_us */
+    assert_int_equal(sim_fit_seq(&p, &seq, &in, &err), MT_EUSAGE);
+    assert_non_null(strstr(err.msg, "--seq-cpu-at"));
+    in.at_cpu_us = cpu;
+    in.at_delay_ms = (const double[]){1, 1};
+    assert_int_equal(sim_fit_seq(&p, &seq, &in, &err), MT_EUSAGE);
+    assert_non_null(strstr(err.msg, "given twice"));
+}
+
+/* xcore_frac: one thread stays on its core, so a call takes what it takes
+ * without it (120 us + 3 x 5 us of syscalls + the server's 50).  Free-threaded,
+ * two threads on two cores, started together: each keeps its own core, and each
+ * of a call's three Python segments (40 us: py_call_us 120 over releases 3)
+ * last ran, in the other thread, on the other core: every call after a
+ * thread's first pays 0.5 x 120 us more; the first call of the thread
+ * that started first is the only one warm. */
+static void
+test_sim_model_xcore_costs_each_moved_step(void **state)
+{
+    struct sim_params p;
+    struct sim_result res;
+
+    (void)state;
+    quiet_params(&p);
+    set(&p, "xcore_frac", "0.5");
+    set(&p, "calls", "50");
+    run(&p, &res);
+    assert_true(fabs(mean_us(&res) - 185) < 1e-6);
+    assert_int_equal(res.xcore_segments, 0);
+    sim_result_free(&res);
+    set(&p, "runtime", "free-threaded");
+    set(&p, "threads", "2");
+    set(&p, "cores", "2");
+    set(&p, "exclude_first", "1");
+    run(&p, &res);
+    assert_true(fabs(mean_us(&res) - (185 + 60)) < 1e-6);
+    assert_int_equal(res.xcore_segments, 2 * 50 * 3 - 3);
+    sim_result_free(&res);
 }
 
 /* Under the GIL a lock section whose session creation releases the GIL
@@ -491,6 +581,8 @@ main(void)
         cmocka_unit_test(test_sim_model_proxy_modes),
         cmocka_unit_test(test_sim_model_deterministic),
         cmocka_unit_test(test_sim_fit_inverts_the_sequential_run),
+        cmocka_unit_test(test_sim_model_xcore_costs_each_moved_step),
+        cmocka_unit_test(test_sim_model_idle_curve_gives_each_delay_its_cpu),
         cmocka_unit_test(test_sim_model_session_prefill_removes_lock_blocks),
         cmocka_unit_test(test_sim_model_gil_forced_switching),
         cmocka_unit_test(test_sim_predict_distribution),
