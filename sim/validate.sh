@@ -68,7 +68,11 @@ mkdir -p "$OUT"
 [ -x "$MTRACE" ] || fail "build mtrace first (make)"
 rm -f "$OUT/meas.jsonl" "$OUT/load.txt" "$OUT/bench.err" "$OUT/failed.txt"
 bench() { "${NICE[@]}" "$PYTHON" sim/validate_bench.py "$@"; }
-load_line() { echo "$1 $(cat /proc/loadavg) $("$PYTHON" sim/validate_load.py)" >>"$OUT/load.txt"; }
+# the host's steal: /proc/stat's busy (user nice system irq softirq) and
+# steal jiffies of all CPUs, so the report can say how much of the CPU time
+# the VM asked for the hypervisor gave to others
+cpu_jiffies() { awk '/^cpu / {printf "busy=%d steal=%d", $2 + $3 + $4 + $7 + $8, $9}' /proc/stat; }
+load_line() { echo "$1 $(cat /proc/loadavg) $("$PYTHON" sim/validate_load.py) $(cpu_jiffies)" >>"$OUT/load.txt"; }
 
 echo "== 1. trace for replay (pymongo -> capture -> MockupDB)" >&2
 start_mock MOCK

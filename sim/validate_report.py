@@ -315,6 +315,26 @@ def git(*args):
     return r.stdout.strip() if r.returncode == 0 else "?"
 
 
+def steal_summary(path):
+    """(share of the VM's CPU demand the hypervisor held back over the
+    repetitions, the largest share in one benchmark process), from
+    load.txt's busy= and steal= jiffies (/proc/stat: steal / (busy +
+    steal) between two lines); None when not recorded."""
+    pts = []
+    if not os.path.exists(path):
+        return None
+    for line in open(path):
+        kv = dict(x.split("=", 1) for x in line.split() if x.startswith(("busy=", "steal=")))
+        if "busy" in kv and "steal" in kv:
+            pts.append((int(kv["busy"]), int(kv["steal"])))
+    if len(pts) < 2:
+        return None
+    def share(a, b):
+        db, ds = b[0] - a[0], b[1] - a[1]
+        return ds / (db + ds) if db + ds > 0 else 0.0
+    return share(pts[0], pts[-1]), max(share(a, b) for a, b in zip(pts, pts[1:]))
+
+
 def load_summary(path):
     """Lines of load.txt: (what, 1-min load, others mean, others max)."""
     out = []
@@ -531,6 +551,11 @@ def report(outdir, meas, pred, trace_ok):
                      "%.2f" % st[0][1] if st else "?",
                      statistics.mean(x[2] for x in reps_load) if reps_load else float("nan"),
                      max((x[3] for x in reps_load), default=-1)))
+        st = steal_summary(os.path.join(outdir, "load.txt"))
+        if st:
+            L[-1] += ("  The hypervisor held back %.1f %% of the CPU time this VM asked "
+                      "for (/proc/stat steal / (busy + steal), calibration to the end; "
+                      "largest in one benchmark process %.1f %%)." % (100 * st[0], 100 * st[1]))
         L.append("")
     failed = os.path.join(outdir, "failed.txt")
     if os.path.exists(failed):
