@@ -459,7 +459,10 @@ def choose_calibration(a, meas):
     if a.cal_mode == "cpu":
         a.cal_note = ("each delay's rows from that delay's sequential run: the client's own CPU "
                       "per call (time.thread_time around each call) and its cv" + lock_note +
-                      "; every row's mean is a prediction, the sequential ones included")
+                      "; py_call_us from the delay-0 run's CPU and the idle curve from both "
+                      "delays' (--seq-cpu-at), xcore_frac from the delay-0 run's calls moved "
+                      "between two CPUs and kept on one when the client reported them; "
+                      "every row's mean is a prediction, the sequential ones included")
     else:
         why = "" if a.calibrate != "auto" else \
             " (the client reported no CPU per call, see docs/whatif.md)"

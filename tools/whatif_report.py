@@ -18,7 +18,7 @@ PRED_KEYS = ("mean_ms", "mean_lo_ms", "mean_hi_ms", "stdev_pct", "stdev_pct_lo",
              "p50_ms", "p50_lo_ms", "p50_hi_ms", "p99_ms", "p99_lo_ms", "p99_hi_ms", "runs")
 PARAM_RE = re.compile(r"^#?\s*(\S+)\s+=\s+(\S+)\s+\[(\w+)\]\s*(.*)$")
 # the client's parameters, set from its sequential run, listed under Calibration
-CAL_PARAMS = ("py_call_us", "py_cv", "lock_sections", "lock_hold_us", "server_us")
+CAL_PARAMS = ("py_call_us", "py_cv", "xcore_frac", "lock_sections", "lock_hold_us", "server_us")
 
 
 def fmt_delay(d):
