@@ -376,7 +376,7 @@ test_sim_fit_inverts_the_sequential_run(void **state)
 {
     struct sim_params p, seq;
     struct sim_result res;
-    struct sim_fit_in in = {0.3, NAN, NAN, NAN, NAN, NAN};
+    struct sim_fit_in in = {0.3, NAN, NAN, NAN, NAN, NAN, 0, NULL, NULL};
     struct mt_err err = {0};
 
     (void)state;
