@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -579,11 +580,15 @@ static void
 test_wire_bson_append_iter_depth(void **state)
 {
     enum { DEPTH = WIRE_BSON_DEPTH_MAX + 50 };
-    bson_t *lv = mt_calloc(DEPTH + 1, sizeof(bson_t));
+    bson_t *lv = NULL; /* bson_t wants its 128-byte alignment */
     bson_t out = BSON_INITIALIZER;
     struct append_case c = {NULL, &out};
 
     (void)state;
+    assert_int_equal(posix_memalign((void **)&lv, BSON_ALIGNOF(bson_t),
+                                    (DEPTH + 1) * sizeof(bson_t)),
+                     0);
+    memset(lv, 0, (DEPTH + 1) * sizeof(bson_t));
     bson_init(&lv[0]);
     for (int i = 0; i < DEPTH; i++)
         bson_append_array_begin(&lv[i], "k", -1, &lv[i + 1]);
@@ -595,7 +600,7 @@ test_wire_bson_append_iter_depth(void **state)
     assert_int_equal(out.len, lv[0].len); /* same size: keys "k" -> "0" */
     bson_destroy(&out);
     bson_destroy(&lv[0]);
-    mt_free(lv);
+    free(lv);
 }
 
 int
