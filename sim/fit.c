@@ -23,10 +23,10 @@ sim_fit_seq_mean_ms(const struct sim_params *p)
 }
 
 /* The idle curve of p from in's CPU per call at several delays (fit.h);
- * *py gets the smallest delay's py_call_us. */
+ * *py gets the smallest delay's py_call_us, *d0 that delay. */
 static int
 idle_curve(struct sim_params *p, const struct sim_params *s,
-           const struct sim_fit_in *in, double own, double *py,
+           const struct sim_fit_in *in, double own, double *py, double *d0,
            struct mt_err *err)
 {
     size_t n = in->at_n, ord[SIM_IDLE_MAX];
@@ -59,6 +59,7 @@ idle_curve(struct sim_params *p, const struct sim_params *s,
         p->idle_gap_us[k] = sim_model_server_mean_us(&q) + p->wake_us;
         if (k == 0) {
             *py = c - own;
+            *d0 = d;
             p->idle_frac[k] = 0;
         } else {
             p->idle_frac[k] = (c - own) / *py - 1;
@@ -112,13 +113,10 @@ sim_fit_seq(struct sim_params *p, const struct sim_params *seq,
     p->origin[ic] = SIM_OR_CALIBRATED;
     p->idle_n = 0;
     if (in->at_n > 0) {
-        double d0 = in->at_delay_ms[0];
+        double d0 = 0;
 
-        if ((rc = idle_curve(p, &s, in, own, &py, err)) != 0)
+        if ((rc = idle_curve(p, &s, in, own, &py, &d0, err)) != 0)
             return rc;
-        for (size_t k = 1; k < in->at_n; k++)
-            if (in->at_delay_ms[k] < d0)
-                d0 = in->at_delay_ms[k];
         snprintf(p->note[ic], SIM_NOTE_MAX,
                  "sequential client CPU %.2f us per call at delay %g ms - "
                  "%lld x sys_us - ctx_cpu_us; idle curve from %zu delays",
@@ -126,10 +124,8 @@ sim_fit_seq(struct sim_params *p, const struct sim_params *seq,
     }
     if (!isnan(in->xcore_cpu_us)) {
         int ix = sim_params_find("xcore_frac");
-        double u = !isnan(in->pinned_cpu_us) ? in->pinned_cpu_us
-                   : in->at_n > 0            ? py + own
-                   : !isnan(in->cpu_us)      ? in->cpu_us
-                                             : py + own;
+        /* the sequential CPU per call, as py_call_us came from it */
+        double u = !isnan(in->pinned_cpu_us) ? in->pinned_cpu_us : py + own;
 
         if (!(u > own))
             return mt_err_set(err, MT_EUSAGE, 0,

@@ -43,9 +43,8 @@ struct sim_fit_in {
  * (the server's time + D + wake_us) and idle_frac = its py / py_call_us -
  * 1 (0 at the smallest delay and when not more).  xcore_frac from
  * xcore_cpu_us A: (A - P) / (P - releases * sys_us - ctx_cpu_us), 0 when
- * A is not more, P being pinned_cpu_us (else the sequential CPU per call:
- * the curve's first, else cpu_us, else py_call_us + releases * sys_us +
- * ctx_cpu_us).
+ * A is not more, P being pinned_cpu_us (else the sequential CPU per call
+ * py_call_us came from: py_call_us + releases * sys_us + ctx_cpu_us).
  * When p is free-threaded and seq is not, py_call_us is multiplied by
  * ft_slowdown.  Returns 0, or MT_EUSAGE when nothing is
  * left for the client (err gives the figures).

@@ -14,15 +14,21 @@
 #include "core/log.h"
 #include "core/mem.h"
 
+void
+sim_cal_in_init(struct sim_cal_in *cal)
+{
+    memset(cal, 0, sizeof(*cal));
+    for (size_t i = 0; i < SIM_CAL_MAX; i++)
+        cal->mean_ms[i] = cal->stdev_pct[i] = cal->cpu_us[i] = cal->cpu_cv[i] =
+            cal->xcore_cpu_us[i] = cal->pinned_cpu_us[i] = NAN;
+}
+
 static void
 scenario_defaults(struct sim_scenario *sc)
 {
     memset(sc, 0, sizeof(*sc));
     sim_params_default(&sc->p);
-    for (size_t i = 0; i < SIM_CAL_MAX; i++)
-        sc->cal.mean_ms[i] = sc->cal.stdev_pct[i] = sc->cal.cpu_us[i] =
-            sc->cal.cpu_cv[i] = sc->cal.xcore_cpu_us[i] =
-                sc->cal.pinned_cpu_us[i] = NAN;
+    sim_cal_in_init(&sc->cal);
     sc->meas_mean_ms = NAN;
     sc->meas_stdev_pct = NAN;
     sc->meas_total_s = NAN;
@@ -73,6 +79,21 @@ parse_double(const char *key, const char *v, double *out, struct mt_err *err)
     return 0;
 }
 
+/* The next comma-separated item of *p into buf (cap bytes), *p past it and
+ * its comma; false when it is empty or does not fit. */
+static bool
+next_item(const char **p, char *buf, size_t cap)
+{
+    size_t len = strcspn(*p, ",");
+
+    if (len == 0 || len >= cap)
+        return false;
+    memcpy(buf, *p, len);
+    buf[len] = '\0';
+    *p += len + ((*p)[len] == ',');
+    return true;
+}
+
 /* "X[,X2..]": positive numbers, one per sequential repetition. */
 int
 sim_scenario_parse_list(struct sim_cal_in *cal, const char *key,
@@ -83,23 +104,19 @@ sim_scenario_parse_list(struct sim_cal_in *cal, const char *key,
 
     while (*p) {
         char num[64];
-        size_t len = strcspn(p, ",");
         double v;
         int rc;
 
-        if (len == 0 || len >= sizeof(num) || n == SIM_CAL_MAX)
+        if (n == SIM_CAL_MAX || !next_item(&p, num, sizeof(num)))
             return mt_err_set(err, MT_EUSAGE, 0,
                               "%s: '%s' is not a list of at most %d numbers",
                               key, val, SIM_CAL_MAX);
-        memcpy(num, p, len);
-        num[len] = '\0';
         if ((rc = parse_double(key, num, &v, err)) < 0)
             return rc;
         if (!(v >= 0))
             return mt_err_set(err, MT_EUSAGE, 0, "%s: '%s' is negative", key,
                               num);
         out[n++] = v;
-        p += len + (p[len] == ',');
     }
     if (n == 0)
         return mt_err_set(err, MT_EUSAGE, 0, "%s: no value", key);
@@ -121,17 +138,14 @@ sim_scenario_parse_at(struct sim_cal_in *cal, const char *key, const char *val,
 
     while (*p) {
         char num[64], *colon;
-        size_t len = strcspn(p, ",");
         double d, c;
         int rc;
 
-        if (len == 0 || len >= sizeof(num) || n == SIM_IDLE_MAX)
+        if (n == SIM_IDLE_MAX || !next_item(&p, num, sizeof(num)))
             return mt_err_set(err, MT_EUSAGE, 0,
                               "%s: '%s' is not a list of at most %d "
                               "DELAY_MS:CPU_US pairs",
                               key, val, SIM_IDLE_MAX);
-        memcpy(num, p, len);
-        num[len] = '\0';
         if ((colon = strchr(num, ':')) == NULL)
             return mt_err_set(err, MT_EUSAGE, 0,
                               "%s: '%s' is not DELAY_MS:CPU_US", key, num);
@@ -146,7 +160,6 @@ sim_scenario_parse_at(struct sim_cal_in *cal, const char *key, const char *val,
         cal->at_delay_ms[n] = d;
         cal->at_cpu_us[n] = c;
         n++;
-        p += len + (p[len] == ',');
     }
     if (n == 0)
         return mt_err_set(err, MT_EUSAGE, 0, "%s: no value", key);

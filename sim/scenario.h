@@ -109,6 +109,8 @@ int sim_scenario_apply(struct sim_scenario *sc, const char *key,
  */
 int sim_scenario_parse_list(struct sim_cal_in *cal, const char *key,
                             const char *val, double *out, struct mt_err *err);
+/* cal with no repetition: every figure NaN (not measured), no curve. */
+void sim_cal_in_init(struct sim_cal_in *cal);
 /* "D:C[,D:C..]" into cal's idle curve (calibrate.seq_cpu_at). */
 int sim_scenario_parse_at(struct sim_cal_in *cal, const char *key,
                           const char *val, struct mt_err *err);

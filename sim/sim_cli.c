@@ -434,10 +434,7 @@ parse_args(int argc, char **argv, struct sim_opts *o)
 
     memset(o, 0, sizeof(*o));
     nkey_sets = 0;
-    for (size_t i = 0; i < SIM_CAL_MAX; i++)
-        o->seq.cal.mean_ms[i] = o->seq.cal.stdev_pct[i] = o->seq.cal.cpu_us[i] =
-            o->seq.cal.cpu_cv[i] = o->seq.cal.xcore_cpu_us[i] =
-                o->seq.cal.pinned_cpu_us[i] = NAN;
+    sim_cal_in_init(&o->seq.cal);
     optind = 1;
     opterr = 0; /* one line of our own instead of getopt's */
     while ((c = getopt_long(argc, argv, ":h", lo, &idx)) != -1) {
