@@ -136,8 +136,8 @@ sim_fit_seq(struct sim_params *p, const struct sim_params *seq,
             in->xcore_cpu_us > u ? (in->xcore_cpu_us - u) / (u - own) : 0.0;
         p->origin[ix] = SIM_OR_CALIBRATED;
         snprintf(p->note[ix], SIM_NOTE_MAX,
-                 "%.2f us per call on alternating cores against %.2f on "
-                 "one (%s), less the syscalls' and switch-in",
+                 "%.2f us per call, its segments on alternating cores, "
+                 "against %.2f on one (%s), less the syscalls' and switch-in",
                  in->xcore_cpu_us, u,
                  !isnan(in->pinned_cpu_us) ? "interleaved" : "sequential");
     }

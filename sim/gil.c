@@ -247,6 +247,7 @@ sim__gil_timeout(struct sim_model *m, uint32_t t, uint64_t gen)
     if (m->gil.switch_number == th->saved_switch)
         request_drop(m);
     th->saved_switch = m->gil.switch_number;
+    m->res->sleeps++; /* the timed wait returned; it waits again */
     arm_timer(m, t);
 }
 

@@ -52,6 +52,8 @@ sim__wake(struct sim_model *m, uint32_t t, uint64_t delay_ns, uint8_t cont)
 {
     struct sim__thr *th = &m->th[t];
 
+    if (cont != C_START) /* every other wake ends a sleep */
+        m->res->sleeps++;
     th->wake_cont = cont;
     th->wake_gen++;
     sim__push(m, delay_ns, SIM_EV_WAKE, t, th->wake_gen);
@@ -83,7 +85,8 @@ idle_frac(const struct sim_params *p, double g)
  * segment (one step of the call) costs more when its code and the driver
  * objects it touches are not in the core's cache:
  *   - xcore_frac more when the step last ran, in any thread, on another
- *     core (they are in that core's cache);
+ *     core (they are in that core's cache), or when its thread's previous
+ *     step did (the call's own objects, its frames and its connection are);
  *   - idle_frac(g) more when the core idled g us since the step last ran
  *     on it (py_call_us measured at several delays);
  * the larger of the two.  Checked once per step: the rest of a step
@@ -108,7 +111,8 @@ core_pick(struct sim_model *m, struct sim__thr *th)
         return;
     th->xcore_seen = true;
     mark = &m->op_mark[(size_t)th->op * (size_t)m->p.cores + (size_t)c];
-    if (m->op_core[th->op] >= 0 && m->op_core[th->op] != c) {
+    if ((m->op_core[th->op] >= 0 && m->op_core[th->op] != c) ||
+        (th->py_core >= 0 && th->py_core != c)) {
         f = m->p.xcore_frac;
         if (f > 0)
             m->res->xcore_segments++;
@@ -122,6 +126,7 @@ core_pick(struct sim_model *m, struct sim__thr *th)
     if (f > 0)
         th->job_ns += (uint64_t)llround((double)th->job_ns * f);
     m->op_core[th->op] = c;
+    th->py_core = c;
     *mark = m->core_idle_ns[c];
 }
 
@@ -629,7 +634,7 @@ model_alloc(struct sim_model *m)
     for (size_t i = m->conn_open; i > 0; i--) /* LIFO: conn 0 on top */
         m->idle[m->idle_n++] = (int32_t)(i - 1);
     for (size_t i = 0; i < nth; i++)
-        m->th[i].conn = m->th[i].core = -1;
+        m->th[i].conn = m->th[i].core = m->th[i].py_core = -1;
     m->sessions = p->session_prefill;
     return sim_engine_init(&m->eng, 4 * nth + 4 * pool + 64);
 }

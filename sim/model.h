@@ -33,6 +33,10 @@ struct sim_result {
     uint64_t lock_resleeps;     /* ... woken, found it taken, slept again */
     uint64_t sessions_created;
     uint64_t xcore_segments; /* Python segments run on another core */
+    /* a thread blocked (a voluntary context switch, getrusage's
+     * ru_nvcsw): a receive, a GIL, switch_cond or lock wait, a timed-out
+     * wait that waits again, a pool wait, a connection's round trip */
+    uint64_t sleeps;
     uint64_t conns_opened;
     uint64_t pool_waits; /* checkouts that waited for a connection */
     double util_gil;     /* GIL held time / end */
@@ -143,6 +147,7 @@ struct sim__thr {
     uint64_t conn_since_ns; /* connection checked out then */
     uint64_t block_ns; /* lock_block_cpu_us owed: added to the next Python */
     int32_t core;      /* core of its last job (preferred next), -1 */
+    int32_t py_core;   /* core its last Python step ran on, -1 */
     bool xcore_seen;   /* its current step's core was checked (xcore_frac) */
 };
 

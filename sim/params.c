@@ -134,13 +134,15 @@ const struct sim_param_desc sim_param_table[] = {
     M("server_cv", SIM_P_DBL, server_cv, 0, 10, "", "0.2", SIM_OR_ASSUMPTION,
       "its coefficient of variation (lognormal)",
       "trace of the sequential run"),
-    M("xcore_frac", SIM_P_DBL, xcore_frac, 0, 100, "x", "0.3",
+    M("xcore_frac", SIM_P_DBL, xcore_frac, 0, 100, "x", "0.77",
       SIM_OR_ASSUMPTION,
       "a step of the call (a Python segment) whose last run, in any thread, "
-      "was on another core costs (1 + xcore_frac) x its CPU: its code and "
-      "the driver objects it touches are in that core's cache",
-      "sequential run, its calls in interleaved blocks moved to the other "
-      "of two CPUs before each call or kept on one (--seq-xcore-cpu-us, "
+      "or whose thread's previous step ran on another core costs "
+      "(1 + xcore_frac) x its CPU: its code, the driver objects and the "
+      "call's own objects are in that core's cache",
+      "sequential run, its calls in interleaved blocks with each Python "
+      "segment moved to the other of two CPUs (before the call and before "
+      "each receive) or kept on one (--seq-xcore-cpu-us, "
       "--seq-pinned-cpu-us): moved / kept - 1, of the Python's CPU; "
       "default: pymongo 3.11 on the 2-vCPU VM of docs/sim-model.md"),
 

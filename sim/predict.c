@@ -94,6 +94,7 @@ enum {
     V_SW,
     V_XC,
     V_CPU,
+    V_SLEEP,
     V_N
 };
 
@@ -136,6 +137,7 @@ sim_predict(const struct sim_params *const *cal, size_t ncal,
             v[V_LB * runs + r] = (double)res.lock_blocks / calls;
             v[V_SW * runs + r] = (double)res.gil_switches / calls;
             v[V_XC * runs + r] = (double)res.xcore_segments / calls;
+            v[V_SLEEP * runs + r] = (double)res.sleeps / calls;
             v[V_CPU * runs + r] = res.util_cores * (double)p.cores *
                                   (double)res.end_ns / 1000.0 / calls;
             out->events += res.events;
@@ -156,6 +158,7 @@ sim_predict(const struct sim_params *const *cal, size_t ncal,
         out->gil_switches_per_call = dist_of(v + V_SW * runs, runs).mid;
         out->xcore_per_call = dist_of(v + V_XC * runs, runs).mid;
         out->cpu_us_per_call = dist_of(v + V_CPU * runs, runs).mid;
+        out->sleeps_per_call = dist_of(v + V_SLEEP * runs, runs).mid;
     }
     mt_free(v);
     if (rc != 0)

@@ -56,6 +56,7 @@ struct sim_pred {
     double lock_blocks_per_call, gil_switches_per_call; /* median */
     double xcore_per_call;   /* Python segments on another core, median */
     double cpu_us_per_call;  /* client CPU (core time) per call, median */
+    double sleeps_per_call;  /* voluntary switches per call, median */
     uint64_t events;         /* all runs */
     struct sim_bound bound;  /* of the first calibration */
     struct sim_result first; /* owned lat_ns: the first run (plots) */

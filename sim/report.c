@@ -203,6 +203,7 @@ row_json(FILE *out, const struct sim_row *r)
     json_num(out, "gil_switches_per_call", pr->gil_switches_per_call, 3);
     json_num(out, "xcore_per_call", pr->xcore_per_call, 3);
     json_num(out, "cpu_us_per_call", pr->cpu_us_per_call, 2);
+    json_num(out, "vcsw_per_call", pr->sleeps_per_call, 3);
     json_num(out, "py_call_us", p->py_call_us, 2);
     json_num(out, "measured_mean_ms", r->sc->meas_mean_ms, 4);
     json_num(out, "measured_stdev_pct", r->sc->meas_stdev_pct, 2);

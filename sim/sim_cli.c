@@ -62,7 +62,8 @@ static const char sim_usage[] =
     "                      py_call_us from it instead of from the mean\n"
     "  --seq-cpu-cv V[,..] the cv of that CPU over the calls: py_cv\n"
     "  --seq-xcore-cpu-us A[,..]  its CPU per call with the thread moved to\n"
-    "                      the other of two CPUs before each call, and\n"
+    "                      the other of two CPUs before the call and before\n"
+    "                      each receive (every Python segment moved), and\n"
     "  --seq-pinned-cpu-us P[,..] kept on one CPU, in interleaved blocks:\n"
     "                      xcore_frac = A / P - 1 of the Python's CPU\n"
     "  --seq-cpu-at D:C[,D:C..]  the client CPU per call C us of sequential\n"
@@ -153,8 +154,8 @@ static const char *const scn_keys[][3] = {
      "D:C[,D:C..]: the CPU per call of sequential runs at delays D: "
      "py_call_us from the smallest delay's, and the idle curve"},
     {"calibrate.seq_xcore_cpu_us", "us",
-     "their CPU per call with each call on the other of two CPUs: "
-     "xcore_frac from it"},
+     "their CPU per call with each Python segment on the other of two "
+     "CPUs: xcore_frac from it"},
     {"calibrate.seq_pinned_cpu_us", "us",
      "their CPU per call kept on one CPU, interleaved with those: "
      "xcore_frac's base"},

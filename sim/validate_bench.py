@@ -37,12 +37,14 @@ The sequential row also has, from the sequential run alone:
   urandom_us  os.urandom(16) wall time (the GIL-released part of it)
   xcore_cpu_us, xcore_pin_cpu_us  (--xcore N > 0, two CPUs or more) N
            more sequential calls in interleaved blocks of 10: in one kind
-           of block the thread's affinity is moved to the other of two CPUs
-           before each call (outside the timed part), so every call's
-           Python runs on a core other than the previous call's; in the
-           other every call stays on one CPU.  The thread CPU per call of
-           each kind, first call of each block left out (mtrace sim
-           --seq-xcore-cpu-us A:P)
+           of block the thread's affinity moves to the other of two CPUs
+           before each call (outside the timed part) and before each of
+           the call's receives (recv_into, the header and the body), so
+           every Python segment runs on a core other than the previous
+           segment's and the previous call's same segment; in the other
+           the affinity is set at the same points to the CPU it is on.
+           The thread CPU per call of each kind, each block's first call
+           left out (mtrace sim --seq-xcore-cpu-us A --seq-pinned-cpu-us P)
 
 Each threaded row starts from a stated session pool (pymongo 3.11
 client_session._ServerSessionPool, topology._session_pool, used under
@@ -99,32 +101,69 @@ def timings(col, n):
     return out
 
 
-def xcore(col, n):
-    """(alternating, pinned): CPU per call (time.thread_time() around
-    find_one) in n calls made in interleaved blocks of XCORE_BLOCK: in an
-    alternating block the thread's affinity is moved to the other of two
-    CPUs before each call (outside the timed part), so every call's Python
-    runs on a core other than the previous call's; in a pinned block every
-    call runs on the CPU the block started on.  The first call of each
-    block is left out.  None with fewer than two CPUs."""
+class HopSocket:
+    """A connection's socket that, before each recv_into (pymongo 3.11
+    network.py 287: the reply's header, then its body), sets the calling
+    thread's affinity to where["cpu"] after where["step"](): the Python
+    that follows a receive runs where the benchmark says."""
+
+    def __init__(self, real, where):
+        self._real = real
+        self._where = where
+
+    def __getattr__(self, name):
+        return getattr(self._real, name)
+
+    def recv_into(self, *args):
+        self._where["step"]()
+        return self._real.recv_into(*args)
+
+
+def xcore(client, col, n):
+    """(moved, kept): CPU per call (time.thread_time() around find_one) in
+    n more sequential calls, in interleaved blocks of XCORE_BLOCK.  In a
+    moved block the thread's affinity goes to the other of two CPUs before
+    each call (outside the timed part) and before each of the call's
+    receives, so every Python segment of every call runs on a core other
+    than the previous segment's (the call's own objects moved) and other
+    than the same segment's in the previous call (three moves a call: the
+    code and the driver's objects moved); in a kept block the affinity is
+    set to the CPU it already is on at the same points (the same
+    syscalls, no move).  Each block's first call is left out.  None with
+    fewer than two CPUs."""
     cpus = sorted(os.sched_getaffinity(0))
     if len(cpus) < 2:
         return None
     pair = cpus[:2]
-    alt, pin = [], []
+    where = {"cur": 0, "moving": False}
+
+    def step():
+        if where["moving"]:
+            where["cur"] ^= 1
+        os.sched_setaffinity(0, {pair[where["cur"]]})
+
+    where["step"] = step
+    srv = client._topology.select_server_by_address(client.address)
+    socks = list(srv.pool.sockets)
+    real = [si.sock for si in socks]
+    got = {True: [], False: []}
     try:
+        for si in socks:
+            si.sock = HopSocket(si.sock, where)
         for b in range(max(2, n // XCORE_BLOCK)):
-            moving = b % 2 == 0
+            where["moving"] = b % 2 == 0
             for i in range(XCORE_BLOCK):
-                os.sched_setaffinity(0, {pair[i % 2] if moving else pair[0]})
+                step()
                 c0 = time.thread_time()
                 col.find_one(DOC)
                 c1 = time.thread_time()
                 if i > 0:
-                    (alt if moving else pin).append(c1 - c0)
+                    got[where["moving"]].append(c1 - c0)
     finally:
+        for si, r in zip(socks, real):
+            si.sock = r
         os.sched_setaffinity(0, set(cpus))
-    return statistics.mean(alt) * 1e6, statistics.mean(pin) * 1e6
+    return statistics.mean(got[True]) * 1e6, statistics.mean(got[False]) * 1e6
 
 
 def tmean5(xs):
@@ -347,7 +386,7 @@ def main():
     if a.locks > 0:
         extra.update(lock_sections(client, col, a.locks))
     if a.xcore > 0:
-        x = xcore(col, a.xcore)
+        x = xcore(client, col, a.xcore)
         if x is not None:
             extra["xcore_cpu_us"] = round(x[0], 3)
             extra["xcore_pin_cpu_us"] = round(x[1], 3)

@@ -54,7 +54,8 @@ T95 = {1: 6.314, 2: 2.920, 3: 2.353, 4: 2.132, 5: 2.015, 6: 1.943, 7: 1.895, 8: 
 # the fields of a prediction pred.jsonl keeps
 PRED_KEEP = ("threads", "calls", "runs", "mean_ms", "mean_lo_ms", "mean_hi_ms", "stdev_pct",
              "stdev_pct_lo", "stdev_pct_hi", "p50_ms", "p99_ms", "p99_lo_ms", "p99_hi_ms",
-             "binding", "util", "lock_blocks_per_call", "gil_switches_per_call", "py_call_us")
+             "binding", "util", "lock_blocks_per_call", "gil_switches_per_call", "py_call_us",
+             "cpu_us_per_call", "xcore_per_call", "vcsw_per_call")
 KEPT = ("host.txt", "host-after.txt", "load.txt", "meas.jsonl", "pred.jsonl", "sniff.jsonl",
         "server.txt", "failed.txt", "report.md")
 
@@ -260,7 +261,9 @@ def judge_row(d, mode, meas, pred):
            "cpu": statistics.mean(meas[r]["cpu_us"] for r in reps),
            "pred_cpu": statistics.mean(pred[r].get("cpu_us_per_call", float("nan"))
                                        for r in reps),
-           "vcsw": statistics.mean(meas[r]["vcsw"] for r in reps)}
+           "vcsw": statistics.mean(meas[r]["vcsw"] for r in reps),
+           "pred_vcsw": statistics.mean(pred[r].get("vcsw_per_call", float("nan"))
+                                        for r in reps)}
     bind = [pred[r].get("binding", "?") for r in reps]
     row["binding"] = max(set(bind), key=bind.count)
     row["blocks"] = statistics.median(pred[r].get("lock_blocks_per_call", float("nan"))
@@ -418,16 +421,16 @@ def summary_lines(grid, ab, seq):
 def grid_table(rows):
     out = ["| delay | threads | reps | measured mean ms | predicted ms [seeds 5-95 %] | "
            "mean error [90 % CI] | width | verdict | binds | util gil/cores/lock/pool | "
-           "pred. lock blocks / call | CPU us per call meas / pred | meas. vcsw per call |",
+           "pred. lock blocks / call | CPU us per call meas / pred | vcsw per call meas / pred |",
            "|" + "---|" * 13]
     for r in rows:
         out.append("| %g ms | %s | %d | %.3f | %.3f [%.3f, %.3f] | %s | %s | %s | %s | %s | "
-                   "%.2f | %.0f / %.0f | %.2f |" % (
+                   "%.2f | %.0f / %.0f | %.2f / %.2f |" % (
                        r["delay"], label(r["mode"]).replace(" threads", ""), r["n"],
                        r["meas_mean"], r["pred_mean"], r["pred_lo"], r["pred_hi"],
                        fmt_ci(r["mean"]), width(r["mean"]), r["mean"]["verdict"],
                        r["binding"], util_s(r["util"]), r["blocks"], r["cpu"], r["pred_cpu"],
-                       r["vcsw"]))
+                       r["vcsw"], r["pred_vcsw"]))
     return out
 
 
