@@ -21,7 +21,7 @@ THREADED = ("gil-direct-threaded", "gil-proxy-threaded", "ft-direct-threaded",
 SENS = (("cores", ("1", "4", "8")), ("sys_us", ("1", "5")), ("wake_us", ("2", "20")),
         ("ctx_cpu_us", ("2", "10")), ("gil_handoff_us", ("8", "100")),
         ("lock_block_cpu_us", ("0", "40")), ("lock_sections", ("0", "5")),
-        ("lock_hold_us", ("1", "10")), ("xcore_frac", ("0", "0.6")),
+        ("lock_hold_us", ("1", "10")), ("xcore_frac", ("0", "0.44", "0.82")),
         ("server_us", ("30", "120")))
 # rows whose scenario sets the key itself (--set does not apply there)
 OWN = {"server_us": ("gil-proxy-threaded", "ft-proxy-threaded")}

@@ -20,7 +20,8 @@
 #include "sim_fixtures.h"
 
 /* One thread, nothing random: every call takes py + releases * sys + server
- * (wake-up and switch-in 0), under the GIL and free-threaded. */
+ * (wake-up and switch-in 0), under the GIL and free-threaded; it blocks once
+ * a call, on the reply. */
 static void
 test_sim_model_one_thread_is_the_sum(void **state)
 {
@@ -38,6 +39,7 @@ test_sim_model_one_thread_is_the_sum(void **state)
             assert_int_equal(res.lat_ns[i], (120 + 3 * 5 + 50) * 1000);
         assert_true(fabs(sim_fit_seq_mean_ms(&p) - 0.185) < 1e-12);
         assert_int_equal(res.gil_switches, 0);
+        assert_int_equal(res.sleeps, 50);
         sim_result_free(&res);
     }
 }
@@ -102,7 +104,8 @@ check_fifo(struct sim_result *res, uint64_t step)
 /* Free-threaded, 4 threads on 4 cores, one call each whose Python is all
  * inside one driver-lock section (100 us): the lock is a FIFO mutex,
  * thread k gets it at k * 100 us, so its call takes (k + 1) * 100 us plus
- * the round trip (releases 1: one send, server 1000 us). */
+ * the round trip (releases 1: one send, server 1000 us).  The threads
+ * block 7 times: threads 1-3 on the lock, each of the four on its reply. */
 static void
 test_sim_model_lock_is_a_fifo_mutex(void **state)
 {
@@ -112,6 +115,7 @@ test_sim_model_lock_is_a_fifo_mutex(void **state)
     (void)state;
     fifo_params(&p);
     run(&p, &res);
+    assert_int_equal(res.sleeps, 7);
     check_fifo(&res, 100);
 }
 
@@ -490,6 +494,46 @@ test_sim_model_xcore_costs_each_moved_step(void **state)
     sim_result_free(&res);
 }
 
+/* The thread's own move: free-threaded, 3 threads on 2 cores, one call
+ * each of two 60 us Python segments (releases 1: A before the send, B after
+ * the reply; no syscall CPU), server 1000 us, xcore_frac 0.5.  At 0 thread
+ * 0 runs A on core 0, thread 1 on core 1 (A last ran on core 0: 90 us);
+ * thread 2 waits and runs A on core 0 at 60 (A last ran on core 1: 90 us,
+ * to 150).  Thread 0's send takes the core free at 90 (core 1), so its
+ * reply's switch-in and B run on core 1 at 1090: B never ran before, but
+ * thread 0's previous step ran on core 0, so B costs 90 us (1180).  Thread
+ * 1's switch-in finds core 1 taken and runs on core 0, B too (B last ran
+ * on core 1: 90 us, 1180); thread 2's reply at 1150 waits for a core,
+ * gets core 1 at 1180 and runs B there (last on core 0: 90 us, 1270).
+ * Five steps charged, one by the thread's move alone; each thread blocks
+ * once, on its reply. */
+static void
+test_sim_model_xcore_costs_a_thread_that_moved(void **state)
+{
+    static const uint64_t want_us[] = {1180, 1180, 1270};
+    struct sim_params p;
+    struct sim_result res;
+
+    (void)state;
+    quiet_params(&p);
+    set(&p, "runtime", "free-threaded");
+    set(&p, "threads", "3");
+    set(&p, "cores", "2");
+    set(&p, "calls", "1");
+    set(&p, "releases", "1");
+    set(&p, "sys_us", "0");
+    set(&p, "server_us", "1000");
+    set(&p, "pool_initial", "3");
+    set(&p, "xcore_frac", "0.5");
+    run(&p, &res);
+    assert_int_equal(res.n, 3);
+    for (size_t i = 0; i < res.n; i++)
+        assert_int_equal(res.lat_ns[i], want_us[i] * 1000);
+    assert_int_equal(res.xcore_segments, 5);
+    assert_int_equal(res.sleeps, 3);
+    sim_result_free(&res);
+}
+
 /* Under the GIL a lock section whose session creation releases the GIL
  * lets other threads pile up on the lock: blocks per call without a
  * prefilled session pool, none with one (the lock's hold is short). */
@@ -582,6 +626,7 @@ main(void)
         cmocka_unit_test(test_sim_model_deterministic),
         cmocka_unit_test(test_sim_fit_inverts_the_sequential_run),
         cmocka_unit_test(test_sim_model_xcore_costs_each_moved_step),
+        cmocka_unit_test(test_sim_model_xcore_costs_a_thread_that_moved),
         cmocka_unit_test(test_sim_model_idle_curve_gives_each_delay_its_cpu),
         cmocka_unit_test(test_sim_model_session_prefill_removes_lock_blocks),
         cmocka_unit_test(test_sim_model_gil_forced_switching),
