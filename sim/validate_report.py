@@ -192,8 +192,8 @@ def seq_args(seq):
 
 def rep_args(meas, rep):
     """The repetition's sequential runs at every delay: their CPU per call
-    (--seq-cpu-at, the idle curve) and the smallest delay's CPU per call on
-    alternating cores (--seq-xcore-cpu-us)."""
+    (--seq-cpu-at, the idle curve) and the smallest delay's CPU per call with
+    every Python segment on the other of two cores (--seq-xcore-cpu-us)."""
     seqs = sorted((d, r[rep]) for (d, m), r in meas.items() if m == "seq" and rep in r)
     a = []
     if seqs:
@@ -506,7 +506,7 @@ def calib_lines(meas):
                     ("lock_hold_us", "hold per section, us"),
                     ("session_new_hold_us", "hold of a section creating a session, us"),
                     ("urandom_us", "os.urandom(16), us"),
-                    ("xcore_cpu_us", "CPU per call, each call on the other of two CPUs, us"),
+                    ("xcore_cpu_us", "CPU per call, each Python segment on the other of two CPUs, us"),
                     ("xcore_pin_cpu_us", "... and kept on one CPU, interleaved, us")):
         xs = [s[k] for s in seqs if s.get(k) is not None]
         if xs:
@@ -571,8 +571,8 @@ def report(outdir, meas, pred, trace_ok):
           "(`--seq-mean-ms --seq-stdev-pct --seq-cpu-us --seq-cpu-cv --lock-sections "
           "--lock-hold-us --lock-before`, at the same delay: `--seq-delay-ms D`; "
           "`--seq-cpu-at` with the CPU per call of its sequential runs at every delay, the "
-          "idle curve; `--seq-xcore-cpu-us` with its delay-0 run's CPU per call on "
-          "alternating cores), and the "
+          "idle curve; `--seq-xcore-cpu-us` with its delay-0 run's CPU per call with "
+          "every Python segment on the other of two CPUs), and the "
           "row's setup as it started, nothing it measured: `--pool-initial` (the connections "
           "its pool held, %d after validate_bench.py --warm) and `--session-prefill 1` (or T "
           "for a prefilled arm).  Sequential rows: `--threads 1 --calls 1000`."

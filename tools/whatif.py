@@ -421,7 +421,8 @@ def seq_facts(a, meas, d):
     if a.cal_mode == "cpu":
         out += ["--seq-cpu-us", "%.3f" % cpu["cpu_us"]]
         # the sequential runs at every measured delay: the idle curve; the
-        # smallest delay's calls on alternating cores: xcore_frac
+        # smallest delay's calls with their segments on alternating cores:
+        # xcore_frac
         out += ["--seq-cpu-at", ",".join("%g:%.3f" % (x, meas["delays"][x]["cpu"]["cpu_us"])
                                          for x in DELAYS_MEASURED)]
         c0 = meas["delays"][DELAYS_MEASURED[0]]["cpu"]
@@ -460,8 +461,9 @@ def choose_calibration(a, meas):
         a.cal_note = ("each delay's rows from that delay's sequential run: the client's own CPU "
                       "per call (time.thread_time around each call) and its cv" + lock_note +
                       "; py_call_us from the delay-0 run's CPU and the idle curve from both "
-                      "delays' (--seq-cpu-at), xcore_frac from the delay-0 run's calls moved "
-                      "between two CPUs and kept on one when the client reported them; "
+                      "delays' (--seq-cpu-at), xcore_frac from the delay-0 run's calls with every "
+                      "Python segment moved between two CPUs and kept on one when the "
+                      "client reported them; "
                       "every row's mean is a prediction, the sequential ones included")
     else:
         why = "" if a.calibrate != "auto" else \
