@@ -198,6 +198,11 @@ client_final(struct play_auth *a, const char *msg, size_t len, char *out,
     if (strncmp(nonce, a->nonce, strlen(a->nonce)) != 0)
         return mt_err_set(err, MT_EPROTO, 0,
                           "the server's nonce does not extend ours");
+    for (const char *p = nonce; *p; p++) /* RFC 5802: printable, no ',' */
+        if (*p < 0x21 || *p > 0x7e)
+            return mt_err_set(err, MT_EPROTO, 0,
+                              "the server's nonce holds byte 0x%02x",
+                              (unsigned)(unsigned char)*p);
     salt_len = scram_b64_decode(salt_b64, strlen(salt_b64), salt, sizeof(salt));
     if (salt_len < 0)
         return mt_err_set(err, MT_EPROTO, 0, "the salt is not base64");
@@ -253,7 +258,7 @@ play_auth_step(struct play_auth *a, const uint8_t *body, size_t len,
 {
     bson_t b;
     bson_iter_t it;
-    const uint8_t *payload = NULL;
+    const uint8_t *payload = NULL, *nul;
     uint32_t plen = 0;
     bool ok = false, sdone = false;
     const char *errmsg = "";
@@ -284,6 +289,14 @@ play_auth_step(struct play_auth *a, const uint8_t *body, size_t len,
                           (int)code);
     if (plen > AUTH_MSG_MAX)
         return mt_err_set(err, MT_EPROTO, 0, "SCRAM message too long");
+    /* a SCRAM message is text (RFC 5802 section 7): a NUL would cut it
+     * short in the AuthMessage the signatures are computed over */
+    nul = payload != NULL ? memchr(payload, 0, plen) : NULL;
+    if (nul != NULL)
+        return mt_err_set(err, MT_EPROTO, 0,
+                          "the server's SCRAM message holds a NUL byte at "
+                          "offset %zu",
+                          (size_t)(nul - payload));
     if (a->step == 0) {
         rc = client_final(a, (const char *)payload, plen, final, sizeof(final),
                           err);

@@ -727,6 +727,49 @@ test_play_auth_bad_server_signature(void **state)
              "v=AAAATRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=", MT_EPROTO);
 }
 
+/* A server-first that is not SCRAM text is refused before any key is
+ * derived: a NUL inside it (which would cut the AuthMessage short), a
+ * nonce byte outside RFC 5802's printable range. */
+static void
+test_play_auth_bad_server_first(void **state)
+{
+    static const char nul[] =
+        "r=rOprNGfwEbeRWgbNEkqO%hv\0YD,s=W22ZaJ0SNY7soEsUEjb6gQ==,"
+        "i=4096";
+    static const char ctl[] =
+        "r=rOprNGfwEbeRWgbNEkqO%hv\001YD,s=W22ZaJ0SNY7soEsUEjb6gQ==,"
+        "i=4096";
+    static const struct {
+        const char *msg;
+        size_t len;
+        const char *want;
+    } bad[] = {{nul, sizeof(nul) - 1, "NUL byte at offset 25"},
+               {ctl, sizeof(ctl) - 1, "nonce holds byte 0x01"}};
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        struct mt_err err = {0};
+        struct play_auth *a =
+            play_auth_new(NULL, "user", "pencil", "admin", &err);
+        bson_t cmd, *r = bson_new();
+        bool done = true;
+
+        assert_int_equal(play_auth_start_nonce(a, rfc7677.cnonce, &cmd), 0);
+        bson_destroy(&cmd);
+        bson_append_int32(r, "conversationId", -1, 1);
+        bson_append_binary(r, "payload", -1, BSON_SUBTYPE_BINARY,
+                           (const uint8_t *)bad[i].msg, (uint32_t)bad[i].len);
+        bson_append_double(r, "ok", -1, 1);
+        assert_int_equal(
+            play_auth_step(a, bson_get_data(r), r->len, &cmd, &done, &err),
+            MT_EPROTO);
+        assert_false(done);
+        assert_non_null(strstr(err.msg, bad[i].want));
+        bson_destroy(r);
+        play_auth_free(a);
+    }
+}
+
 static void
 test_play_auth_refused(void **state)
 {
@@ -804,6 +847,7 @@ main(void)
         cmocka_unit_test(test_play_auth_rfc7677),
         cmocka_unit_test(test_play_auth_spec_sha1),
         cmocka_unit_test(test_play_auth_bad_server_signature),
+        cmocka_unit_test(test_play_auth_bad_server_first),
         cmocka_unit_test(test_play_auth_refused),
         cmocka_unit_test(test_play_horizon_live_ahead),
     };
